@@ -1,0 +1,27 @@
+//! `cargo bench -p shortlink-core --bench decode`: the per-request cost of
+//! validating a code inside nginx.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use shortlink_core::{Codec, DeploymentKey};
+
+fn decode(c: &mut Criterion) {
+    let codec = Codec::new(&DeploymentKey::from_bytes([42; 32]));
+    let id = Codec::first_id_of_length(7) + 123_456;
+    let good = codec.encode(id);
+    let mut bad = good.as_bytes().to_vec();
+    let last = bad.len() - 1;
+    bad[last] = if bad[last] == b'a' { b'b' } else { b'a' };
+
+    c.bench_function("decode valid 7-char code", |b| {
+        b.iter(|| codec.decode(black_box(good.as_bytes())))
+    });
+    c.bench_function("decode invalid 7-char code", |b| {
+        b.iter(|| codec.decode(black_box(&bad)))
+    });
+    c.bench_function("encode 7-char code", |b| {
+        b.iter(|| codec.encode(black_box(id)))
+    });
+}
+
+criterion_group!(benches, decode);
+criterion_main!(benches);

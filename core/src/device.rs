@@ -1,0 +1,218 @@
+//! Who clicked: device class and bot flag from `User-Agent`, host from
+//! `Referer`. Runs per redirect inside nginx, so no allocation.
+
+use serde::{Deserialize, Serialize};
+
+/// Device class of a click, also used to pick a device-specific target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum DeviceClass {
+    /// No `User-Agent` or one we cannot place.
+    Other = 0,
+    Desktop = 1,
+    /// A phone or tablet that is neither iOS nor Android.
+    Mobile = 2,
+    Ios = 3,
+    Android = 4,
+}
+
+impl DeviceClass {
+    /// Stable lower-case name, used in stats and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceClass::Other => "other",
+            DeviceClass::Desktop => "desktop",
+            DeviceClass::Mobile => "mobile",
+            DeviceClass::Ios => "ios",
+            DeviceClass::Android => "android",
+        }
+    }
+
+    /// Inverse of `as u8`; unknown values map to `Other`.
+    pub fn from_u8(v: u8) -> Self {
+        match v {
+            1 => DeviceClass::Desktop,
+            2 => DeviceClass::Mobile,
+            3 => DeviceClass::Ios,
+            4 => DeviceClass::Android,
+            _ => DeviceClass::Other,
+        }
+    }
+
+    /// Inverse of [`DeviceClass::as_str`].
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "other" => DeviceClass::Other,
+            "desktop" => DeviceClass::Desktop,
+            "mobile" => DeviceClass::Mobile,
+            "ios" => DeviceClass::Ios,
+            "android" => DeviceClass::Android,
+            _ => return None,
+        })
+    }
+}
+
+const BOT_MARKERS: &[&[u8]] = &[
+    b"bot",
+    b"crawl",
+    b"spider",
+    b"slurp",
+    b"facebookexternalhit",
+    b"embedly",
+    b"preview",
+    b"headlesschrome",
+    b"lighthouse",
+];
+
+/// Device class and bot flag of a `User-Agent` value (`None`: no header).
+pub fn classify(user_agent: Option<&[u8]>) -> (DeviceClass, bool) {
+    let ua = match user_agent {
+        Some(ua) if !ua.is_empty() => ua,
+        _ => return (DeviceClass::Other, false),
+    };
+    let bot = BOT_MARKERS.iter().any(|m| contains_ignore_case(ua, m));
+    let class = if contains_ignore_case(ua, b"iphone")
+        || contains_ignore_case(ua, b"ipad")
+        || contains_ignore_case(ua, b"ipod")
+    {
+        DeviceClass::Ios
+    } else if contains_ignore_case(ua, b"android") {
+        DeviceClass::Android
+    } else if contains_ignore_case(ua, b"mobile")
+        || contains_ignore_case(ua, b"windows phone")
+        || contains_ignore_case(ua, b"opera mini")
+    {
+        DeviceClass::Mobile
+    } else if contains_ignore_case(ua, b"windows")
+        || contains_ignore_case(ua, b"macintosh")
+        || contains_ignore_case(ua, b"x11")
+        || contains_ignore_case(ua, b"cros")
+    {
+        DeviceClass::Desktop
+    } else {
+        DeviceClass::Other
+    };
+    (class, bot)
+}
+
+/// The host part of a `Referer` value, without port or user info; `None`
+/// when there is none or it is not a URL with a host.
+pub fn referrer_host(referer: &[u8]) -> Option<&[u8]> {
+    let start = find(referer, b"://")? + 3;
+    let rest = &referer[start..];
+    let end = rest
+        .iter()
+        .position(|&b| b == b'/' || b == b'?' || b == b'#')
+        .unwrap_or(rest.len());
+    let mut authority = &rest[..end];
+    if let Some(at) = authority.iter().rposition(|&b| b == b'@') {
+        authority = &authority[at + 1..];
+    }
+    let host = if authority.first() == Some(&b'[') {
+        let close = authority.iter().position(|&b| b == b']')?;
+        &authority[..=close]
+    } else {
+        let colon = authority
+            .iter()
+            .position(|&b| b == b':')
+            .unwrap_or(authority.len());
+        &authority[..colon]
+    };
+    let valid = !host.is_empty()
+        && host.len() <= 253
+        && host.iter().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':')
+        });
+    valid.then_some(host)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len()
+        && hay
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_common_agents() {
+        let cases: &[(&str, DeviceClass, bool)] = &[
+            (
+                "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148",
+                DeviceClass::Ios,
+                false,
+            ),
+            (
+                "Mozilla/5.0 (Linux; Android 14; Pixel 8) Mobile Safari/537.36",
+                DeviceClass::Android,
+                false,
+            ),
+            (
+                "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0",
+                DeviceClass::Desktop,
+                false,
+            ),
+            (
+                "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) Safari/605.1.15",
+                DeviceClass::Desktop,
+                false,
+            ),
+            (
+                "Opera/9.80 (J2ME/MIDP; Opera Mini/9.80) Presto",
+                DeviceClass::Mobile,
+                false,
+            ),
+            (
+                "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+                DeviceClass::Other,
+                true,
+            ),
+            ("facebookexternalhit/1.1", DeviceClass::Other, true),
+            ("curl/8.5.0", DeviceClass::Other, false),
+        ];
+        for (ua, class, bot) in cases {
+            assert_eq!(classify(Some(ua.as_bytes())), (*class, *bot), "{ua}");
+        }
+        assert_eq!(classify(None), (DeviceClass::Other, false));
+        assert_eq!(classify(Some(b"")), (DeviceClass::Other, false));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for v in 0..=4u8 {
+            let c = DeviceClass::from_u8(v);
+            assert_eq!(c as u8, v);
+            assert_eq!(DeviceClass::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(DeviceClass::from_u8(200), DeviceClass::Other);
+    }
+
+    #[test]
+    fn referrer_hosts() {
+        let host =
+            |s: &str| referrer_host(s.as_bytes()).map(|h| String::from_utf8_lossy(h).into_owned());
+        assert_eq!(
+            host("https://news.example.com/a/b?c"),
+            Some("news.example.com".into())
+        );
+        assert_eq!(
+            host("http://user:pw@example.com:8080/"),
+            Some("example.com".into())
+        );
+        assert_eq!(host("https://[::1]:443/x"), Some("[::1]".into()));
+        assert_eq!(
+            host("android-app://com.google.android.gm"),
+            Some("com.google.android.gm".into())
+        );
+        assert_eq!(host("no scheme here"), None);
+        assert_eq!(host("https:///path"), None);
+        assert_eq!(host("https://bad host/"), None);
+    }
+}

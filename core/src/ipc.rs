@@ -1,0 +1,437 @@
+//! The wire protocol between the nginx module (client) and shortlinkd
+//! (server) on the IPC Unix socket.
+//!
+//! Every frame is a 4-byte big-endian payload length followed by a postcard
+//! payload. The client opens with [`Request::Hello`]; the server answers
+//! [`Reply::Welcome`] or [`Reply::Refused`] (then closes). After that the
+//! client may have many requests in flight, each with its own request id;
+//! replies come back in any order. Events ([`Reply::Event`]) are pushed to
+//! clients that sent [`Request::Subscribe`].
+//!
+//! Enum variants are only ever appended, never reordered: postcard encodes
+//! the variant index. Anything incompatible bumps [`PROTOCOL_VERSION`].
+//!
+//! Click spool files (clicks a worker could not deliver) are a sequence of
+//! frames holding one [`ClickBatch`] each.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceClass;
+use crate::key::Fingerprint;
+
+/// Version of this protocol; the handshake refuses any other.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// Largest payload either side accepts; bigger frames close the connection.
+pub const MAX_FRAME: usize = 1 << 20;
+/// Bytes of the length prefix.
+pub const HEADER_LEN: usize = 4;
+/// Aliases per [`Event::Aliases`] frame in a snapshot, well under `MAX_FRAME`.
+pub const ALIAS_CHUNK: usize = 5_000;
+
+/// Client to server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// First frame on a connection.
+    Hello(Hello),
+    /// What does this code or alias point at?
+    Lookup { id: u32, code: String },
+    /// Click counts to add; answered with [`Reply::ClicksAck`] once durable.
+    Clicks { id: u32, batch: ClickBatch },
+    /// Start pushing [`Event`]s to this connection: an alias snapshot first.
+    Subscribe { id: u32 },
+    /// Liveness check.
+    Ping { id: u32 },
+}
+
+/// The client's half of the handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u16,
+    /// Fingerprint of the client's deployment key.
+    pub fingerprint: Fingerprint,
+    /// Worker process id, for the daemon's logs.
+    pub pid: u32,
+}
+
+/// Server to client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reply {
+    /// Handshake accepted.
+    Welcome {
+        protocol: u16,
+        fingerprint: Fingerprint,
+    },
+    /// Handshake refused; the server closes the connection after this.
+    Refused { reason: String },
+    /// Answer to [`Request::Lookup`].
+    Lookup { id: u32, result: LookupResult },
+    /// The batch is stored (or was already): the client may forget it.
+    ClicksAck { id: u32, batch_id: BatchId },
+    /// Answer to [`Request::Subscribe`]; events follow.
+    Subscribed { id: u32 },
+    /// Answer to [`Request::Ping`].
+    Pong { id: u32 },
+    /// A request could not be served; the connection stays up.
+    Error { id: u32, message: String },
+    /// Pushed without a request.
+    Event(Event),
+}
+
+/// Result of a lookup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LookupResult {
+    /// The link and everything the edge needs to answer alone.
+    Found(EdgeLink),
+    /// No such code or alias.
+    NotFound,
+    /// It existed but is deleted, expired, disabled or used up.
+    Gone,
+}
+
+/// What the edge caches for a link.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EdgeLink {
+    pub id: u64,
+    pub target: String,
+    /// The link's own redirect status (301, 302, 307, 308); `None` uses the
+    /// location's `shortlink_redirect`.
+    pub status: Option<u16>,
+    /// Unix seconds after which the link is gone.
+    pub expires_at: Option<i64>,
+    pub targets: DeviceTargets,
+    pub disabled: bool,
+}
+
+impl EdgeLink {
+    /// The target for a device class: the most specific one the link has.
+    pub fn target_for(&self, device: DeviceClass) -> &str {
+        self.targets.for_device(device).unwrap_or(&self.target)
+    }
+}
+
+/// Device-specific targets; each falls back to the next wider class.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DeviceTargets {
+    pub desktop: Option<String>,
+    pub mobile: Option<String>,
+    pub ios: Option<String>,
+    pub android: Option<String>,
+}
+
+impl DeviceTargets {
+    /// iOS and Android fall back to `mobile`; the rest have no fallback here.
+    pub fn for_device(&self, device: DeviceClass) -> Option<&str> {
+        let specific = match device {
+            DeviceClass::Ios => self.ios.as_deref().or(self.mobile.as_deref()),
+            DeviceClass::Android => self.android.as_deref().or(self.mobile.as_deref()),
+            DeviceClass::Mobile => self.mobile.as_deref(),
+            DeviceClass::Desktop => self.desktop.as_deref(),
+            DeviceClass::Other => None,
+        };
+        specific
+    }
+
+    /// True when no device-specific target is set.
+    pub fn is_empty(&self) -> bool {
+        self.desktop.is_none()
+            && self.mobile.is_none()
+            && self.ios.is_none()
+            && self.android.is_none()
+    }
+}
+
+/// Globally unique batch id (worker pid, start time and sequence number), so
+/// a batch re-sent after a reconnect or from a spool file counts once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BatchId(pub [u8; 16]);
+
+impl BatchId {
+    /// Hex form for logs and storage.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Clicks counted by one worker since its last batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClickBatch {
+    pub batch_id: BatchId,
+    pub clicks: Vec<ClickCount>,
+}
+
+/// Clicks of one link in one hour from one kind of visitor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClickCount {
+    pub link_id: u64,
+    /// Hours since the Unix epoch.
+    pub hour: u32,
+    pub device: DeviceClass,
+    pub bot: bool,
+    /// Lower-case referrer host, if the request had one.
+    pub referrer: Option<String>,
+    pub count: u32,
+}
+
+/// Pushed to subscribers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Event {
+    /// The link behind this code or alias changed or is gone: drop it.
+    Invalidate { code: String },
+    /// A full alias snapshot follows in [`Event::Aliases`] frames.
+    AliasSnapshotBegin { total: u64 },
+    /// A chunk of aliases: part of a snapshot, or additions after it.
+    Aliases { aliases: Vec<String> },
+    /// The snapshot is complete.
+    AliasSnapshotEnd,
+    /// These aliases no longer exist.
+    AliasesRemoved { aliases: Vec<String> },
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame of {len} bytes exceeds the limit of {MAX_FRAME}")]
+    TooLarge { len: usize },
+    #[error("malformed frame: {0}")]
+    Malformed(String),
+}
+
+/// Appends one frame holding `msg` to `out`.
+pub fn write_frame<T: Serialize>(msg: &T, out: &mut Vec<u8>) -> Result<(), FrameError> {
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    let taken = std::mem::take(out);
+    let mut buf =
+        postcard::to_extend(msg, taken).map_err(|e| FrameError::Malformed(e.to_string()))?;
+    let len = buf.len() - start - HEADER_LEN;
+    if len > MAX_FRAME {
+        buf.truncate(start);
+        *out = buf;
+        return Err(FrameError::TooLarge { len });
+    }
+    buf[start..start + HEADER_LEN].copy_from_slice(&(len as u32).to_be_bytes());
+    *out = buf;
+    Ok(())
+}
+
+/// One frame holding `msg`, as a new buffer.
+pub fn frame<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
+    let mut out = Vec::new();
+    write_frame(msg, &mut out)?;
+    Ok(out)
+}
+
+/// Payload length announced by a frame header, checked against the limit;
+/// `None` while fewer than [`HEADER_LEN`] bytes are buffered.
+pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
+    if buf.len() < HEADER_LEN {
+        return Ok(None);
+    }
+    let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge { len });
+    }
+    Ok(Some(len))
+}
+
+/// Reads the first complete frame in `buf`: the message and the bytes it
+/// used, or `None` when more bytes are needed.
+pub fn read_frame<T: DeserializeOwned>(buf: &[u8]) -> Result<Option<(T, usize)>, FrameError> {
+    let Some(len) = frame_len(buf)? else {
+        return Ok(None);
+    };
+    if buf.len() < HEADER_LEN + len {
+        return Ok(None);
+    }
+    let msg = decode_payload(&buf[HEADER_LEN..HEADER_LEN + len])?;
+    Ok(Some((msg, HEADER_LEN + len)))
+}
+
+/// Decodes a payload whose length prefix was already taken off.
+pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
+    let (msg, rest) =
+        postcard::take_from_bytes(payload).map_err(|e| FrameError::Malformed(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(FrameError::Malformed(format!(
+            "{} trailing bytes after the message",
+            rest.len()
+        )));
+    }
+    Ok(msg)
+}
+
+impl Hello {
+    /// The server's check of a client hello: `Err` carries the reason both
+    /// sides log.
+    pub fn accept(&self, ours: Fingerprint) -> Result<(), String> {
+        if self.protocol != PROTOCOL_VERSION {
+            return Err(format!(
+                "protocol version mismatch: client speaks {}, daemon speaks {}",
+                self.protocol, PROTOCOL_VERSION
+            ));
+        }
+        if self.fingerprint != ours {
+            return Err(format!(
+                "key fingerprint mismatch: client has {}, daemon has {} (point both at the same key file)",
+                self.fingerprint, ours
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample_batch() -> ClickBatch {
+        ClickBatch {
+            batch_id: BatchId([7; 16]),
+            clicks: vec![ClickCount {
+                link_id: 42,
+                hour: 500_000,
+                device: DeviceClass::Ios,
+                bot: false,
+                referrer: Some("news.example.com".into()),
+                count: 3,
+            }],
+        }
+    }
+
+    #[test]
+    fn frames_round_trip_back_to_back() {
+        let msgs = vec![
+            Request::Hello(Hello {
+                protocol: PROTOCOL_VERSION,
+                fingerprint: Fingerprint([1; 8]),
+                pid: 1234,
+            }),
+            Request::Lookup {
+                id: 1,
+                code: "aZ3kQ9x".into(),
+            },
+            Request::Clicks {
+                id: 2,
+                batch: sample_batch(),
+            },
+        ];
+        let mut buf = Vec::new();
+        for m in &msgs {
+            write_frame(m, &mut buf).unwrap();
+        }
+        let mut at = 0;
+        let mut got = Vec::new();
+        while let Some((m, used)) = read_frame::<Request>(&buf[at..]).unwrap() {
+            got.push(m);
+            at += used;
+        }
+        assert_eq!(got, msgs);
+        assert_eq!(at, buf.len());
+    }
+
+    #[test]
+    fn partial_frames_wait_for_more() {
+        let buf = frame(&Reply::Pong { id: 9 }).unwrap();
+        for cut in 0..buf.len() {
+            assert_eq!(read_frame::<Reply>(&buf[..cut]).unwrap(), None);
+        }
+        assert_eq!(
+            read_frame::<Reply>(&buf).unwrap(),
+            Some((Reply::Pong { id: 9 }, buf.len()))
+        );
+    }
+
+    #[test]
+    fn oversized_and_malformed_frames_are_errors() {
+        let huge = ((MAX_FRAME + 1) as u32).to_be_bytes();
+        assert_eq!(
+            read_frame::<Reply>(&huge),
+            Err(FrameError::TooLarge { len: MAX_FRAME + 1 })
+        );
+        let junk = [0, 0, 0, 2, 0xff, 0xff];
+        assert!(matches!(
+            read_frame::<Reply>(&junk),
+            Err(FrameError::Malformed(_))
+        ));
+        let mut trailing = frame(&Reply::Pong { id: 1 }).unwrap();
+        trailing[3] += 1;
+        trailing.push(0);
+        assert!(matches!(
+            read_frame::<Reply>(&trailing),
+            Err(FrameError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn writing_an_oversized_message_leaves_the_buffer_as_it_was() {
+        let mut out = frame(&Reply::Pong { id: 1 }).unwrap();
+        let before = out.clone();
+        let big = Event::Aliases {
+            aliases: vec!["x".repeat(1000); 2000],
+        };
+        assert!(matches!(
+            write_frame(&big, &mut out),
+            Err(FrameError::TooLarge { .. })
+        ));
+        assert_eq!(out, before);
+    }
+
+    #[test]
+    fn hello_names_the_mismatch() {
+        let hello = Hello {
+            protocol: PROTOCOL_VERSION,
+            fingerprint: Fingerprint([1; 8]),
+            pid: 1,
+        };
+        assert!(hello.accept(Fingerprint([1; 8])).is_ok());
+        let err = hello.accept(Fingerprint([2; 8])).unwrap_err();
+        assert!(
+            err.contains("0101010101010101") && err.contains("0202020202020202"),
+            "{err}"
+        );
+        let old = Hello {
+            protocol: 0,
+            ..hello
+        };
+        assert!(old
+            .accept(Fingerprint([1; 8]))
+            .unwrap_err()
+            .contains("protocol version"));
+    }
+
+    #[test]
+    fn device_targets_fall_back() {
+        let link = EdgeLink {
+            target: "https://example.com/".into(),
+            targets: DeviceTargets {
+                mobile: Some("https://m.example.com/".into()),
+                ios: Some("https://apps.apple.com/x".into()),
+                ..DeviceTargets::default()
+            },
+            ..EdgeLink::default()
+        };
+        assert_eq!(
+            link.target_for(DeviceClass::Ios),
+            "https://apps.apple.com/x"
+        );
+        assert_eq!(
+            link.target_for(DeviceClass::Android),
+            "https://m.example.com/"
+        );
+        assert_eq!(
+            link.target_for(DeviceClass::Desktop),
+            "https://example.com/"
+        );
+        assert_eq!(link.target_for(DeviceClass::Other), "https://example.com/");
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = read_frame::<Request>(&bytes);
+            let _ = read_frame::<Reply>(&bytes);
+        }
+    }
+}

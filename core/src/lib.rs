@@ -1,0 +1,17 @@
+//! Logic shared by the nginx module and `shortlinkd`: the short-code codec,
+//! alias and target-URL rules, device classification and the IPC wire format.
+//!
+//! Nothing here does I/O beyond reading a key file, and the request-path
+//! functions (`Codec::decode`, `device::classify`) never allocate.
+
+pub mod alias;
+pub mod codec;
+pub mod device;
+pub mod ipc;
+pub mod key;
+pub mod target;
+
+pub use alias::{validate_alias, AliasError};
+pub use codec::{Code, CodeError, Codec, MAX_CODE_LEN, MIN_CODE_LEN};
+pub use key::{DeploymentKey, Fingerprint, KeyError};
+pub use target::{validate_target, TargetError, TargetRules};
