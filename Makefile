@@ -1,0 +1,37 @@
+# shortlink: the few targets a newcomer needs. Recipes call scripts/ or cargo.
+PORT ?= 8080
+export PORT
+
+.PHONY: deps build test unit e2e lint demo stop clean
+
+## Install the Debian packages the build and tests need (idempotent).
+deps:
+	@scripts/deps.sh
+
+## Release build: build/sbin/nginx, build/modules/ngx_http_shortlink_module.so, build/bin/shortlinkd.
+build: deps
+	@scripts/build.sh
+
+## Everything: formatting, clippy, unit tests and the end-to-end suite.
+test: build lint unit e2e
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+unit:
+	cargo test --workspace --exclude shortlink-e2e
+
+e2e: build
+	cargo test --release -p shortlink-e2e -- --test-threads=2
+
+## Start the product on 127.0.0.1:$(PORT) in the background; `make stop` stops it.
+demo: build
+	@scripts/demo.sh
+
+stop:
+	@scripts/demo.sh stop
+
+clean:
+	cargo clean
+	rm -rf build var

@@ -1,0 +1,120 @@
+//! Per-request state: the code taken from the URI, what it decoded to and
+//! how it was answered. Lives in the request pool, so it goes with the request.
+
+use nginx_sys::{ngx_http_request_t, ngx_str_t};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
+
+use crate::Module;
+
+/// How the edge answered, for `$shortlink_cache_status`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CacheStatus {
+    /// Not decided yet (valid code, no answer so far).
+    Unset,
+    /// Not a generated code nor a known alias: answered with no lookup.
+    Invalid,
+}
+
+impl CacheStatus {
+    pub fn as_bytes(self) -> &'static [u8] {
+        match self {
+            CacheStatus::Unset => b"",
+            CacheStatus::Invalid => b"INVALID",
+        }
+    }
+}
+
+/// What the module knows about one request.
+pub struct RequestCtx {
+    /// The code: a slice of `r->uri`, valid for the request's life.
+    pub code: ngx_str_t,
+    /// The id a valid generated code decodes to.
+    pub id: Option<u64>,
+    /// `id` in decimal, kept here so variables can point at it.
+    id_text: [u8; 20],
+    id_len: u8,
+    pub status: CacheStatus,
+}
+
+impl RequestCtx {
+    pub fn id_text(&self) -> &[u8] {
+        &self.id_text[..self.id_len as usize]
+    }
+
+    /// The context of a request in a `shortlink on` location, made on first
+    /// use (by the handler or by a variable evaluated earlier, e.g. in a
+    /// `limit_req` key). `None` where the module is off.
+    pub fn get_or_init(r: &mut Request) -> Option<&mut RequestCtx> {
+        let module = Module::module_ref();
+        let existing = r
+            .get_module_ctx::<RequestCtx>(module)
+            .map(|c| c as *const RequestCtx);
+        if let Some(ctx) = existing {
+            // SAFETY: the ctx was allocated from this request's pool by us and
+            // nothing else holds a reference to it across this call.
+            return Some(unsafe { &mut *(ctx as *mut RequestCtx) });
+        }
+        let lcf = Module::location_conf(r)?;
+        if !lcf.is_enabled() {
+            return None;
+        }
+        let codec = Module::main_conf(r)?.codec.as_ref()?;
+        let code = code_of(r);
+        let mut ctx = RequestCtx {
+            code,
+            id: None,
+            id_text: [0; 20],
+            id_len: 0,
+            status: CacheStatus::Unset,
+        };
+        match codec.decode(code.as_bytes()) {
+            Ok(id) => ctx.set_id(id),
+            Err(_) => ctx.status = CacheStatus::Invalid,
+        }
+        let ptr = r.pool().allocate(ctx);
+        if ptr.is_null() {
+            return None;
+        }
+        r.set_module_ctx(ptr.cast(), module);
+        // SAFETY: just allocated from the request pool and initialised.
+        Some(unsafe { &mut *ptr })
+    }
+
+    fn set_id(&mut self, id: u64) {
+        self.id = Some(id);
+        let mut buf = [0u8; 20];
+        let mut n = id;
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let len = buf.len() - i;
+        self.id_text[..len].copy_from_slice(&buf[i..]);
+        self.id_len = len as u8;
+    }
+}
+
+/// The code is what follows the location's prefix (`location /s/` → `/s/aZ3k`
+/// gives `aZ3k`); for regex or exact locations, the last path segment. The
+/// query string is not part of `r->uri`, so it never changes the code.
+fn code_of(r: &Request) -> ngx_str_t {
+    let raw: &ngx_http_request_t = r.as_ref();
+    let uri = raw.uri;
+    let bytes = uri.as_bytes();
+    let name = NgxHttpCoreModule::location_conf(r).map_or(&[][..], |clcf| clcf.name.as_bytes());
+    let skip = if !name.is_empty() && bytes.starts_with(name) {
+        name.len()
+    } else {
+        bytes.iter().rposition(|&b| b == b'/').map_or(0, |p| p + 1)
+    };
+    let mut code = uri;
+    // SAFETY: skip <= uri.len, so the slice stays inside r->uri.
+    code.data = unsafe { uri.data.add(skip) };
+    code.len = uri.len - skip;
+    code
+}

@@ -1,0 +1,411 @@
+//! Harness for the end-to-end suite: starts the built nginx with the built
+//! module (and, where a test asks, the real daemon) in a fresh prefix on free
+//! loopback ports, and speaks raw HTTP/1.1 to it so tests can send any bytes.
+//!
+//! Binaries come from `build/` (run `make build`), or from
+//! `SHORTLINK_NGINX`, `SHORTLINK_MODULE` and `SHORTLINK_DAEMON`.
+//! On a failing test the prefix (config and logs) is kept under
+//! `target/e2e-logs/` and its path printed.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use shortlink_core::{Codec, DeploymentKey};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn binary(var: &str, default: &str) -> PathBuf {
+    let path = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(default));
+    assert!(
+        path.exists(),
+        "{} not found: run `make build` first, or set {var}",
+        path.display()
+    );
+    path
+}
+
+/// The nginx binary under test.
+pub fn nginx_bin() -> PathBuf {
+    binary("SHORTLINK_NGINX", "build/sbin/nginx")
+}
+
+/// The module under test.
+pub fn module_so() -> PathBuf {
+    binary(
+        "SHORTLINK_MODULE",
+        "build/modules/ngx_http_shortlink_module.so",
+    )
+}
+
+/// The daemon under test.
+pub fn daemon_bin() -> PathBuf {
+    binary("SHORTLINK_DAEMON", "build/bin/shortlinkd")
+}
+
+/// A free TCP port on loopback (bound and released; the race is harmless here).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A fresh directory for one test, removed when dropped unless the test failed.
+pub struct Scratch {
+    pub dir: PathBuf,
+    name: String,
+}
+
+impl Scratch {
+    pub fn new(name: &str) -> Self {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "shortlink-e2e-{}-{}-{}",
+            name,
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        Self {
+            dir,
+            name: name.to_string(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// A fresh deployment key in this directory, and its codec.
+    pub fn key(&self) -> (PathBuf, Codec) {
+        let path = self.path("key");
+        let key = DeploymentKey::generate().unwrap();
+        key.write_new(&path).unwrap();
+        (path, Codec::new(&key))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let keep = root().join("target/e2e-logs").join(format!(
+                "{}-{}",
+                self.name,
+                std::process::id()
+            ));
+            let _ = std::fs::create_dir_all(keep.parent().unwrap());
+            let _ = std::fs::remove_dir_all(&keep);
+            if std::fs::rename(&self.dir, &keep).is_err() {
+                let _ = Command::new("cp")
+                    .arg("-a")
+                    .arg(&self.dir)
+                    .arg(&keep)
+                    .status();
+            }
+            eprintln!(
+                "kept config and logs of the failed test in {}",
+                keep.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A running nginx master (foreground, `daemon off`) with the module loaded.
+pub struct Nginx {
+    pub port: u16,
+    pub prefix: PathBuf,
+    child: Option<Child>,
+}
+
+/// The main-context lines every test config starts with.
+pub fn main_context(prefix: &Path, workers: u32) -> String {
+    format!(
+        "load_module {module};\n\
+         daemon off;\n\
+         worker_processes {workers};\n\
+         error_log {prefix}/logs/error.log info;\n\
+         pid {prefix}/logs/nginx.pid;\n\
+         events {{ worker_connections 1024; }}\n",
+        module = module_so().display(),
+        prefix = prefix.display(),
+    )
+}
+
+impl Nginx {
+    /// Writes `nginx.conf` = main context + `http { <http_body> }` (with
+    /// `{port}` replaced) and starts nginx with it.
+    pub fn start(scratch: &Scratch, workers: u32, http_body: &str) -> Nginx {
+        let port = free_port();
+        let conf = format!(
+            "{}http {{\n    access_log off;\n{}\n}}\n",
+            main_context(&scratch.dir, workers),
+            http_body.replace("{port}", &port.to_string())
+        );
+        Self::start_with(scratch, port, &conf)
+    }
+
+    /// Starts nginx with a complete configuration text, listening on `port`.
+    pub fn start_with(scratch: &Scratch, port: u16, conf: &str) -> Nginx {
+        let prefix = scratch.dir.clone();
+        std::fs::write(prefix.join("nginx.conf"), conf).unwrap();
+        let child = Command::new(nginx_bin())
+            .arg("-p")
+            .arg(&prefix)
+            .arg("-c")
+            .arg(prefix.join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(prefix.join("logs/stderr.log")).unwrap())
+            .spawn()
+            .expect("start nginx");
+        let mut nginx = Nginx {
+            port,
+            prefix,
+            child: Some(child),
+        };
+        nginx.wait_ready();
+        nginx
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!(
+                    "nginx exited with {status}:\n{}",
+                    std::fs::read_to_string(self.prefix.join("logs/stderr.log"))
+                        .unwrap_or_default()
+                );
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("nginx did not listen on port {} within 10 s", self.port);
+    }
+
+    /// The master's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Sends a signal to the master.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(self.pid() as i32, sig) };
+    }
+
+    /// Replaces the config and reloads (SIGHUP), waiting until the new
+    /// workers have started.
+    pub fn reload(&self, conf: &str) {
+        let before = self.error_log().matches("start worker process").count();
+        std::fs::write(self.prefix.join("nginx.conf"), conf).unwrap();
+        self.signal(libc::SIGHUP);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.error_log().matches("start worker process").count() == before {
+            assert!(
+                Instant::now() < deadline,
+                "reload did not start new workers"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The error log so far.
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.prefix.join("logs/error.log")).unwrap_or_default()
+    }
+
+    /// Fails when the module made nginx log anything at `[crit]`, `[alert]`
+    /// or `[emerg]`, or a worker died.
+    pub fn assert_clean_log(&self) {
+        let log = self.error_log();
+        for bad in ["[crit]", "[alert]", "[emerg]", "exited on signal"] {
+            assert!(!log.contains(bad), "error log has {bad}:\n{log}");
+        }
+    }
+
+    /// A GET with `target` sent as raw bytes in the request line.
+    pub fn get(&self, target: &[u8]) -> Response {
+        http(self.port, b"GET", target, &[], b"")
+    }
+
+    /// Any request, raw.
+    pub fn request(
+        &self,
+        method: &[u8],
+        target: &[u8],
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        http(self.port, method, target, headers, body)
+    }
+
+    /// Stops nginx gracefully (SIGQUIT) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: plain kill(2) on our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if child.try_wait().unwrap().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs `nginx -t` on a complete config; returns (success, stderr).
+pub fn nginx_test_config(scratch: &Scratch, conf: &str) -> (bool, String) {
+    let path = scratch.path("nginx-t.conf");
+    std::fs::write(&path, conf).unwrap();
+    let out = Command::new(nginx_bin())
+        .arg("-t")
+        .arg("-p")
+        .arg(&scratch.dir)
+        .arg("-c")
+        .arg(&path)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A parsed HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// First header of that name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// One HTTP/1.1 exchange over a fresh connection (`Connection: close`).
+pub fn http(
+    port: u16,
+    method: &[u8],
+    target: &[u8],
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to nginx");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = Vec::new();
+    req.extend_from_slice(method);
+    req.push(b' ');
+    req.extend_from_slice(target);
+    req.extend_from_slice(b" HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        req.extend_from_slice(b"Host: localhost\r\n");
+    }
+    for (n, v) in headers {
+        req.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+    }
+    if !body.is_empty() {
+        req.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    req.extend_from_slice(b"\r\n");
+    req.extend_from_slice(body);
+    s.write_all(&req).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read response");
+    parse_response(&raw, method == b"HEAD")
+}
+
+fn parse_response(raw: &[u8], head: bool) -> Response {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head_text = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head_text.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    if head {
+        body.clear();
+    } else if headers
+        .iter()
+        .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"))
+    {
+        body = dechunk(&body);
+    }
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size = usize::from_str_radix(
+            String::from_utf8_lossy(&data[..eol])
+                .split(';')
+                .next()
+                .unwrap()
+                .trim(),
+            16,
+        )
+        .unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        let start = eol + 2;
+        out.extend_from_slice(&data[start..start + size]);
+        data = &data[start + size + 2..];
+    }
+}
