@@ -1,13 +1,30 @@
 //! The request path: runs in the precontent phase of `shortlink on`
 //! locations, after access checks and `limit_req`, before `try_files`.
+//!
+//! GET and HEAD only; then the code is decoded (no I/O) and a path that is
+//! neither a valid code nor a known alias is answered at once; then the
+//! shared zone; on a miss, the request is suspended on the worker's daemon
+//! link and this handler runs again when the answer is posted.
 
 use nginx_sys::{
-    ngx_http_request_t, ngx_int_t, NGX_DECLINED, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND,
+    ngx_http_complex_value_t, ngx_http_request_t, ngx_int_t, ngx_str_t, NGX_DECLINED, NGX_DONE,
+    NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED,
+    NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
-use ngx::http::Request;
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
+use shortlink_core::device::classify;
+use shortlink_core::ipc::LookupResult;
+use shortlink_core::target::is_header_safe;
 
+use crate::cache::{Cached, Hit, LinkCache};
+use crate::conf::LocConf;
 use crate::log::{debug, error};
+use crate::net::{with_link, Answer, Started};
 use crate::request::{CacheStatus, RequestCtx};
+use crate::Module;
+
+/// 410 (nginx has no constant for it).
+const NGX_HTTP_GONE: u32 = 410;
 
 /// Phase handler entry point: no panic leaves it.
 pub extern "C" fn precontent_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -27,19 +44,282 @@ pub extern "C" fn precontent_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     }
 }
 
+/// What to answer once the link is known.
+enum Outcome {
+    Redirect(Hit),
+    NotFound,
+    Gone,
+    Unavailable,
+}
+
 fn handle(r: &mut Request) -> ngx_int_t {
     if !r.is_main() {
         return NGX_DECLINED as ngx_int_t;
     }
+    let Some(lcf) = Module::location_conf(r) else {
+        return NGX_DECLINED as ngx_int_t;
+    };
+    if !lcf.is_enabled() {
+        return NGX_DECLINED as ngx_int_t;
+    }
+    let Some(main) = Module::main_conf(r) else {
+        return NGX_DECLINED as ngx_int_t;
+    };
+    let method = r.as_ref().method as u32;
     let log = r.log();
+    let raw: *mut ngx_http_request_t = (r as *mut Request).cast();
+    let user_agent = r.user_agent().map(|ua| ua.as_bytes().to_vec());
+    let referer = referer_of(r);
+    let header_only = r.header_only() || method == NGX_HTTP_HEAD;
+
     let Some(ctx) = RequestCtx::get_or_init(r) else {
         return NGX_DECLINED as ngx_int_t;
     };
-    match ctx.status {
-        CacheStatus::Invalid => {
-            debug!(log, "shortlink: \"{}\" is not a valid code", ctx.code);
-            NGX_HTTP_NOT_FOUND as ngx_int_t
+
+    // Resumed after a lookup: answer from what the daemon said.
+    if let Some(answer) = ctx.answer.take() {
+        ctx.waiting = false;
+        let outcome = match answer {
+            Answer::Result(LookupResult::Found(link)) => {
+                let (device, _) = classify(user_agent.as_deref());
+                if ctx.id.is_none() {
+                    ctx.set_id(link.id);
+                }
+                Outcome::Redirect(Hit {
+                    id: link.id,
+                    status: link.status,
+                    expires_at: link.expires_at,
+                    disabled: link.disabled,
+                    target: link.target_for(device).as_bytes().to_vec(),
+                })
+            }
+            Answer::Result(LookupResult::NotFound) => Outcome::NotFound,
+            Answer::Result(LookupResult::Gone) => Outcome::Gone,
+            Answer::TimedOut | Answer::Unavailable => Outcome::Unavailable,
+        };
+        return respond(
+            r,
+            lcf,
+            outcome,
+            user_agent.as_deref(),
+            referer.as_deref(),
+            header_only,
+        );
+    }
+
+    if method != NGX_HTTP_GET && method != NGX_HTTP_HEAD {
+        ctx.status = CacheStatus::Bypass;
+        return not_allowed(r);
+    }
+
+    let code = ctx.code;
+    let cache = main.zone().and_then(|z| {
+        // SAFETY: the zone was initialised before workers started.
+        unsafe { LinkCache::from_zone(z.zone) }
+    });
+
+    if ctx.id.is_none() {
+        // Not a generated code: only a known alias goes any further.
+        let known = ctx.alias_shaped
+            && main.pass.is_some()
+            && cache.is_none_or(|c| c.alias_known(code.as_bytes()) != Some(false));
+        if !known {
+            ctx.status = CacheStatus::Invalid;
+            debug!(log, "shortlink: \"{}\" is not a valid code or alias", code);
+            return respond(r, lcf, Outcome::NotFound, None, None, header_only);
         }
-        CacheStatus::Unset => NGX_DECLINED as ngx_int_t,
+    }
+
+    if main.pass.is_none() {
+        // Validation only: let the rest of the configuration answer.
+        return NGX_DECLINED as ngx_int_t;
+    }
+
+    if let Some(cache) = cache {
+        let (device, _) = classify(user_agent.as_deref());
+        // SAFETY: reading nginx's cached clock on its own thread.
+        let now = unsafe { nginx_sys::ngx_current_msec };
+        match cache.lookup(code.as_bytes(), now, device) {
+            Cached::Found(hit) => {
+                ctx.status = CacheStatus::Hit;
+                if ctx.id.is_none() {
+                    ctx.set_id(hit.id);
+                }
+                return respond(
+                    r,
+                    lcf,
+                    Outcome::Redirect(hit),
+                    user_agent.as_deref(),
+                    referer.as_deref(),
+                    header_only,
+                );
+            }
+            Cached::NotFound => {
+                ctx.status = CacheStatus::Negative;
+                return respond(r, lcf, Outcome::NotFound, None, None, header_only);
+            }
+            Cached::Gone => {
+                ctx.status = CacheStatus::Negative;
+                return respond(r, lcf, Outcome::Gone, None, None, header_only);
+            }
+            Cached::Miss => {}
+        }
+        ctx.status = CacheStatus::Miss;
+    } else {
+        ctx.status = CacheStatus::Bypass;
+    }
+
+    match with_link(|l| l.lookup(code.as_bytes(), raw)) {
+        Some(Started::Waiting) => {
+            ctx.waiting = true;
+            // Notice a client that gives up while we wait.
+            // SAFETY: a live main request.
+            unsafe {
+                (*raw).read_event_handler = Some(nginx_sys::ngx_http_test_reading);
+                (*raw).write_event_handler = Some(nginx_sys::ngx_http_request_empty_handler);
+            }
+            NGX_DONE as ngx_int_t
+        }
+        Some(Started::Unavailable) | None => {
+            error!(
+                log,
+                "shortlink: daemon unavailable while resolving code \"{}\", socket: unix:{}",
+                code,
+                main.pass.as_deref().unwrap_or("")
+            );
+            respond(r, lcf, Outcome::Unavailable, None, None, header_only)
+        }
+    }
+}
+
+/// Hands a lookup's answer to a waiting request and wakes it up.
+pub fn deliver(r: *mut ngx_http_request_t, answer: Answer) {
+    // SAFETY: r is a live request: requests that go away are removed from
+    // the waiter list by their ctx's drop before their pool is freed.
+    unsafe {
+        let Some(ctx) = RequestCtx::existing(r) else {
+            return;
+        };
+        let ctx = &mut *ctx;
+        ctx.answer = Some(answer);
+        ctx.waiting = false;
+        (*r).read_event_handler = Some(nginx_sys::ngx_http_block_reading);
+        (*r).write_event_handler = Some(resume);
+        let c = (*r).connection;
+        nginx_sys::ngx_post_event(
+            (*c).write,
+            core::ptr::addr_of_mut!(nginx_sys::ngx_posted_events),
+        );
+    }
+}
+
+unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
+    // SAFETY: called by nginx's request handler for a live request.
+    unsafe {
+        (*r).write_event_handler = Some(nginx_sys::ngx_http_core_run_phases);
+        nginx_sys::ngx_http_core_run_phases(r);
+    }
+}
+
+fn referer_of(r: &Request) -> Option<Vec<u8>> {
+    let raw: &ngx_http_request_t = r.as_ref();
+    let h = raw.headers_in.referer;
+    // SAFETY: headers_in.referer is null or a parsed header of this request.
+    (!h.is_null()).then(|| unsafe { (*h).value.as_bytes().to_vec() })
+}
+
+fn not_allowed(r: &mut Request) -> ngx_int_t {
+    if r.add_header_out("Allow", "GET, HEAD").is_none() {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    }
+    NGX_HTTP_NOT_ALLOWED as ngx_int_t
+}
+
+/// Sends the answer: a redirect, or 404/410/503 (or the fallback).
+fn respond(
+    r: &mut Request,
+    lcf: &LocConf,
+    outcome: Outcome,
+    user_agent: Option<&[u8]>,
+    referer: Option<&[u8]>,
+    header_only: bool,
+) -> ngx_int_t {
+    let fallback = lcf.fallback.as_ref().and_then(|f| f.as_deref());
+    let (status, target, count) = match outcome {
+        Outcome::Redirect(hit) => {
+            let now = nginx_sys::ngx_time() as i64;
+            if hit.disabled || hit.expires_at.is_some_and(|t| t <= now) {
+                if let Some(ctx) = RequestCtx::get_or_init(r) {
+                    ctx.status = CacheStatus::Expired;
+                }
+                return fallback_or(r, lcf, fallback, NGX_HTTP_GONE);
+            }
+            let status = hit
+                .status
+                .filter(|s| matches!(s, 301 | 302 | 307 | 308))
+                .unwrap_or(lcf.redirect as u16);
+            let id = hit.id;
+            (status, hit.target, Some(id))
+        }
+        Outcome::NotFound => return fallback_or(r, lcf, fallback, NGX_HTTP_NOT_FOUND),
+        Outcome::Gone => return fallback_or(r, lcf, fallback, NGX_HTTP_GONE),
+        Outcome::Unavailable => return fallback_or(r, lcf, fallback, NGX_HTTP_SERVICE_UNAVAILABLE),
+    };
+    if !is_header_safe(&target) {
+        let log = r.log();
+        let code = RequestCtx::get_or_init(r)
+            .map(|c| c.code)
+            .unwrap_or_default();
+        error!(
+            log,
+            "shortlink: target of code \"{}\" is not a safe Location value, refusing it", code
+        );
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    }
+    if let (Some(id), false) = (count, header_only) {
+        let (device, bot) = classify(user_agent);
+        let now = nginx_sys::ngx_time() as i64;
+        with_link(|l| l.clicks().record(id, now, device, bot, referer));
+    }
+    if let Some(ctx) = RequestCtx::get_or_init(r) {
+        ctx.target = target.clone();
+    }
+    redirect(r, lcf, status, &target)
+}
+
+fn fallback_or(r: &mut Request, lcf: &LocConf, fallback: Option<&str>, status: u32) -> ngx_int_t {
+    match fallback {
+        Some(url) => redirect(r, lcf, 302, url.as_bytes()),
+        None => status as ngx_int_t,
+    }
+}
+
+/// `return <status> <target>` as nginx's rewrite module does it.
+fn redirect(r: &mut Request, lcf: &LocConf, status: u16, target: &[u8]) -> ngx_int_t {
+    if let Some(Some(cc)) = &lcf.cache_control {
+        if r.add_header_out("Cache-Control", cc).is_none() {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+        }
+    }
+    let pool = r.pool();
+    let data = pool.alloc_unaligned(target.len()).cast::<u8>();
+    if data.is_null() {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    }
+    // SAFETY: data has room for the target; the complex value is constant
+    // (no lengths/values scripts), exactly as `return 302 URL` builds it.
+    unsafe {
+        core::ptr::copy_nonoverlapping(target.as_ptr(), data, target.len());
+        let mut cv: ngx_http_complex_value_t = core::mem::zeroed();
+        cv.value = ngx_str_t {
+            len: target.len(),
+            data,
+        };
+        nginx_sys::ngx_http_send_response(
+            (r as *mut Request).cast(),
+            status as _,
+            core::ptr::null_mut(),
+            &mut cv,
+        )
     }
 }

@@ -9,7 +9,7 @@ use core::ffi::c_void;
 use core::ptr::addr_of;
 
 use nginx_sys::{
-    ngx_array_push, ngx_conf_t, ngx_http_handler_pt, ngx_http_module_t,
+    ngx_array_push, ngx_conf_t, ngx_cycle_t, ngx_http_handler_pt, ngx_http_module_t,
     ngx_http_phases_NGX_HTTP_PRECONTENT_PHASE, ngx_int_t, ngx_module_t, NGX_ERROR, NGX_HTTP_MODULE,
     NGX_OK,
 };
@@ -17,9 +17,12 @@ use ngx::http::{
     HttpModule, HttpModuleConfExt, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule,
 };
 
+mod cache;
+mod clicks;
 mod conf;
 mod handler;
 mod log;
+mod net;
 mod request;
 mod variables;
 
@@ -84,11 +87,67 @@ pub(crate) unsafe fn main_conf_of(cf: &ngx_conf_t) -> Option<&'static conf::Main
     }
 }
 
+/// Worker start: open the link to the daemon (if `shortlink_pass` is set).
+extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
+    let started = std::panic::catch_unwind(|| {
+        // SAFETY: nginx passes the worker's cycle; its http conf is complete.
+        let Some(main) =
+            (unsafe { (*cycle).http_main_conf_unchecked::<conf::MainConf>(Module::module_ref()) })
+        else {
+            return;
+        };
+        // SAFETY: the conf lives as long as the cycle.
+        let main = unsafe { main.as_ref() };
+        let (Some(socket), Some(key)) = (main.pass.clone(), main.key.as_ref()) else {
+            return;
+        };
+        let zone = main.zone();
+        // SAFETY: the zone was initialised by the master before forking.
+        let cache = zone.and_then(|z| unsafe { cache::LinkCache::from_zone(z.zone) });
+        let started_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let link_conf = net::LinkConf {
+            socket,
+            fingerprint: key.fingerprint(),
+            connect_timeout: main.connect_timeout,
+            timeout: main.timeout,
+            flush_interval: main.flush_interval,
+            // SAFETY: ngx_worker is set before init_process runs.
+            subscribe: unsafe { nginx_sys::ngx_worker } == 0,
+            cache,
+            ttl: zone.map_or(0, |z| z.ttl),
+            negative_ttl: zone.map_or(0, |z| z.negative_ttl),
+            deliver: handler::deliver,
+            clicks: clicks::ClickBook::new(
+                std::process::id(),
+                started_ms,
+                main.spool.clone().map(Into::into),
+            ),
+        };
+        // SAFETY: the cycle log outlives the worker's event loop.
+        net::install(net::DaemonLink::new(link_conf, unsafe { (*cycle).log }));
+    });
+    if started.is_err() {
+        return NGX_ERROR as ngx_int_t;
+    }
+    NGX_OK as ngx_int_t
+}
+
+/// Worker exit: what could not be delivered goes to the spool.
+extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(mut link) = net::uninstall() {
+            link.shutdown();
+        }
+    });
+}
+
 static CTX: ngx_http_module_t = ngx_http_module_t {
     preconfiguration: Some(Module::preconfiguration),
     postconfiguration: Some(Module::postconfiguration),
     create_main_conf: Some(Module::create_main_conf),
-    init_main_conf: None,
+    init_main_conf: Some(conf::init_main_conf),
     create_srv_conf: None,
     merge_srv_conf: None,
     create_loc_conf: Some(Module::create_loc_conf),
@@ -105,5 +164,7 @@ pub static mut ngx_http_shortlink_module: ngx_module_t = ngx_module_t {
     ctx: addr_of!(CTX) as *mut c_void,
     commands: addr_of!(conf::COMMANDS) as *mut _,
     type_: NGX_HTTP_MODULE as _,
+    init_process: Some(init_process),
+    exit_process: Some(exit_process),
     ..ngx_module_t::default()
 };

@@ -4,6 +4,7 @@
 use nginx_sys::{ngx_http_request_t, ngx_str_t};
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
 
+use crate::net::Answer;
 use crate::Module;
 
 /// How the edge answered, for `$shortlink_cache_status`.
@@ -11,15 +12,30 @@ use crate::Module;
 pub enum CacheStatus {
     /// Not decided yet (valid code, no answer so far).
     Unset,
+    /// Answered from the shared zone.
+    Hit,
+    /// Asked the daemon.
+    Miss,
+    /// A cached "not found" or "gone".
+    Negative,
     /// Not a generated code nor a known alias: answered with no lookup.
     Invalid,
+    /// The link's expiry has passed, or it is disabled (checked at the edge).
+    Expired,
+    /// Not answered from the cache: no zone, or a method other than GET/HEAD.
+    Bypass,
 }
 
 impl CacheStatus {
     pub fn as_bytes(self) -> &'static [u8] {
         match self {
             CacheStatus::Unset => b"",
+            CacheStatus::Hit => b"HIT",
+            CacheStatus::Miss => b"MISS",
+            CacheStatus::Negative => b"NEGATIVE",
             CacheStatus::Invalid => b"INVALID",
+            CacheStatus::Expired => b"EXPIRED",
+            CacheStatus::Bypass => b"BYPASS",
         }
     }
 }
@@ -34,6 +50,26 @@ pub struct RequestCtx {
     id_text: [u8; 20],
     id_len: u8,
     pub status: CacheStatus,
+    /// The path is not a generated code but has the shape of an alias.
+    pub alias_shaped: bool,
+    /// The daemon's answer, once a suspended request is resumed.
+    pub answer: Option<Answer>,
+    /// Waiting in the daemon link's list (removed on drop if still there).
+    pub waiting: bool,
+    /// The request this belongs to, for `waiting` cleanup.
+    pub request: *mut ngx_http_request_t,
+    /// The `Location` sent, for `$shortlink_target`.
+    pub target: Vec<u8>,
+}
+
+impl Drop for RequestCtx {
+    fn drop(&mut self) {
+        if self.waiting {
+            let code = self.code.as_bytes().to_vec();
+            let r = self.request;
+            crate::net::with_link(|l| l.forget(&code, r));
+        }
+    }
 }
 
 impl RequestCtx {
@@ -66,9 +102,17 @@ impl RequestCtx {
             id_text: [0; 20],
             id_len: 0,
             status: CacheStatus::Unset,
+            alias_shaped: false,
+            answer: None,
+            waiting: false,
+            request: (r as *mut Request).cast(),
+            target: Vec::new(),
         };
         match codec.decode(code.as_bytes()) {
             Ok(id) => ctx.set_id(id),
+            Err(_) if shortlink_core::alias::is_alias_shaped(code.as_bytes()) => {
+                ctx.alias_shaped = true
+            }
             Err(_) => ctx.status = CacheStatus::Invalid,
         }
         let ptr = r.pool().allocate(ctx);
@@ -80,7 +124,17 @@ impl RequestCtx {
         Some(unsafe { &mut *ptr })
     }
 
-    fn set_id(&mut self, id: u64) {
+    /// The request's ctx, if one was made.
+    ///
+    /// # Safety
+    /// `r` must be a live request.
+    pub unsafe fn existing(r: *mut ngx_http_request_t) -> Option<*mut RequestCtx> {
+        // SAFETY: r->ctx has a slot for every http module.
+        let slot = unsafe { *(*r).ctx.add(Module::module_ref().ctx_index) };
+        (!slot.is_null()).then_some(slot.cast())
+    }
+
+    pub fn set_id(&mut self, id: u64) {
         self.id = Some(id);
         let mut buf = [0u8; 20];
         let mut n = id;
