@@ -1,0 +1,246 @@
+//! HTTP errors: JSON `{"error": {"code", "message", "field"}}` with a stable
+//! `code` per failure.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::links::LinkError;
+use crate::store::StoreError;
+
+/// The error envelope every failing endpoint returns.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `alias_taken`, `invalid_url`.
+    pub code: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// The request field at fault, when there is one.
+    pub field: Option<String>,
+}
+
+/// An error on its way to becoming a response.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    /// An error without a field.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    /// Names the field at fault.
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// The JSON detail (also used per item in batch replies).
+    pub fn detail(&self) -> ErrorDetail {
+        ErrorDetail {
+            code: self.code.to_string(),
+            message: self.message.clone(),
+            field: self.field.clone(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(code = self.code, message = %self.message, "request failed");
+        }
+        (
+            self.status,
+            Json(ErrorBody {
+                error: self.detail(),
+            }),
+        )
+            .into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict(what) => ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("{what} is already taken"),
+            ),
+            StoreError::NotFound(what) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("{what} not found"),
+            ),
+            StoreError::Closed => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the daemon is shutting down",
+            ),
+            e => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+        }
+    }
+}
+
+impl From<LinkError> for ApiError {
+    fn from(e: LinkError) -> Self {
+        match e {
+            LinkError::Invalid {
+                field,
+                code,
+                message,
+            } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).field(field),
+            LinkError::AliasTaken(alias) => ApiError::new(
+                StatusCode::CONFLICT,
+                "alias_taken",
+                format!("alias \"{alias}\" is already taken"),
+            )
+            .field("alias"),
+            LinkError::NotFound(code) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no link has the code \"{code}\""),
+            ),
+            LinkError::BatchTooLarge(n) => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "batch_too_large",
+                format!(
+                    "a batch holds at most {} links; this one has {n}",
+                    crate::links::MAX_BATCH
+                ),
+            )
+            .field("links"),
+            LinkError::Store(e) => e.into(),
+        }
+    }
+}
+
+/// Pulls a field name out of a serde message (`missing field `url``).
+pub fn serde_field(message: &str) -> Option<String> {
+    for marker in ["missing field `", "unknown field `"] {
+        if let Some(rest) = message.split(marker).nth(1) {
+            return rest.split('`').next().map(str::to_string);
+        }
+    }
+    // serde_path_to_error prefixes the path: "url: invalid type ..."
+    let tail = message.rsplit("target type: ").next().unwrap_or(message);
+    let (path, _) = tail.split_once(": ")?;
+    (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let text = r.body_text();
+        match r {
+            JsonRejection::JsonDataError(_) => {
+                let field = serde_field(&text);
+                let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", text);
+                e.field = field;
+                e
+            }
+            JsonRejection::JsonSyntaxError(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", text)
+            }
+            JsonRejection::MissingJsonContentType(_) => ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as JSON with Content-Type: application/json",
+            ),
+            JsonRejection::BytesRejection(_) => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", text)
+            }
+            _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", text),
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        let text = r.body_text();
+        let field = serde_field(&text);
+        let mut e = ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", text);
+        e.field = field;
+        e
+    }
+}
+
+/// `axum::Json` with rejections in our error format.
+pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(ApiJson(v)),
+            Err(r) => Err(r.into()),
+        }
+    }
+}
+
+/// `axum::extract::Query` with rejections in our error format.
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
+            Err(r) => Err(r.into()),
+        }
+    }
+}
+
+/// Reply for routes that do not exist.
+pub async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_names_from_serde_messages() {
+        assert_eq!(
+            serde_field("Failed to deserialize the JSON body into the target type: missing field `url` at line 1 column 2"),
+            Some("url".into())
+        );
+        assert_eq!(
+            serde_field("Failed to deserialize the JSON body into the target type: max_visits: invalid type: string \"x\", expected u64 at line 1 column 20"),
+            Some("max_visits".into())
+        );
+    }
+}

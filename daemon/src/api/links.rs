@@ -1,0 +1,346 @@
+//! `/api/v1/links`: create (single and batch), read, list, edit, delete.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Principal, Scope};
+use super::base_url;
+use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, ErrorDetail};
+use crate::app::SharedApp;
+use crate::links::{self, CreateLink, Created, LinkError, LinkView, UpdateLink};
+use crate::store::links::ListQuery;
+
+/// Largest page of `GET /api/v1/links`.
+pub const MAX_PAGE: u32 = 1000;
+
+fn base(app: &SharedApp, headers: &HeaderMap) -> String {
+    base_url::for_request(headers, &app.config.base_url)
+}
+
+/// Creates a short link.
+#[utoipa::path(
+    post, path = "/api/v1/links", tag = "links",
+    request_body = CreateLink,
+    params(("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs, set by nginx")),
+    responses(
+        (status = 201, description = "Created", body = LinkView),
+        (status = 200, description = "`dedupe` found an existing live link with the same URL and options", body = LinkView),
+        (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `links:write` (`insufficient_scope`)", body = ErrorBody),
+        (status = 409, description = "Alias taken (`alias_taken`)", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 422, description = "Invalid field: `invalid_url`, `invalid_alias`, `alias_reserved`, `invalid_expiry`, `invalid_redirect`, `invalid_max_visits`, `invalid_tags`, `invalid_body`", body = ErrorBody),
+        (status = 500, description = "Internal error", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn create(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<CreateLink>,
+) -> Result<(StatusCode, Json<LinkView>), ApiError> {
+    p.require(Scope::LinksWrite)?;
+    let created = links::create(&app, &req, Some(&p.who)).await?;
+    let status = match created {
+        Created::New(_) => StatusCode::CREATED,
+        Created::Existing(_) => StatusCode::OK,
+    };
+    Ok((
+        status,
+        Json(LinkView::new(&app, created.link(), &base(&app, &headers))),
+    ))
+}
+
+/// Body of `POST /api/v1/links/batch`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// Up to 10,000 link requests, each shaped like `POST /api/v1/links`.
+    #[schema(value_type = Vec<CreateLink>)]
+    pub links: Vec<serde_json::Value>,
+}
+
+/// The outcome of one batch item.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BatchItem {
+    /// Position in the request.
+    pub index: usize,
+    /// What a single create would have answered: 201, 200 (dedupe), 409 or 422.
+    pub status: u16,
+    pub link: Option<LinkView>,
+    pub error: Option<ErrorDetail>,
+}
+
+/// Reply of `POST /api/v1/links/batch`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BatchResponse {
+    /// New links.
+    pub created: usize,
+    /// Existing links returned by `dedupe`.
+    pub existing: usize,
+    /// Items refused.
+    pub failed: usize,
+    /// One result per item, in request order.
+    pub results: Vec<BatchItem>,
+}
+
+/// Creates up to 10,000 links in one transaction.
+#[utoipa::path(
+    post, path = "/api/v1/links/batch", tag = "links",
+    request_body = BatchRequest,
+    params(("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs, set by nginx")),
+    responses(
+        (status = 200, description = "Per-item results in order; good items are committed even when others fail", body = BatchResponse),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `links:write`", body = ErrorBody),
+        (status = 413, description = "More than 10,000 items (`batch_too_large`)", body = ErrorBody),
+        (status = 422, description = "Body is not `{\"links\": [...]}`", body = ErrorBody),
+        (status = 500, description = "Internal error", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn create_batch(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<BatchRequest>,
+) -> Result<Json<BatchResponse>, ApiError> {
+    p.require(Scope::LinksWrite)?;
+    if req.links.len() > links::MAX_BATCH {
+        return Err(LinkError::BatchTooLarge(req.links.len()).into());
+    }
+    // Items that do not even parse fail alone.
+    let mut parsed: Vec<Result<CreateLink, ApiError>> = Vec::with_capacity(req.links.len());
+    for v in req.links {
+        parsed.push(serde_json::from_value::<CreateLink>(v).map_err(|e| {
+            let msg = e.to_string();
+            let mut err = ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                msg.clone(),
+            );
+            err.field = super::error::serde_field(&msg);
+            err
+        }));
+    }
+    let good: Vec<CreateLink> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().cloned())
+        .collect();
+    let mut results = links::create_batch(&app, &good, Some(&p.who))
+        .await?
+        .into_iter();
+    let base = base(&app, &headers);
+    let mut out = BatchResponse {
+        created: 0,
+        existing: 0,
+        failed: 0,
+        results: Vec::with_capacity(parsed.len()),
+    };
+    for (index, item) in parsed.into_iter().enumerate() {
+        let result = match item {
+            Err(e) => Err(e),
+            Ok(_) => results
+                .next()
+                .expect("one result per parsed item")
+                .map_err(ApiError::from),
+        };
+        let entry = match result {
+            Ok(created) => {
+                let status = match created {
+                    Created::New(_) => {
+                        out.created += 1;
+                        201
+                    }
+                    Created::Existing(_) => {
+                        out.existing += 1;
+                        200
+                    }
+                };
+                BatchItem {
+                    index,
+                    status,
+                    link: Some(LinkView::new(&app, created.link(), &base)),
+                    error: None,
+                }
+            }
+            Err(e) => {
+                out.failed += 1;
+                BatchItem {
+                    index,
+                    status: e.status.as_u16(),
+                    link: None,
+                    error: Some(e.detail()),
+                }
+            }
+        };
+        out.results.push(entry);
+    }
+    Ok(Json(out))
+}
+
+/// Query of `GET /api/v1/links`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Page size, 1 to 1000 (default 50).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Substring of the URL or alias.
+    pub q: Option<String>,
+    /// Only links with this tag.
+    pub tag: Option<String>,
+}
+
+/// A page of links, newest first.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LinkPage {
+    pub links: Vec<LinkView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Lists links, newest first, with cursor pagination.
+#[utoipa::path(
+    get, path = "/api/v1/links", tag = "links",
+    params(ListParams, ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
+    responses(
+        (status = 200, description = "A page of links", body = LinkPage),
+        (status = 400, description = "Bad query (`invalid_query`, `invalid_cursor`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `links:read`", body = ErrorBody),
+        (status = 500, description = "Internal error", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn list(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<ListParams>,
+) -> Result<Json<LinkPage>, ApiError> {
+    p.require(Scope::LinksRead)?;
+    let limit = q.limit.unwrap_or(50);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("limit must be between 1 and {MAX_PAGE}"),
+        )
+        .field("limit"));
+    }
+    let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(c.parse::<u64>().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_cursor",
+                "cursor is not one this API returned",
+            )
+            .field("cursor")
+        })?),
+    };
+    let page = links::list(
+        &app,
+        ListQuery {
+            limit,
+            before,
+            q: q.q.filter(|s| !s.is_empty()),
+            tag: q.tag.filter(|s| !s.is_empty()),
+        },
+    )
+    .await?;
+    let next_cursor = (page.len() == limit as usize)
+        .then(|| page.last().map(|l| l.id.to_string()))
+        .flatten();
+    let base = base(&app, &headers);
+    Ok(Json(LinkPage {
+        links: page.iter().map(|l| LinkView::new(&app, l, &base)).collect(),
+        next_cursor,
+    }))
+}
+
+/// Reads a link: code (or alias) to URL and every field, with total clicks.
+#[utoipa::path(
+    get, path = "/api/v1/links/{code}", tag = "links",
+    params(("code" = String, Path, description = "Generated code or alias"),
+           ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
+    responses(
+        (status = 200, description = "The link (also when expired or disabled: see `state`)", body = LinkView),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `links:read`", body = ErrorBody),
+        (status = 404, description = "No such link (`not_found`)", body = ErrorBody),
+        (status = 500, description = "Internal error", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn get(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    Path(code): Path<String>,
+) -> Result<Json<LinkView>, ApiError> {
+    p.require(Scope::LinksRead)?;
+    let link = links::get(&app, &code).await?;
+    Ok(Json(LinkView::new(&app, &link, &base(&app, &headers))))
+}
+
+/// Edits a link; connected nginx workers drop it before the reply is sent.
+#[utoipa::path(
+    patch, path = "/api/v1/links/{code}", tag = "links",
+    request_body = UpdateLink,
+    params(("code" = String, Path, description = "Generated code or alias"),
+           ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
+    responses(
+        (status = 200, description = "The edited link", body = LinkView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `links:write`", body = ErrorBody),
+        (status = 404, description = "No such link", body = ErrorBody),
+        (status = 409, description = "New alias taken", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 500, description = "Internal error", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn update(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    Path(code): Path<String>,
+    ApiJson(patch): ApiJson<UpdateLink>,
+) -> Result<Json<LinkView>, ApiError> {
+    p.require(Scope::LinksWrite)?;
+    let link = links::update(&app, &code, patch).await?;
+    Ok(Json(LinkView::new(&app, &link, &base(&app, &headers))))
+}
+
+/// Deletes a link and its stats; connected nginx workers drop it first.
+#[utoipa::path(
+    delete, path = "/api/v1/links/{code}", tag = "links",
+    params(("code" = String, Path, description = "Generated code or alias")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `links:write`", body = ErrorBody),
+        (status = 404, description = "No such link", body = ErrorBody),
+        (status = 500, description = "Internal error", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn delete(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    Path(code): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    p.require(Scope::LinksWrite)?;
+    links::delete(&app, &code).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

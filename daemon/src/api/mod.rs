@@ -1,0 +1,98 @@
+//! The HTTP API (axum), versioned under `/api/v1`.
+//!
+//! [`router`] is the public API (authenticated by key or signature);
+//! [`control_router`] serves the same routes on the owner-only control
+//! socket for the CLI, with every scope. Both are plain `Router`s so more
+//! (the admin UI under `/admin`) can be merged in `server.rs`.
+
+pub mod auth;
+pub mod base_url;
+pub mod error;
+pub mod health;
+pub mod keys;
+pub mod links;
+pub mod metrics;
+pub mod openapi;
+pub mod stats;
+pub mod users;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{delete, get, post, put};
+use axum::{Extension, Router};
+
+use crate::app::SharedApp;
+
+/// Body limit of the batch endpoint (10,000 links).
+pub const MAX_BATCH_BODY: usize = 32 * 1024 * 1024;
+/// Body limit everywhere else.
+pub const MAX_BODY: usize = 256 * 1024;
+
+/// Routes that need a [`auth::Principal`] in the request extensions.
+fn protected(app: &SharedApp) -> Router<SharedApp> {
+    let mut r = Router::new()
+        .route("/api/v1/links", post(links::create).get(links::list))
+        .route(
+            "/api/v1/links/batch",
+            post(links::create_batch).layer(DefaultBodyLimit::max(MAX_BATCH_BODY)),
+        )
+        .route(
+            "/api/v1/links/{code}",
+            get(links::get).patch(links::update).delete(links::delete),
+        )
+        .route("/api/v1/links/{code}/stats", get(stats::get))
+        .route("/api/v1/keys", post(keys::create_key).get(keys::list_keys))
+        .route("/api/v1/keys/{id}", delete(keys::revoke_key))
+        .route("/api/v1/apps", post(keys::create_app).get(keys::list_apps))
+        .route("/api/v1/apps/{app_id}", delete(keys::revoke_app))
+        .route("/api/v1/users", post(users::create))
+        .route("/api/v1/users/{name}/password", put(users::set_password))
+        .route("/api/v1/openapi.json", get(openapi::openapi_json));
+    if app.config.metrics_auth {
+        r = r.route("/metrics", get(metrics::get_authenticated));
+    }
+    r
+}
+
+fn public(app: &SharedApp) -> Router<SharedApp> {
+    let mut r = Router::new().route("/api/v1/health", get(health::get));
+    if !app.config.metrics_auth {
+        r = r.route("/metrics", get(metrics::get_public));
+    }
+    r
+}
+
+async fn count_requests(State(app): State<SharedApp>, req: Request, next: Next) -> Response {
+    let method = req.method().as_str().to_string();
+    let resp = next.run(req).await;
+    app.metrics.http_request(&method, resp.status().as_u16());
+    resp
+}
+
+fn finish(app: SharedApp, routes: Router<SharedApp>) -> Router {
+    routes
+        .fallback(error::not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(app.clone(), count_requests))
+        .with_state(app)
+}
+
+/// The public API: keys or signatures required, except for health.
+pub fn router(app: SharedApp) -> Router {
+    let routes = protected(&app)
+        .route_layer(middleware::from_fn_with_state(
+            app.clone(),
+            auth::authenticate,
+        ))
+        .merge(public(&app));
+    finish(app, routes)
+}
+
+/// The API for the local CLI on the owner-only control socket.
+pub fn control_router(app: SharedApp) -> Router {
+    let routes = protected(&app)
+        .route_layer(Extension(auth::Principal::local()))
+        .merge(public(&app));
+    finish(app, routes)
+}

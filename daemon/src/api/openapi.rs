@@ -1,0 +1,84 @@
+//! The OpenAPI document, generated from the handlers and types.
+
+use axum::Json;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{error, health, keys, links, stats, users};
+
+/// The whole API.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "shortlinkd",
+        description = "HTTP API of the shortlink daemon. Every endpoint but health needs an API key (`X-Api-Key`) or a signed request (`X-App-Id`, `X-Timestamp`, `X-Signature` = hex HMAC-SHA256 with the app secret of `\"{timestamp}\\n{METHOD}\\n{path?query}\\n{hex sha256(body)}\"`, timestamp within 60 s, each signature usable once). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}`."
+    ),
+    paths(
+        links::create, links::create_batch, links::list, links::get, links::update, links::delete,
+        stats::get,
+        keys::create_key, keys::list_keys, keys::revoke_key,
+        keys::create_app, keys::list_apps, keys::revoke_app,
+        users::create, users::set_password,
+        health::get,
+        super::metrics::get_authenticated,
+        openapi_json,
+    ),
+    components(schemas(
+        error::ErrorBody, error::ErrorDetail,
+        crate::links::CreateLink, crate::links::UpdateLink, crate::links::LinkView,
+        crate::links::TimeInput, crate::links::RenewInput, crate::links::TargetsInput,
+        links::BatchRequest, links::BatchResponse, links::BatchItem, links::LinkPage,
+        crate::stats::StatsView, crate::stats::Point, crate::stats::DeviceCounts,
+        crate::stats::ReferrerCount, crate::stats::Granularity,
+        keys::NewCredential, keys::KeyView, keys::CreatedKey, keys::KeyList,
+        keys::AppView, keys::CreatedApp, keys::AppList,
+        users::NewUser, users::NewPassword, users::UserView,
+        health::Health,
+    )),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "links", description = "Create, read, list, edit and delete short links"),
+        (name = "stats", description = "Click statistics"),
+        (name = "keys", description = "API keys and signing apps (admin)"),
+        (name = "users", description = "Admin UI users (admin)"),
+        (name = "health", description = "Readiness, metrics and this document"),
+    )
+)]
+pub struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let header = |name: &str, what: &str| {
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(name, what)))
+        };
+        components.add_security_scheme("api_key", header("X-Api-Key", "API key (`slk_...`)"));
+        components.add_security_scheme("app_id", header("X-App-Id", "Signing app id"));
+        components.add_security_scheme(
+            "app_timestamp",
+            header(
+                "X-Timestamp",
+                "Unix seconds, within 60 s of the daemon clock",
+            ),
+        );
+        components.add_security_scheme(
+            "app_signature",
+            header("X-Signature", "Hex HMAC-SHA256 of the signing string"),
+        );
+    }
+}
+
+/// This document.
+#[utoipa::path(
+    get, path = "/api/v1/openapi.json", tag = "health",
+    responses(
+        (status = 200, description = "OpenAPI 3.1 document", body = Object),
+        (status = 401, description = "Missing or invalid credentials", body = error::ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

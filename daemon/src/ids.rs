@@ -1,0 +1,219 @@
+//! Id allocation from leased segments.
+//!
+//! A segment is a range of ids leased from the database in one transaction
+//! (`next = next + size`), so no id is ever handed out twice: not across
+//! restarts, not after a crash (the unused rest of a lease is skipped), not
+//! between several processes sharing the database. Segments are refilled in
+//! the background once the ids in memory drop to 20% of a segment plus the
+//! spares, so creating a link rarely waits for the database.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::store::{self, Store, StoreResult};
+
+/// The id allocator: several leased ranges held in memory.
+pub struct IdSegments {
+    store: Store,
+    /// Lowest id ever handed out: the first id of the minimum code length.
+    floor: u64,
+    size: u64,
+    /// Segments to hold (the current one plus spares).
+    keep: usize,
+    state: Mutex<State>,
+    /// Segments leased so far by this process.
+    pub leased: AtomicU64,
+    /// Ids handed out so far by this process.
+    pub handed_out: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    segments: VecDeque<Range<u64>>,
+    refilling: bool,
+}
+
+impl std::fmt::Debug for IdSegments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdSegments")
+            .field("floor", &self.floor)
+            .field("size", &self.size)
+            .field("remaining", &self.remaining())
+            .finish()
+    }
+}
+
+impl IdSegments {
+    /// An allocator that hands out ids from `floor` up, leasing `size` at a
+    /// time and keeping `keep` segments in memory.
+    pub fn new(store: Store, floor: u64, size: u64, keep: usize) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            floor,
+            size: size.max(1),
+            keep: keep.max(1),
+            state: Mutex::new(State::default()),
+            leased: AtomicU64::new(0),
+            handed_out: AtomicU64::new(0),
+        })
+    }
+
+    /// Ids left in memory.
+    pub fn remaining(&self) -> u64 {
+        let st = self.state.lock().expect("id state");
+        st.segments.iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// Ids per lease.
+    pub fn segment_size(&self) -> u64 {
+        self.size
+    }
+
+    /// One new id.
+    pub async fn next(self: &Arc<Self>) -> StoreResult<u64> {
+        Ok(self.take(1).await?[0])
+    }
+
+    /// `n` new ids, in increasing order.
+    pub async fn take(self: &Arc<Self>, n: usize) -> StoreResult<Vec<u64>> {
+        let mut out = Vec::with_capacity(n);
+        loop {
+            {
+                let mut st = self.state.lock().expect("id state");
+                while out.len() < n {
+                    let Some(front) = st.segments.front_mut() else {
+                        break;
+                    };
+                    let want = (n - out.len()) as u64;
+                    let end = (front.start + want).min(front.end);
+                    out.extend(front.start..end);
+                    front.start = end;
+                    if front.start == front.end {
+                        st.segments.pop_front();
+                    }
+                }
+                if out.len() == n {
+                    self.handed_out.fetch_add(n as u64, Ordering::Relaxed);
+                    self.maybe_refill(&mut st);
+                    return Ok(out);
+                }
+            }
+            // Nothing in memory: lease right away, at least what is missing.
+            let need = (n - out.len()) as u64;
+            let range = self.lease(need.max(self.size)).await?;
+            self.state
+                .lock()
+                .expect("id state")
+                .segments
+                .push_back(range);
+        }
+    }
+
+    /// Fills memory at start so the first creates do not wait.
+    pub async fn prime(self: &Arc<Self>) -> StoreResult<()> {
+        let range = self.lease(self.size).await?;
+        let mut st = self.state.lock().expect("id state");
+        st.segments.push_back(range);
+        self.maybe_refill(&mut st);
+        Ok(())
+    }
+
+    fn maybe_refill(self: &Arc<Self>, st: &mut State) {
+        let remaining: u64 = st.segments.iter().map(|r| r.end - r.start).sum();
+        let low_water = self.size * (self.keep as u64 - 1) + self.size / 5;
+        if st.refilling || remaining > low_water || st.segments.len() > self.keep {
+            return;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        st.refilling = true;
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            let result = this.lease(this.size).await;
+            let mut st = this.state.lock().expect("id state");
+            st.refilling = false;
+            match result {
+                Ok(range) => st.segments.push_back(range),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot lease an id segment in the background")
+                }
+            }
+        });
+    }
+
+    async fn lease(&self, size: u64) -> StoreResult<Range<u64>> {
+        let floor = self.floor;
+        let range = self
+            .store
+            .write(move |c| store::ids::lease(c, floor, size))
+            .await?;
+        self.leased.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(start = range.start, end = range.end, "leased id segment");
+        Ok(range)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::temp_store;
+    use std::collections::HashSet;
+
+    #[tokio::test]
+    async fn ids_are_unique_across_allocators_and_restarts() {
+        let (dir, store) = temp_store();
+        let a = IdSegments::new(store.clone(), 1000, 10, 2);
+        let b = IdSegments::new(store.clone(), 1000, 10, 2);
+        let mut seen = HashSet::new();
+        for _ in 0..25 {
+            assert!(seen.insert(a.next().await.unwrap()));
+            assert!(seen.insert(b.next().await.unwrap()));
+        }
+        let many = a.take(37).await.unwrap();
+        assert_eq!(many.len(), 37);
+        for id in many {
+            assert!(id >= 1000);
+            assert!(seen.insert(id));
+        }
+        store.close();
+        // A new process on the same database continues after every lease.
+        let store = crate::store::Store::open(&dir.path().join("t.db"), 1, 10).unwrap();
+        let c = IdSegments::new(store, 1000, 10, 2);
+        for _ in 0..30 {
+            assert!(seen.insert(c.next().await.unwrap()));
+        }
+    }
+
+    #[tokio::test]
+    async fn refills_in_the_background_at_eighty_percent() {
+        let (_dir, store) = temp_store();
+        let ids = IdSegments::new(store, 1, 100, 2);
+        ids.prime().await.unwrap();
+        // Priming leases one segment and starts fetching the spare.
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+            if ids.remaining() == 200 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(ids.remaining(), 200);
+        assert_eq!(ids.leased.load(Ordering::Relaxed), 2);
+        ids.take(70).await.unwrap();
+        // 130 left > low water (100 + 20): no new lease yet.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert_eq!(ids.leased.load(Ordering::Relaxed), 2);
+        ids.take(20).await.unwrap();
+        for _ in 0..50 {
+            if ids.leased.load(Ordering::Relaxed) == 3 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(ids.leased.load(Ordering::Relaxed), 3);
+        assert_eq!(ids.remaining(), 210);
+    }
+}

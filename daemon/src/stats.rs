@@ -1,0 +1,192 @@
+//! Click ingestion (from IPC and spool files) and stats queries.
+
+use std::sync::atomic::Ordering;
+
+use serde::{Deserialize, Serialize};
+use shortlink_core::device::DeviceClass;
+use shortlink_core::ipc::ClickBatch;
+use utoipa::ToSchema;
+
+use crate::app::App;
+use crate::links::{self, LinkError};
+use crate::store::clicks::{self, BatchOutcome};
+use crate::store::{unix_now, StoreResult};
+
+/// Most buckets one stats query returns.
+pub const MAX_BUCKETS: i64 = 24 * 400;
+
+/// Counts click batches (each once, by batch id) in one transaction, then
+/// tells the edge about links that reached their visit limit or were renewed.
+/// Returns once everything is committed: the caller may acknowledge.
+pub async fn ingest(app: &App, batches: Vec<ClickBatch>) -> StoreResult<Vec<BatchOutcome>> {
+    if batches.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n = batches.len() as u64;
+    let now = unix_now();
+    let outcomes = app
+        .store
+        .write(move |c| {
+            batches
+                .iter()
+                .map(|b| clicks::apply_batch(c, b, now))
+                .collect::<StoreResult<Vec<_>>>()
+        })
+        .await?;
+    let m = &app.metrics;
+    m.click_batches.fetch_add(n, Ordering::Relaxed);
+    let mut changed = Vec::new();
+    for o in &outcomes {
+        if o.duplicate {
+            m.click_batches_duplicate.fetch_add(1, Ordering::Relaxed);
+        }
+        m.clicks.fetch_add(o.counted, Ordering::Relaxed);
+        changed.extend(o.changed.iter().cloned());
+    }
+    if !changed.is_empty() {
+        let events = links::changed_events(app, &changed);
+        app.hub.publish(events).await;
+    }
+    Ok(outcomes)
+}
+
+/// Bucket size of a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Granularity {
+    #[default]
+    Hour,
+    Day,
+}
+
+/// One point of a series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Point {
+    /// Bucket start, Unix seconds.
+    pub t: i64,
+    pub clicks: i64,
+}
+
+/// Clicks from one referrer host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReferrerCount {
+    pub host: String,
+    pub clicks: i64,
+}
+
+/// Clicks per device class.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DeviceCounts {
+    pub desktop: i64,
+    pub mobile: i64,
+    pub ios: i64,
+    pub android: i64,
+    pub other: i64,
+}
+
+/// Reply of `GET /api/v1/links/{code}/stats`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StatsView {
+    pub code: String,
+    /// Range start (inclusive), Unix seconds, aligned to the bucket.
+    pub from: i64,
+    /// Range end (exclusive), Unix seconds.
+    pub to: i64,
+    pub granularity: Granularity,
+    /// Clicks in the range, bots included.
+    pub total: i64,
+    /// Bot clicks in the range (also part of `total`).
+    pub bots: i64,
+    /// Every bucket of the range, zeros included.
+    pub series: Vec<Point>,
+    pub devices: DeviceCounts,
+    /// Top referrer hosts in the range.
+    pub referrers: Vec<ReferrerCount>,
+    /// Clicks since the link was created, bots included.
+    pub total_all_time: i64,
+    /// Bot clicks since the link was created.
+    pub bots_all_time: i64,
+}
+
+/// Stats of a link over `[from, to)` (Unix seconds; defaults: the last 7 days).
+pub async fn query(
+    app: &App,
+    code: &str,
+    from: Option<i64>,
+    to: Option<i64>,
+    granularity: Granularity,
+) -> Result<StatsView, LinkError> {
+    let link = links::get(app, code).await?;
+    let bucket = match granularity {
+        Granularity::Hour => 3600,
+        Granularity::Day => 86_400,
+    };
+    let now = unix_now();
+    let to = to.unwrap_or(now + 1);
+    let from = from.unwrap_or(to - 7 * 86_400);
+    if from >= to {
+        return Err(LinkError::Invalid {
+            field: "from",
+            code: "invalid_range",
+            message: format!("from ({from}) must be before to ({to})"),
+        });
+    }
+    let from_aligned = from.div_euclid(bucket) * bucket;
+    let to_aligned = (to + bucket - 1).div_euclid(bucket) * bucket;
+    let buckets = (to_aligned - from_aligned) / bucket;
+    if buckets > MAX_BUCKETS {
+        return Err(LinkError::Invalid {
+            field: "from",
+            code: "invalid_range",
+            message: format!(
+                "the range spans {buckets} buckets; at most {MAX_BUCKETS} (use granularity=day or a shorter range)"
+            ),
+        });
+    }
+    let (from_hour, to_hour) = (from_aligned / 3600, to_aligned / 3600 - 1);
+    let id = link.id;
+    let daily = granularity == Granularity::Day;
+    let r = app
+        .store
+        .read(move |c| clicks::range_stats(c, id, from_hour, to_hour, daily))
+        .await?;
+    let mut series: Vec<Point> = (0..buckets)
+        .map(|i| Point {
+            t: from_aligned + i * bucket,
+            clicks: 0,
+        })
+        .collect();
+    for (t, n) in r.series {
+        let i = (t - from_aligned) / bucket;
+        if let Some(p) = usize::try_from(i).ok().and_then(|i| series.get_mut(i)) {
+            p.clicks += n;
+        }
+    }
+    let mut devices = DeviceCounts::default();
+    for (d, n) in r.devices {
+        match DeviceClass::from_u8(d) {
+            DeviceClass::Desktop => devices.desktop += n,
+            DeviceClass::Mobile => devices.mobile += n,
+            DeviceClass::Ios => devices.ios += n,
+            DeviceClass::Android => devices.android += n,
+            DeviceClass::Other => devices.other += n,
+        }
+    }
+    Ok(StatsView {
+        code: crate::codes::public(&app.codec, &link),
+        from: from_aligned,
+        to: to_aligned,
+        granularity,
+        total: r.total,
+        bots: r.bots,
+        series,
+        devices,
+        referrers: r
+            .referrers
+            .into_iter()
+            .map(|(host, clicks)| ReferrerCount { host, clicks })
+            .collect(),
+        total_all_time: link.clicks,
+        bots_all_time: link.bot_clicks,
+    })
+}

@@ -1,0 +1,92 @@
+//! In-memory LRU of hot links, in front of the reader threads.
+//!
+//! Keyed by link id, with a second small LRU from alias to id. Every change
+//! to a link goes through [`LinkCache::forget`] right after its commit.
+
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
+
+use super::links::Link;
+
+/// Hot links by id and alias; misses fall through to SQLite.
+pub struct LinkCache {
+    by_id: Mutex<LruCache<u64, Arc<Link>>>,
+    by_alias: Mutex<LruCache<String, u64>>,
+    /// Lookups answered from memory.
+    pub hits: AtomicU64,
+    /// Lookups that went to the database.
+    pub misses: AtomicU64,
+}
+
+impl LinkCache {
+    /// A cache holding up to `capacity` links.
+    pub fn new(capacity: usize) -> Self {
+        let cap = NonZeroUsize::new(capacity.max(1)).expect("non-zero");
+        Self {
+            by_id: Mutex::new(LruCache::new(cap)),
+            by_alias: Mutex::new(LruCache::new(cap)),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The cached link with this id, counting the hit or miss.
+    pub fn get(&self, id: u64) -> Option<Arc<Link>> {
+        let found = self.by_id.lock().expect("cache lock").get(&id).cloned();
+        self.count(found.is_some());
+        found
+    }
+
+    /// The id cached for this alias (no hit counting: a link lookup follows).
+    pub fn alias_id(&self, alias: &str) -> Option<u64> {
+        self.by_alias
+            .lock()
+            .expect("cache lock")
+            .get(alias)
+            .copied()
+    }
+
+    /// Remembers a link read from or written to the database.
+    pub fn put(&self, link: Arc<Link>) {
+        if let Some(alias) = &link.alias {
+            self.by_alias
+                .lock()
+                .expect("cache lock")
+                .put(alias.clone(), link.id);
+        }
+        self.by_id.lock().expect("cache lock").put(link.id, link);
+    }
+
+    /// Drops a link that changed or went away (and its alias mapping).
+    pub fn forget(&self, id: u64, alias: Option<&str>) {
+        let old = self.by_id.lock().expect("cache lock").pop(&id);
+        let mut aliases = self.by_alias.lock().expect("cache lock");
+        if let Some(alias) = alias {
+            aliases.pop(alias);
+        }
+        if let Some(old_alias) = old.as_ref().and_then(|l| l.alias.as_deref()) {
+            aliases.pop(old_alias);
+        }
+    }
+
+    fn count(&self, hit: bool) {
+        if hit {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Links currently held.
+    pub fn len(&self) -> usize {
+        self.by_id.lock().expect("cache lock").len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

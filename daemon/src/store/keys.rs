@@ -1,0 +1,173 @@
+//! The `api_keys`, `apps` and `seen_signatures` tables.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use super::{StoreError, StoreResult};
+
+/// A stored API key (the secret itself is never stored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: i64,
+    pub name: String,
+    /// Public part of the secret, used to find the row.
+    pub prefix: String,
+    /// SHA-256 of the whole secret.
+    pub hash: Vec<u8>,
+    /// Space-free comma-separated scopes.
+    pub scopes: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+fn key_row(r: &Row<'_>) -> rusqlite::Result<ApiKey> {
+    Ok(ApiKey {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        prefix: r.get(2)?,
+        hash: r.get(3)?,
+        scopes: r.get(4)?,
+        created_at: r.get(5)?,
+        revoked_at: r.get(6)?,
+    })
+}
+
+const KEY_COLUMNS: &str = "id, name, prefix, hash, scopes, created_at, revoked_at";
+
+/// Stores a new key; returns its id.
+pub fn insert_key(
+    conn: &Connection,
+    name: &str,
+    prefix: &str,
+    hash: &[u8],
+    scopes: &str,
+    now: i64,
+) -> StoreResult<i64> {
+    conn.execute(
+        "INSERT INTO api_keys (name, prefix, hash, scopes, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![name, prefix, hash, scopes, now],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The key whose secret starts with `prefix`.
+pub fn key_by_prefix(conn: &Connection, prefix: &str) -> StoreResult<Option<ApiKey>> {
+    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE prefix = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([prefix], key_row)
+        .optional()?)
+}
+
+/// All keys, oldest first.
+pub fn list_keys(conn: &Connection) -> StoreResult<Vec<ApiKey>> {
+    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY id");
+    let mut st = conn.prepare(&sql)?;
+    let rows = st.query_map([], key_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Marks a key revoked; returns it (with its prefix, to drop it from caches).
+pub fn revoke_key(conn: &Connection, id: i64, now: i64) -> StoreResult<ApiKey> {
+    conn.execute(
+        "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+        params![id, now],
+    )?;
+    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1");
+    conn.query_row(&sql, [id], key_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("API key {id}")))
+}
+
+/// An app allowed to sign requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct App {
+    pub id: i64,
+    /// Public identifier sent in `X-App-Id`.
+    pub app_id: String,
+    pub name: String,
+    /// Shared HMAC secret (hex).
+    pub secret: String,
+    pub scopes: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+fn app_row(r: &Row<'_>) -> rusqlite::Result<App> {
+    Ok(App {
+        id: r.get(0)?,
+        app_id: r.get(1)?,
+        name: r.get(2)?,
+        secret: r.get(3)?,
+        scopes: r.get(4)?,
+        created_at: r.get(5)?,
+        revoked_at: r.get(6)?,
+    })
+}
+
+const APP_COLUMNS: &str = "id, app_id, name, secret, scopes, created_at, revoked_at";
+
+/// Stores a new app.
+pub fn insert_app(
+    conn: &Connection,
+    app_id: &str,
+    name: &str,
+    secret: &str,
+    scopes: &str,
+    now: i64,
+) -> StoreResult<i64> {
+    conn.execute(
+        "INSERT INTO apps (app_id, name, secret, scopes, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![app_id, name, secret, scopes, now],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The app with this public id.
+pub fn app_by_app_id(conn: &Connection, app_id: &str) -> StoreResult<Option<App>> {
+    let sql = format!("SELECT {APP_COLUMNS} FROM apps WHERE app_id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([app_id], app_row)
+        .optional()?)
+}
+
+/// All apps, oldest first.
+pub fn list_apps(conn: &Connection) -> StoreResult<Vec<App>> {
+    let sql = format!("SELECT {APP_COLUMNS} FROM apps ORDER BY id");
+    let mut st = conn.prepare(&sql)?;
+    let rows = st.query_map([], app_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Marks an app revoked (by numeric id or public app id).
+pub fn revoke_app(conn: &Connection, which: &str, now: i64) -> StoreResult<App> {
+    conn.execute(
+        "UPDATE apps SET revoked_at = ?2 WHERE (app_id = ?1 OR CAST(id AS TEXT) = ?1) \
+         AND revoked_at IS NULL",
+        params![which, now],
+    )?;
+    let sql = format!("SELECT {APP_COLUMNS} FROM apps WHERE app_id = ?1 OR CAST(id AS TEXT) = ?1");
+    conn.query_row(&sql, [which], app_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("app \"{which}\"")))
+}
+
+/// Records a used signature; false when it was already recorded (a replay).
+pub fn record_signature(conn: &Connection, signature: &str, ts: i64) -> StoreResult<bool> {
+    let n = conn
+        .prepare_cached("INSERT OR IGNORE INTO seen_signatures (signature, ts) VALUES (?1, ?2)")?
+        .execute(params![signature, ts])?;
+    Ok(n == 1)
+}
+
+/// Signatures recorded with a timestamp at or after `since`.
+pub fn recent_signatures(conn: &Connection, since: i64) -> StoreResult<Vec<(String, i64)>> {
+    let mut st = conn.prepare("SELECT signature, ts FROM seen_signatures WHERE ts >= ?1")?;
+    let rows = st.query_map([since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Forgets signatures whose timestamps are too old to be accepted anyway.
+pub fn prune_signatures(conn: &Connection, before: i64) -> StoreResult<usize> {
+    Ok(conn.execute("DELETE FROM seen_signatures WHERE ts < ?1", [before])?)
+}

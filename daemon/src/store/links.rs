@@ -1,0 +1,366 @@
+//! The `links` table.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use shortlink_core::ipc::DeviceTargets;
+
+use super::{StoreError, StoreResult};
+
+/// A stored short link.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Link {
+    /// Numeric id; the generated code is the codec's encoding of it.
+    pub id: u64,
+    /// Custom alias, reachable in addition to the generated code.
+    pub alias: Option<String>,
+    /// Normalized target URL.
+    pub url: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// Unix seconds after which the link is gone.
+    pub expires_at: Option<i64>,
+    /// Renew-on-access: each use pushes the expiry to at least now + this.
+    pub renew_ttl: Option<i64>,
+    /// Human (non-bot) visits after which the link is gone.
+    pub max_visits: Option<i64>,
+    /// Redirect status, `None` for the edge's default.
+    pub redirect: Option<u16>,
+    pub targets: DeviceTargets,
+    pub disabled: bool,
+    pub tags: Vec<String>,
+    /// Who created it (`key:3`, `app:name`, `cli`).
+    pub created_by: Option<String>,
+    /// All clicks counted so far, bots included.
+    pub clicks: i64,
+    /// The bot share of `clicks`.
+    pub bot_clicks: i64,
+}
+
+/// Whether a link answers, and if not why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Redirects.
+    Active,
+    /// Switched off by an operator.
+    Disabled,
+    /// Past its expiry.
+    Expired,
+    /// Reached its maximum number of visits.
+    Exhausted,
+}
+
+impl LinkState {
+    /// Stable name used in API replies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkState::Active => "active",
+            LinkState::Disabled => "disabled",
+            LinkState::Expired => "expired",
+            LinkState::Exhausted => "exhausted",
+        }
+    }
+}
+
+impl Link {
+    /// State at `now` (Unix seconds).
+    pub fn state(&self, now: i64) -> LinkState {
+        if self.disabled {
+            LinkState::Disabled
+        } else if self.expires_at.is_some_and(|e| e <= now) {
+            LinkState::Expired
+        } else if self
+            .max_visits
+            .is_some_and(|m| self.clicks - self.bot_clicks >= m)
+        {
+            LinkState::Exhausted
+        } else {
+            LinkState::Active
+        }
+    }
+}
+
+const COLUMNS: &str = "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
+     redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
+     created_by, clicks, bot_clicks";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
+    let tags: String = row.get(14)?;
+    Ok(Link {
+        id: row.get::<_, i64>(0)? as u64,
+        alias: row.get(1)?,
+        url: row.get(2)?,
+        created_at: row.get(3)?,
+        updated_at: row.get(4)?,
+        expires_at: row.get(5)?,
+        renew_ttl: row.get(6)?,
+        max_visits: row.get(7)?,
+        redirect: row.get(8)?,
+        targets: DeviceTargets {
+            desktop: row.get(9)?,
+            mobile: row.get(10)?,
+            ios: row.get(11)?,
+            android: row.get(12)?,
+        },
+        disabled: row.get(13)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        created_by: row.get(15)?,
+        clicks: row.get(16)?,
+        bot_clicks: row.get(17)?,
+    })
+}
+
+fn alias_conflict(e: rusqlite::Error, alias: Option<&str>) -> StoreError {
+    match (&e, alias) {
+        (rusqlite::Error::SqliteFailure(f, Some(msg)), Some(alias))
+            if f.code == rusqlite::ErrorCode::ConstraintViolation && msg.contains("alias") =>
+        {
+            StoreError::Conflict(format!("alias \"{alias}\""))
+        }
+        _ => StoreError::Sqlite(e),
+    }
+}
+
+/// Inserts a new link; an alias in use is a [`StoreError::Conflict`].
+pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> StoreResult<()> {
+    let mut st = conn.prepare_cached(
+        "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
+         max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
+         disabled, tags, created_by, dedupe_hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?;
+    st.execute(params![
+        link.id as i64,
+        link.alias,
+        link.url,
+        link.created_at,
+        link.updated_at,
+        link.expires_at,
+        link.renew_ttl,
+        link.max_visits,
+        link.redirect,
+        link.targets.desktop,
+        link.targets.mobile,
+        link.targets.ios,
+        link.targets.android,
+        link.disabled,
+        serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into()),
+        link.created_by,
+        dedupe_hash,
+    ])
+    .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
+    Ok(())
+}
+
+/// Writes every editable field of `link` back (after a patch); clears the
+/// dedupe hash since the link no longer matches how it was created.
+pub fn update(conn: &Connection, link: &Link) -> StoreResult<()> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE links SET alias = ?2, url = ?3, updated_at = ?4, expires_at = ?5, \
+             renew_ttl = ?6, max_visits = ?7, redirect = ?8, target_desktop = ?9, \
+             target_mobile = ?10, target_ios = ?11, target_android = ?12, disabled = ?13, \
+             tags = ?14, dedupe_hash = NULL WHERE id = ?1",
+        )?
+        .execute(params![
+            link.id as i64,
+            link.alias,
+            link.url,
+            link.updated_at,
+            link.expires_at,
+            link.renew_ttl,
+            link.max_visits,
+            link.redirect,
+            link.targets.desktop,
+            link.targets.mobile,
+            link.targets.ios,
+            link.targets.android,
+            link.disabled,
+            serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into()),
+        ])
+        .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
+    if n == 0 {
+        return Err(StoreError::NotFound(format!("link {}", link.id)));
+    }
+    Ok(())
+}
+
+/// Moves a renew-on-access link's expiry.
+pub fn set_expiry(conn: &Connection, id: u64, expires_at: i64) -> StoreResult<()> {
+    conn.prepare_cached("UPDATE links SET expires_at = ?2 WHERE id = ?1")?
+        .execute(params![id as i64, expires_at])?;
+    Ok(())
+}
+
+/// The link with this id.
+pub fn by_id(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
+    let sql = format!("SELECT {COLUMNS} FROM links WHERE id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id as i64], from_row)
+        .optional()?)
+}
+
+/// The link with this alias (exact, case-sensitive like the URL path).
+pub fn by_alias(conn: &Connection, alias: &str) -> StoreResult<Option<Link>> {
+    let sql = format!("SELECT {COLUMNS} FROM links WHERE alias = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([alias], from_row)
+        .optional()?)
+}
+
+/// A live link created from the same request (for `dedupe: true`).
+pub fn by_dedupe_hash(conn: &Connection, hash: &[u8], now: i64) -> StoreResult<Option<Link>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM links WHERE dedupe_hash = ?1 AND disabled = 0 \
+         AND (expires_at IS NULL OR expires_at > ?2) \
+         AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params![hash, now], from_row)
+        .optional()?)
+}
+
+/// Deletes a link and its click rows; returns what was deleted.
+pub fn delete(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
+    let Some(link) = by_id(conn, id)? else {
+        return Ok(None);
+    };
+    conn.prepare_cached("DELETE FROM links WHERE id = ?1")?
+        .execute([id as i64])?;
+    Ok(Some(link))
+}
+
+/// Filters and page position for [`list`].
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// Page size.
+    pub limit: u32,
+    /// Only ids below this (the previous page's last id): newest first.
+    pub before: Option<u64>,
+    /// Substring of the URL or alias.
+    pub q: Option<String>,
+    /// Only links carrying this tag.
+    pub tag: Option<String>,
+}
+
+/// One page of links, newest first.
+pub fn list(conn: &Connection, query: &ListQuery) -> StoreResult<Vec<Link>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM links WHERE (?1 IS NULL OR id < ?1) \
+         AND (?2 IS NULL OR instr(url, ?2) > 0 OR instr(alias, ?2) > 0) \
+         AND (?3 IS NULL OR EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?3)) \
+         ORDER BY id DESC LIMIT ?4"
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(
+        params![
+            query.before.map(|b| b as i64),
+            query.q,
+            query.tag,
+            query.limit as i64
+        ],
+        from_row,
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Every alias, for the edge's alias set.
+pub fn all_aliases(conn: &Connection) -> StoreResult<Vec<String>> {
+    let mut st = conn.prepare_cached("SELECT alias FROM links WHERE alias IS NOT NULL")?;
+    let rows = st.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Number of links.
+pub fn count(conn: &Connection) -> StoreResult<u64> {
+    Ok(conn.query_row("SELECT count(*) FROM links", [], |r| r.get::<_, i64>(0))? as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::temp_store;
+
+    fn sample(id: u64, alias: Option<&str>) -> Link {
+        Link {
+            id,
+            alias: alias.map(str::to_string),
+            url: format!("https://example.com/{id}"),
+            created_at: 1,
+            updated_at: 1,
+            tags: vec!["news".into()],
+            ..Link::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn insert_get_list_delete() {
+        let (_dir, store) = temp_store();
+        store
+            .write(|c| {
+                insert(c, &sample(10, Some("hello")), None)?;
+                insert(c, &sample(11, None), None)
+            })
+            .await
+            .unwrap();
+        let err = store
+            .write(|c| insert(c, &sample(12, Some("hello")), None))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Conflict(ref m) if m.contains("hello")),
+            "{err}"
+        );
+        let got = store.read(|c| by_alias(c, "hello")).await.unwrap().unwrap();
+        assert_eq!(got, sample(10, Some("hello")));
+        let page = store
+            .read(|c| {
+                list(
+                    c,
+                    &ListQuery {
+                        limit: 1,
+                        tag: Some("news".into()),
+                        ..Default::default()
+                    },
+                )
+            })
+            .await
+            .unwrap();
+        assert_eq!(page.iter().map(|l| l.id).collect::<Vec<_>>(), vec![11]);
+        let next = store
+            .read(|c| {
+                list(
+                    c,
+                    &ListQuery {
+                        limit: 10,
+                        before: Some(11),
+                        ..Default::default()
+                    },
+                )
+            })
+            .await
+            .unwrap();
+        assert_eq!(next.iter().map(|l| l.id).collect::<Vec<_>>(), vec![10]);
+        let gone = store.write(|c| delete(c, 10)).await.unwrap().unwrap();
+        assert_eq!(gone.alias.as_deref(), Some("hello"));
+        assert_eq!(store.read(|c| by_id(c, 10)).await.unwrap(), None);
+    }
+
+    #[test]
+    fn states() {
+        let mut l = sample(1, None);
+        assert_eq!(l.state(100), LinkState::Active);
+        l.expires_at = Some(100);
+        assert_eq!(l.state(100), LinkState::Expired);
+        l.expires_at = None;
+        l.max_visits = Some(2);
+        l.clicks = 3;
+        l.bot_clicks = 2;
+        assert_eq!(l.state(100), LinkState::Active);
+        l.bot_clicks = 1;
+        assert_eq!(l.state(100), LinkState::Exhausted);
+        l.disabled = true;
+        assert_eq!(l.state(100), LinkState::Disabled);
+    }
+}

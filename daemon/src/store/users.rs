@@ -1,0 +1,69 @@
+//! The `users` table: admin UI accounts with argon2 password hashes.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{StoreError, StoreResult};
+
+/// An admin UI account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: i64,
+    pub name: String,
+    /// Argon2id PHC string.
+    pub password_hash: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Adds a user; a taken name is a [`StoreError::Conflict`].
+pub fn insert(conn: &Connection, name: &str, password_hash: &str, now: i64) -> StoreResult<i64> {
+    conn.execute(
+        "INSERT INTO users (name, password_hash, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+        params![name, password_hash, now],
+    )
+    .map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StoreError::Conflict(format!("user name \"{name}\""))
+        }
+        e => StoreError::Sqlite(e),
+    })?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Replaces a user's password hash.
+pub fn set_password(
+    conn: &Connection,
+    name: &str,
+    password_hash: &str,
+    now: i64,
+) -> StoreResult<()> {
+    let n = conn.execute(
+        "UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE name = ?1",
+        params![name, password_hash, now],
+    )?;
+    if n == 0 {
+        return Err(StoreError::NotFound(format!("user \"{name}\"")));
+    }
+    Ok(())
+}
+
+/// The user with this name.
+pub fn by_name(conn: &Connection, name: &str) -> StoreResult<Option<User>> {
+    Ok(conn
+        .query_row(
+            "SELECT id, name, password_hash, created_at, updated_at FROM users WHERE name = ?1",
+            [name],
+            |r| {
+                Ok(User {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    password_hash: r.get(2)?,
+                    created_at: r.get(3)?,
+                    updated_at: r.get(4)?,
+                })
+            },
+        )
+        .optional()?)
+}
