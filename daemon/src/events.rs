@@ -203,6 +203,32 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn publish_waits_for_the_ack_but_not_forever() {
+        let hub = EventHub::new(Duration::from_millis(300));
+        let (_a, mut slow) = hub.subscribe();
+        let acker = tokio::spawn(async move {
+            let msg = slow.recv().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            msg.ack.unwrap().send(()).unwrap();
+            slow
+        });
+        let t = std::time::Instant::now();
+        hub.publish(vec![Event::AliasSnapshotEnd]).await;
+        let waited = t.elapsed();
+        assert!(waited >= Duration::from_millis(100), "{waited:?}");
+        assert!(waited < Duration::from_millis(300), "{waited:?}");
+        // A subscriber that never writes delays the reply by the timeout only.
+        let _kept = acker.await.unwrap();
+        let t = std::time::Instant::now();
+        hub.publish(vec![Event::AliasSnapshotEnd]).await;
+        let waited = t.elapsed();
+        assert!(
+            waited >= Duration::from_millis(300) && waited < Duration::from_millis(1000),
+            "{waited:?}"
+        );
+    }
+
     #[test]
     fn big_alias_lists_are_chunked() {
         let aliases: Vec<String> = (0..ALIAS_CHUNK + 1).map(|i| format!("a{i}")).collect();

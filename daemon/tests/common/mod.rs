@@ -390,8 +390,14 @@ impl Ipc {
     /// Replies already received or sitting in the socket buffer, without
     /// waiting.
     pub fn ready_now(&mut self) -> Vec<Reply> {
+        use std::os::fd::AsRawFd;
+        // A raw non-blocking recv: tokio's try_read trusts readiness state
+        // its reactor may not have refreshed yet.
+        let fd = self.stream.as_raw_fd();
         let mut chunk = [0u8; 65536];
-        while let Ok(n) = self.stream.try_read(&mut chunk) {
+        while let Ok(n) =
+            nix::sys::socket::recv(fd, &mut chunk, nix::sys::socket::MsgFlags::MSG_DONTWAIT)
+        {
             if n == 0 {
                 break;
             }

@@ -1,0 +1,287 @@
+//! API keys, scopes and signed requests.
+
+mod common;
+
+use common::{stdout, Daemon};
+use serde_json::json;
+use shortlinkd::api::auth::{sign, signing_string};
+use shortlinkd::store::unix_now;
+
+async fn key_with(d: &Daemon, scopes: &str) -> String {
+    let out = d.cli(&["key", "create", "--name", scopes, "--scopes", scopes]);
+    assert!(out.status.success());
+    stdout(&out).trim().to_string()
+}
+
+#[tokio::test]
+async fn api_keys_and_scopes() {
+    let d = Daemon::start().await;
+    let body = json!({"url": "https://e.com/"});
+    let post = |headers: Vec<(&'static str, String)>| {
+        let d = &d;
+        let body = body.clone();
+        async move {
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let (s, _, v) = d.req_with("POST", "/api/v1/links", &h, Some(body)).await;
+            (s, v["error"]["code"].as_str().unwrap_or("").to_string())
+        }
+    };
+    assert_eq!(post(vec![]).await, (401, "missing_credentials".into()));
+    assert_eq!(
+        post(vec![("x-api-key", "nonsense".into())]).await,
+        (401, "invalid_api_key".into())
+    );
+    // Right shape and prefix, wrong secret.
+    let mut forged = d.admin_key.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == '0' { '1' } else { '0' });
+    assert_eq!(
+        post(vec![("x-api-key", forged)]).await,
+        (401, "invalid_api_key".into())
+    );
+    let reader = key_with(&d, "links:read").await;
+    assert_eq!(
+        post(vec![("x-api-key", reader.clone())]).await,
+        (403, "insufficient_scope".into())
+    );
+    let (s, _, _) = d
+        .req_with("GET", "/api/v1/links", &[("x-api-key", &reader)], None)
+        .await;
+    assert_eq!(s, 200);
+    // stats:read cannot read keys or links.
+    let stats = key_with(&d, "stats:read").await;
+    let (s, _, v) = d
+        .req_with("GET", "/api/v1/keys", &[("x-api-key", &stats)], None)
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (403, Some("insufficient_scope"))
+    );
+    let (s, _, _) = d
+        .req_with("GET", "/api/v1/links", &[("x-api-key", &stats)], None)
+        .await;
+    assert_eq!(s, 403);
+
+    let writer = key_with(&d, "links:write").await;
+    assert_eq!(post(vec![("x-api-key", writer.clone())]).await.0, 201);
+    // Revoking through the CLI (via the running daemon) takes effect at once,
+    // even though the key was just verified and cached.
+    let out = d.cli(&["key", "list"]);
+    let id = stdout(&out)
+        .lines()
+        .find(|l| l.contains("\tlinks:write\t") && l.contains("active"))
+        .and_then(|l| l.split('\t').next())
+        .unwrap()
+        .to_string();
+    assert!(d.cli(&["key", "revoke", &id]).status.success());
+    assert_eq!(
+        post(vec![("x-api-key", writer)]).await,
+        (401, "revoked_api_key".into())
+    );
+    assert!(stdout(&d.cli(&["key", "list"])).contains("revoked"));
+    // Health needs nothing; metrics needs a key.
+    let (s, _, _) = d.req_with("GET", "/api/v1/health", &[], None).await;
+    assert_eq!(s, 200);
+    let (s, _, _) = d.req_with("GET", "/metrics", &[], None).await;
+    assert_eq!(s, 401);
+    let (s, _, _) = d.req_with("GET", "/api/v1/openapi.json", &[], None).await;
+    assert_eq!(s, 401);
+}
+
+#[tokio::test]
+async fn keys_api_validates() {
+    let d = Daemon::start().await;
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/keys",
+            Some(json!({"name": "x", "scopes": ["links:delete"]})),
+        )
+        .await;
+    assert_eq!((s, v["error"]["field"].as_str()), (422, Some("scopes")));
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/keys",
+            Some(json!({"name": "", "scopes": ["admin"]})),
+        )
+        .await;
+    assert_eq!((s, v["error"]["field"].as_str()), (422, Some("name")));
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/keys",
+            Some(json!({"name": "ci", "scopes": ["links:read"]})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let secret = v["secret"].as_str().unwrap();
+    assert!(secret.starts_with("slk_"));
+    let (_, list) = d.req("GET", "/api/v1/keys", None).await;
+    let text = list.to_string();
+    assert!(!text.contains(secret), "secrets are never listed");
+    let (s, _) = d.req("DELETE", "/api/v1/keys/9999", None).await;
+    assert_eq!(s, 404);
+}
+
+struct Signer {
+    app_id: String,
+    secret: String,
+}
+
+impl Signer {
+    fn headers(&self, ts: i64, method: &str, path: &str, body: &[u8]) -> Vec<(String, String)> {
+        let sig = sign(&self.secret, &signing_string(ts, method, path, body));
+        vec![
+            ("x-app-id".into(), self.app_id.clone()),
+            ("x-timestamp".into(), ts.to_string()),
+            ("x-signature".into(), sig),
+        ]
+    }
+}
+
+async fn signed(
+    d: &Daemon,
+    headers: &[(String, String)],
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, String) {
+    let h: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let (s, v) = if method == "GET" {
+        let (s, _, v) = d.req_with(method, path, &h, None).await;
+        (s, v)
+    } else {
+        d.req_raw(method, path, &h, body.to_vec()).await
+    };
+    (s, v["error"]["code"].as_str().unwrap_or("").to_string())
+}
+
+#[tokio::test]
+async fn signed_requests() {
+    let d = Daemon::start().await;
+    let out = d.cli(&[
+        "app",
+        "create",
+        "--name",
+        "mailer",
+        "--scopes",
+        "links:write,links:read",
+    ]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .to_string()
+    };
+    let app = Signer {
+        app_id: field("app_id"),
+        secret: field("secret"),
+    };
+    let body = br#"{"url":"https://e.com/signed"}"#;
+    let now = unix_now();
+    let h = app.headers(now, "POST", "/api/v1/links", body);
+    assert_eq!(signed(&d, &h, "POST", "/api/v1/links", body).await.0, 201);
+    // The same signature again is a replay.
+    assert_eq!(
+        signed(&d, &h, "POST", "/api/v1/links", body).await,
+        (401, "replayed_signature".into())
+    );
+    // Outside the 60 s window, either way.
+    for ts in [now - 120, now + 120] {
+        let h = app.headers(ts, "POST", "/api/v1/links", body);
+        assert_eq!(
+            signed(&d, &h, "POST", "/api/v1/links", body).await,
+            (401, "stale_timestamp".into())
+        );
+    }
+    // Inside the window but a second old is fine.
+    let h = app.headers(now - 1, "POST", "/api/v1/links", body);
+    assert_eq!(signed(&d, &h, "POST", "/api/v1/links", body).await.0, 201);
+    // Tampered body, path or method.
+    let h = app.headers(now, "POST", "/api/v1/links", body);
+    let other = br#"{"url":"https://evil.example/"}"#;
+    assert_eq!(
+        signed(&d, &h, "POST", "/api/v1/links", other).await,
+        (401, "invalid_signature".into())
+    );
+    let h = app.headers(now + 1, "GET", "/api/v1/links", b"");
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/links?limit=1", b"").await.1,
+        "invalid_signature"
+    );
+    // Wrong secret.
+    let wrong = Signer {
+        app_id: app.app_id.clone(),
+        secret: "00".repeat(32),
+    };
+    let h = wrong.headers(now, "GET", "/api/v1/links", b"");
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/links", b"").await.1,
+        "invalid_signature"
+    );
+    // Unknown app and missing headers.
+    let ghost = Signer {
+        app_id: "app_0000000000000000".into(),
+        secret: app.secret.clone(),
+    };
+    let h = ghost.headers(now, "GET", "/api/v1/links", b"");
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/links", b"").await.1,
+        "unknown_app"
+    );
+    let h = vec![("x-app-id".to_string(), app.app_id.clone())];
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/links", b"").await.1,
+        "missing_credentials"
+    );
+    // A signed GET with the query signed works; scope is enforced.
+    let h = app.headers(now + 2, "GET", "/api/v1/links?limit=1", b"");
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/links?limit=1", b"").await.0,
+        200
+    );
+    let h = app.headers(now + 3, "GET", "/api/v1/keys", b"");
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/keys", b"").await,
+        (403, "insufficient_scope".into())
+    );
+    // Revoked apps stop at once.
+    assert!(d.cli(&["app", "revoke", &app.app_id]).status.success());
+    let h = app.headers(now + 4, "GET", "/api/v1/links", b"");
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/links", b"").await.1,
+        "revoked_app"
+    );
+    assert!(stdout(&d.cli(&["app", "list"])).contains("revoked"));
+}
+
+#[tokio::test]
+async fn replay_is_refused_after_a_restart() {
+    let mut d = Daemon::start().await;
+    let out = d.cli(&["app", "create", "--name", "a", "--scopes", "links:read"]);
+    let text = stdout(&out);
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .to_string()
+    };
+    let app = Signer {
+        app_id: get("app_id"),
+        secret: get("secret"),
+    };
+    let h = app.headers(unix_now(), "GET", "/api/v1/links", b"");
+    assert_eq!(signed(&d, &h, "GET", "/api/v1/links", b"").await.0, 200);
+    d.kill9();
+    d.spawn().await;
+    assert_eq!(
+        signed(&d, &h, "GET", "/api/v1/links", b"").await,
+        (401, "replayed_signature".into())
+    );
+}

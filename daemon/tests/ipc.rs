@@ -1,0 +1,532 @@
+//! The IPC protocol as the nginx module speaks it.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::{batch, eventually, Daemon, Ipc};
+use serde_json::json;
+use shortlink_core::ipc::{
+    BatchId, ClickBatch, Event, LookupResult, Reply, Request, MAX_FRAME, PROTOCOL_VERSION,
+};
+use shortlink_core::{DeploymentKey, Fingerprint};
+
+#[tokio::test]
+async fn handshake_mismatches_are_refused_with_a_reason() {
+    let d = Daemon::start().await;
+    let other = DeploymentKey::generate().unwrap().fingerprint();
+    let mut c = Ipc::connect(&d.ipc_path()).await;
+    match c.hello(other, PROTOCOL_VERSION).await {
+        Reply::Refused { reason } => {
+            assert!(reason.contains("fingerprint"), "{reason}");
+            assert!(reason.contains(&other.to_string()), "{reason}");
+        }
+        r => panic!("expected refusal, got {r:?}"),
+    }
+    assert_eq!(c.recv().await, None, "refused connections are closed");
+
+    let mut c = Ipc::connect(&d.ipc_path()).await;
+    match c.hello(d.fingerprint(), PROTOCOL_VERSION + 1).await {
+        Reply::Refused { reason } => assert!(reason.contains("protocol"), "{reason}"),
+        r => panic!("expected refusal, got {r:?}"),
+    }
+    assert_eq!(c.recv().await, None);
+
+    let mut c = d.ipc().await;
+    c.send(&Request::Ping { id: 7 }).await;
+    assert_eq!(c.recv().await, Some(Reply::Pong { id: 7 }));
+    assert_eq!(
+        d.metric("shortlinkd_ipc_handshakes_refused_total").await,
+        2.0
+    );
+    assert!(d.log().contains("refusing IPC client"));
+    let _ = Fingerprint([0; 8]);
+}
+
+#[tokio::test]
+async fn lookups_found_not_found_and_gone() {
+    let d = Daemon::start().await;
+    let a = d
+        .create(json!({"url": "https://e.com/a", "alias": "spring-sale", "redirect": 308, "targets": {"ios": "https://apps.apple.com/x"}}))
+        .await;
+    let expiring = d.create(json!({"url": "https://e.com/b", "ttl": 1})).await;
+    let disabled = d
+        .create(json!({"url": "https://e.com/c", "disabled": true}))
+        .await;
+    let deleted = d.create(json!({"url": "https://e.com/d"})).await;
+    let (s, _) = d
+        .req(
+            "DELETE",
+            &format!("/api/v1/links/{}", deleted["code"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204);
+    let mut c = d.ipc().await;
+    let id = a["id"].as_u64().unwrap();
+    for code in [a["generated_code"].as_str().unwrap(), "spring-sale"] {
+        match c.lookup(1, code).await {
+            LookupResult::Found(link) => {
+                assert_eq!(link.id, id);
+                assert_eq!(link.target, "https://e.com/a");
+                assert_eq!(link.status, Some(308));
+                assert_eq!(
+                    link.targets.ios.as_deref(),
+                    Some("https://apps.apple.com/x")
+                );
+                assert!(!link.disabled);
+                assert_eq!(link.expires_at, None);
+            }
+            r => panic!("{code}: {r:?}"),
+        }
+    }
+    match c.lookup(2, expiring["code"].as_str().unwrap()).await {
+        LookupResult::Found(link) => assert!(link.expires_at.is_some()),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(
+        c.lookup(3, disabled["code"].as_str().unwrap()).await,
+        LookupResult::Gone
+    );
+    assert_eq!(
+        c.lookup(4, deleted["code"].as_str().unwrap()).await,
+        LookupResult::NotFound
+    );
+    assert_eq!(c.lookup(5, "no-such-alias").await, LookupResult::NotFound);
+    assert_eq!(c.lookup(6, "!!").await, LookupResult::NotFound);
+    // A valid code never allocated.
+    let unused = d.codec().encode(3_000_000_000);
+    assert_eq!(c.lookup(7, &unused).await, LookupResult::NotFound);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(
+        c.lookup(8, expiring["code"].as_str().unwrap()).await,
+        LookupResult::Gone
+    );
+    assert_eq!(d.metric("shortlinkd_ipc_lookups_total").await, 9.0);
+}
+
+#[tokio::test]
+async fn many_requests_in_flight_answered_by_id() {
+    let d = Daemon::start().await;
+    let mut expected = HashMap::new();
+    for i in 0..20u32 {
+        let v = d.create(json!({"url": format!("https://e.com/{i}")})).await;
+        expected.insert(i, v["id"].as_u64().unwrap());
+    }
+    let codes: Vec<String> = {
+        let codec = d.codec();
+        (0..20u32)
+            .map(|i| codec.encode(expected[&i]).to_string())
+            .collect()
+    };
+    let mut c = d.ipc().await;
+    let mut bytes = Vec::new();
+    for (i, code) in codes.iter().enumerate() {
+        bytes.extend(
+            shortlink_core::ipc::frame(&Request::Lookup {
+                id: i as u32,
+                code: code.clone(),
+            })
+            .unwrap(),
+        );
+        bytes.extend(
+            shortlink_core::ipc::frame(&Request::Ping {
+                id: 1000 + i as u32,
+            })
+            .unwrap(),
+        );
+    }
+    c.send_raw(&bytes).await;
+    let mut got = HashMap::new();
+    let mut pongs = 0;
+    while got.len() < 20 || pongs < 20 {
+        match c.recv().await.unwrap() {
+            Reply::Lookup {
+                id,
+                result: LookupResult::Found(l),
+            } => {
+                got.insert(id, l.id);
+            }
+            Reply::Pong { .. } => pongs += 1,
+            r => panic!("{r:?}"),
+        }
+    }
+    assert_eq!(got, expected);
+}
+
+#[tokio::test]
+async fn click_batches_are_acked_and_counted_once() {
+    let d = Daemon::start().await;
+    let v = d.create(json!({"url": "https://e.com/"})).await;
+    let code = v["code"].as_str().unwrap().to_string();
+    let id = v["id"].as_u64().unwrap();
+    let mut c = d.ipc().await;
+    c.clicks(1, batch(1, id, 5, false)).await;
+    // Acknowledged means committed: the API sees it at once.
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(l["clicks"], 5);
+    // Re-sent after a "reconnect": acked again, not counted again.
+    drop(c);
+    let mut c = d.ipc().await;
+    c.clicks(2, batch(1, id, 5, false)).await;
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(l["clicks"], 5);
+    // A bot batch counts in the total and apart.
+    c.clicks(3, batch(2, id, 2, true)).await;
+    // Clicks for unknown links are ignored, the rest of the batch counts.
+    let mut mixed = batch(3, id, 1, false);
+    mixed.clicks.push(shortlink_core::ipc::ClickCount {
+        link_id: 999_999_999,
+        ..mixed.clicks[0].clone()
+    });
+    c.clicks(4, mixed).await;
+    let (s, st) = d
+        .req("GET", &format!("/api/v1/links/{code}/stats"), None)
+        .await;
+    assert_eq!(s, 200, "{st}");
+    assert_eq!(st["total"], 8);
+    assert_eq!(st["bots"], 2);
+    assert_eq!(st["total_all_time"], 8);
+    assert_eq!(st["devices"]["desktop"], 8);
+    assert_eq!(st["referrers"][0]["host"], "news.example.com");
+    assert_eq!(st["referrers"][0]["clicks"], 8);
+    let series_sum: i64 = st["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["clicks"].as_i64().unwrap())
+        .sum();
+    assert_eq!(series_sum, 8);
+    assert_eq!(st["series"].as_array().unwrap().len(), 7 * 24 + 1);
+    let (_, day) = d
+        .req(
+            "GET",
+            &format!("/api/v1/links/{code}/stats?granularity=day"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        day["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["clicks"].as_i64().unwrap())
+            .sum::<i64>(),
+        8
+    );
+    let (s, e) = d
+        .req(
+            "GET",
+            &format!("/api/v1/links/{code}/stats?granularity=week"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["field"].as_str()),
+        (400, Some("granularity"))
+    );
+    let (s, e) = d
+        .req(
+            "GET",
+            &format!("/api/v1/links/{code}/stats?from=2000&to=1000"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].as_str()),
+        (422, Some("invalid_range"))
+    );
+    let (s, _) = d.req("GET", "/api/v1/links/nope-nope/stats", None).await;
+    assert_eq!(s, 404);
+    assert_eq!(d.metric("shortlinkd_click_batches_total").await, 4.0);
+    assert_eq!(
+        d.metric("shortlinkd_click_batches_duplicate_total").await,
+        1.0
+    );
+    assert_eq!(d.metric("shortlinkd_clicks_total").await, 8.0);
+    assert_eq!(d.metric("shortlinkd_ipc_connections").await, 1.0);
+}
+
+async fn next_events(c: &mut Ipc, n: usize) -> Vec<Event> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        match c.recv().await {
+            Some(Reply::Event(e)) => out.push(e),
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn subscribe_snapshot_and_live_alias_changes() {
+    let d = Daemon::start().await;
+    d.create(json!({"url": "https://e.com/1", "alias": "first-one"}))
+        .await;
+    d.create(json!({"url": "https://e.com/2"})).await;
+    let mut c = d.ipc().await;
+    assert_eq!(c.subscribe(1).await, vec!["first-one".to_string()]);
+    assert_eq!(d.metric("shortlinkd_ipc_subscribers").await, 1.0);
+    d.create(json!({"url": "https://e.com/3", "alias": "second-one"}))
+        .await;
+    let ev = next_events(&mut c, 2).await;
+    assert_eq!(
+        ev[0],
+        Event::Aliases {
+            aliases: vec!["second-one".into()]
+        }
+    );
+    assert_eq!(
+        ev[1],
+        Event::Invalidate {
+            code: "second-one".into()
+        }
+    );
+    // Batch creates announce their aliases too.
+    let (s, _) = d
+        .req("POST", "/api/v1/links/batch", Some(json!({"links": [{"url": "https://e.com/4", "alias": "third-one"}, {"url": "https://e.com/5"}]})))
+        .await;
+    assert_eq!(s, 200);
+    let ev = next_events(&mut c, 2).await;
+    assert_eq!(
+        ev[0],
+        Event::Aliases {
+            aliases: vec!["third-one".into()]
+        }
+    );
+    // A second subscriber gets everything in its snapshot.
+    let mut c2 = d.ipc().await;
+    let mut snap = c2.subscribe(9).await;
+    snap.sort();
+    assert_eq!(snap, vec!["first-one", "second-one", "third-one"]);
+}
+
+#[tokio::test]
+async fn patch_and_delete_push_invalidations_before_the_reply() {
+    let d = Daemon::start().await;
+    let v = d
+        .create(json!({"url": "https://e.com/1", "alias": "take-down"}))
+        .await;
+    let gen = v["generated_code"].as_str().unwrap().to_string();
+    let mut c = d.ipc().await;
+    c.subscribe(1).await;
+    let mut c2 = d.ipc().await;
+    c2.subscribe(1).await;
+
+    let (s, _) = d
+        .req(
+            "PATCH",
+            "/api/v1/links/take-down",
+            Some(json!({"url": "https://e.com/2"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    // Both workers hold the invalidations already: they were in the socket
+    // before the HTTP reply was sent.
+    for conn in [&mut c, &mut c2] {
+        let now = conn.ready_now();
+        assert!(
+            now.contains(&Reply::Event(Event::Invalidate { code: gen.clone() })),
+            "{now:?}"
+        );
+        assert!(
+            now.contains(&Reply::Event(Event::Invalidate {
+                code: "take-down".into()
+            })),
+            "{now:?}"
+        );
+    }
+    // Disable is a PATCH too; the lookup now says gone.
+    let (s, _) = d
+        .req(
+            "PATCH",
+            &format!("/api/v1/links/{gen}"),
+            Some(json!({"disabled": true})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let now = c.ready_now();
+    assert!(
+        now.contains(&Reply::Event(Event::Invalidate { code: gen.clone() })),
+        "{now:?}"
+    );
+    c2.ready_now();
+    assert_eq!(c.lookup(5, &gen).await, LookupResult::Gone);
+
+    let (s, _) = d.req("DELETE", "/api/v1/links/take-down", None).await;
+    assert_eq!(s, 204);
+    let now = c2.ready_now();
+    assert!(
+        now.contains(&Reply::Event(Event::Invalidate { code: gen.clone() })),
+        "{now:?}"
+    );
+    assert!(
+        now.contains(&Reply::Event(Event::Invalidate {
+            code: "take-down".into()
+        })),
+        "{now:?}"
+    );
+    assert!(
+        now.contains(&Reply::Event(Event::AliasesRemoved {
+            aliases: vec!["take-down".into()]
+        })),
+        "{now:?}"
+    );
+    assert_eq!(c2.lookup(6, &gen).await, LookupResult::NotFound);
+    // The CLI delete goes through the daemon and invalidates as well.
+    let v = d.create(json!({"url": "https://e.com/3"})).await;
+    let code = v["code"].as_str().unwrap().to_string();
+    c.ready_now();
+    let out = d.cli(&["link", "delete", &code]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let now = c.ready_now();
+    assert!(
+        now.contains(&Reply::Event(Event::Invalidate { code: code.clone() })),
+        "{now:?}"
+    );
+}
+
+#[tokio::test]
+async fn max_visits_and_renew_on_access_invalidate_the_edge() {
+    let d = Daemon::start().await;
+    let capped = d
+        .create(json!({"url": "https://e.com/", "max_visits": 3}))
+        .await;
+    let capped_code = capped["code"].as_str().unwrap().to_string();
+    let capped_id = capped["id"].as_u64().unwrap();
+    let mut c = d.ipc().await;
+    c.subscribe(1).await;
+    assert!(matches!(
+        c.lookup(2, &capped_code).await,
+        LookupResult::Found(_)
+    ));
+    c.clicks(3, batch(10, capped_id, 2, false)).await;
+    // Bots do not use up visits.
+    c.clicks(4, batch(11, capped_id, 5, true)).await;
+    assert!(matches!(
+        c.lookup(5, &capped_code).await,
+        LookupResult::Found(_)
+    ));
+    c.send(&Request::Clicks {
+        id: 6,
+        batch: batch(12, capped_id, 1, false),
+    })
+    .await;
+    let mut saw_invalidate = false;
+    loop {
+        match c.recv().await.unwrap() {
+            Reply::Event(Event::Invalidate { code }) if code == capped_code => {
+                saw_invalidate = true
+            }
+            Reply::ClicksAck { id: 6, .. } => break,
+            r => panic!("{r:?}"),
+        }
+    }
+    assert!(
+        saw_invalidate,
+        "reaching max visits pushes an invalidation before the ack"
+    );
+    assert_eq!(c.lookup(7, &capped_code).await, LookupResult::Gone);
+    let (_, l) = d
+        .req("GET", &format!("/api/v1/links/{capped_code}"), None)
+        .await;
+    assert_eq!(l["state"], "exhausted");
+
+    // Renew on access: clicks push the expiry forward.
+    let r = d
+        .create(json!({"url": "https://e.com/r", "ttl": 3, "renew_on_access": true}))
+        .await;
+    let r_code = r["code"].as_str().unwrap().to_string();
+    let r_id = r["id"].as_u64().unwrap();
+    let first_expiry = r["expires_at"].as_i64().unwrap();
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    c.send(&Request::Clicks {
+        id: 8,
+        batch: batch(13, r_id, 1, false),
+    })
+    .await;
+    let mut saw = false;
+    loop {
+        match c.recv().await.unwrap() {
+            Reply::Event(Event::Invalidate { code }) if code == r_code => saw = true,
+            Reply::ClicksAck { id: 8, .. } => break,
+            Reply::Event(_) => {}
+            x => panic!("{x:?}"),
+        }
+    }
+    assert!(saw, "a renewed expiry pushes an invalidation");
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{r_code}"), None).await;
+    assert!(l["expires_at"].as_i64().unwrap() > first_expiry, "{l}");
+    // Past the original expiry, still alive.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(shortlinkd::store::unix_now() >= first_expiry);
+    assert!(matches!(c.lookup(9, &r_code).await, LookupResult::Found(_)));
+}
+
+#[tokio::test]
+async fn bad_frames_close_only_that_connection() {
+    let d = Daemon::start().await;
+    let v = d.create(json!({"url": "https://e.com/"})).await;
+    let code = v["code"].as_str().unwrap().to_string();
+    let mut good = d.ipc().await;
+
+    // Malformed payload after the handshake.
+    let mut bad = d.ipc().await;
+    bad.send_raw(&[0, 0, 0, 2, 0xff, 0xff]).await;
+    assert_eq!(bad.recv().await, None);
+    // Oversized frame: refused from its header alone.
+    let mut big = d.ipc().await;
+    big.send_raw(&((MAX_FRAME + 1) as u32).to_be_bytes()).await;
+    assert_eq!(big.recv().await, None);
+    // A request before the hello.
+    let mut early = Ipc::connect(&d.ipc_path()).await;
+    early.send(&Request::Ping { id: 1 }).await;
+    assert_eq!(early.recv().await, None);
+    // Garbage as the very first bytes.
+    let mut junk = Ipc::connect(&d.ipc_path()).await;
+    junk.send_raw(b"GET / HTTP/1.1\r\n\r\n").await;
+    assert_eq!(junk.recv().await, None);
+
+    // Everyone else is still served.
+    assert!(matches!(
+        good.lookup(1, &code).await,
+        LookupResult::Found(_)
+    ));
+    let mut fresh = d.ipc().await;
+    assert!(matches!(
+        fresh.lookup(1, &code).await,
+        LookupResult::Found(_)
+    ));
+    assert!(d.metric("shortlinkd_ipc_protocol_errors_total").await >= 4.0);
+    let log = d.log();
+    assert!(log.contains("exceeds the limit"), "{log}");
+    assert!(log.contains("malformed frame"), "{log}");
+    assert!(
+        eventually(Duration::from_secs(2), || async {
+            d.metric("shortlinkd_ipc_connections").await == 2.0
+        })
+        .await
+    );
+}
+
+#[tokio::test]
+async fn batch_id_dedupe_survives_restart() {
+    let mut d = Daemon::start().await;
+    let v = d.create(json!({"url": "https://e.com/"})).await;
+    let id = v["id"].as_u64().unwrap();
+    let code = v["code"].as_str().unwrap().to_string();
+    let b = ClickBatch {
+        batch_id: BatchId([42; 16]),
+        clicks: batch(0, id, 4, false).clicks,
+    };
+    let mut c = d.ipc().await;
+    c.clicks(1, b.clone()).await;
+    drop(c);
+    d.kill9();
+    d.spawn().await;
+    let mut c = d.ipc().await;
+    c.clicks(1, b).await;
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(l["clicks"], 4);
+}
