@@ -12,11 +12,13 @@ use crate::request::RequestCtx;
 const CODE: usize = 0;
 const ID: usize = 1;
 const CACHE_STATUS: usize = 2;
+const TARGET: usize = 3;
 
-const VARIABLES: [(ngx_str_t, usize); 3] = [
+const VARIABLES: [(ngx_str_t, usize); 4] = [
     (ngx_string!("shortlink_code"), CODE),
     (ngx_string!("shortlink_id"), ID),
     (ngx_string!("shortlink_cache_status"), CACHE_STATUS),
+    (ngx_string!("shortlink_target"), TARGET),
 ];
 
 /// Registers the variables; called from preconfiguration.
@@ -50,7 +52,10 @@ unsafe extern "C" fn get(
         let r = unsafe { Request::from_ngx_http_request(r) };
         let ctx = RequestCtx::get_or_init(r)?;
         let value: &[u8] = match data {
-            CODE if ctx.id.is_some() => ctx.code.as_bytes(),
+            CODE if ctx.id.is_some() || ctx.status != crate::request::CacheStatus::Invalid => {
+                ctx.code.as_bytes()
+            }
+            TARGET => &ctx.target,
             ID => ctx.id_text(),
             CACHE_STATUS => ctx.status.as_bytes(),
             _ => &[],

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use shortlink_core::{Codec, DeploymentKey};
 
+mod daemon;
+pub use daemon::Daemon;
+
 /// The workspace root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -135,8 +138,16 @@ pub struct Nginx {
 
 /// The main-context lines every test config starts with.
 pub fn main_context(prefix: &Path, workers: u32) -> String {
+    // As root, workers run as nobody:nogroup, the group the daemon's
+    // sockets are given in the tests.
+    // SAFETY: getuid(2) has no preconditions.
+    let user = if unsafe { libc::getuid() } == 0 {
+        "user nobody nogroup;\n"
+    } else {
+        ""
+    };
     format!(
-        "load_module {module};\n\
+        "{user}load_module {module};\n\
          daemon off;\n\
          worker_processes {workers};\n\
          error_log {prefix}/logs/error.log info;\n\
