@@ -1,0 +1,259 @@
+//! Redirects through the real nginx, the real module and the real daemon.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use shortlink_core::Codec;
+use shortlink_e2e::{Daemon, Nginx, Scratch};
+
+fn http_conf(key: &std::path::Path, daemon: &Daemon) -> String {
+    format!(
+        r#"
+    shortlink_key_file {key};
+    shortlink_zone zone=links:4m ttl=10m negative_ttl=30s;
+    shortlink_pass unix:{ipc};
+    shortlink_timeout 300ms;
+    shortlink_flush_interval 100ms;
+    shortlink_spool {spool};
+    server {{
+        listen 127.0.0.1:{{port}};
+        add_header X-Cache $shortlink_cache_status always;
+        add_header X-Pid $pid always;
+        add_header X-Id $shortlink_id always;
+        add_header X-Target $shortlink_target always;
+        location / {{
+            shortlink on;
+        }}
+        location /fb/ {{
+            shortlink on;
+            shortlink_redirect 301;
+            shortlink_fallback https://example.com/fallback;
+            shortlink_cache_control "private, max-age=90";
+        }}
+    }}"#,
+        key = key.display(),
+        ipc = daemon.ipc.display(),
+        spool = daemon.spool.display(),
+    )
+}
+
+/// Fields drop in order: nginx, then the daemon, then the scratch directory.
+struct Stack {
+    nginx: Nginx,
+    daemon: Daemon,
+    codec: Codec,
+    scratch: Scratch,
+}
+
+fn stack(name: &str, workers: u32) -> Stack {
+    let scratch = Scratch::new(name);
+    let (key, codec) = scratch.key();
+    let daemon = Daemon::start(&scratch, &key);
+    let nginx = Nginx::start(&scratch, workers, &http_conf(&key, &daemon));
+    Stack {
+        nginx,
+        daemon,
+        codec,
+        scratch,
+    }
+}
+
+#[test]
+fn miss_then_hit_negative_invalid_and_methods() {
+    let s = stack("hit-miss", 1);
+    let code = s.daemon.create(json!({"url": "https://example.com/a?b=1"}));
+
+    let r = s.nginx.get(format!("/{code}").as_bytes());
+    assert_eq!(r.status, 302, "{}", r.body_text());
+    assert_eq!(r.header("Location"), Some("https://example.com/a?b=1"));
+    assert_eq!(r.header("X-Cache"), Some("MISS"));
+    assert_eq!(r.header("X-Target"), Some("https://example.com/a?b=1"));
+
+    let r = s.nginx.get(format!("/{code}?utm=x").as_bytes());
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("X-Cache"), Some("HIT"));
+    assert_eq!(r.header("Location"), Some("https://example.com/a?b=1"));
+
+    // A valid code nobody created: asked once, then answered from the zone.
+    let unknown = s.codec.encode(Codec::first_id_of_length(9) + 5);
+    let r = s.nginx.get(format!("/{unknown}").as_bytes());
+    assert_eq!((r.status, r.header("X-Cache")), (404, Some("MISS")));
+    let r = s.nginx.get(format!("/{unknown}").as_bytes());
+    assert_eq!((r.status, r.header("X-Cache")), (404, Some("NEGATIVE")));
+
+    // Invalid codes never reach the daemon.
+    let before = s.daemon.metric("shortlinkd_ipc_lookups_total");
+    assert!(before >= 2.0, "lookups so far: {before}");
+    for i in 0..50 {
+        let r = s.nginx.get(format!("/zz{i}.-x").as_bytes());
+        assert_eq!((r.status, r.header("X-Cache")), (404, Some("INVALID")));
+    }
+    let mut wrong = code.clone().into_bytes();
+    let last = wrong.len() - 1;
+    for c in (b'0'..=b'z').filter(u8::is_ascii_alphanumeric) {
+        wrong[last] = c;
+        if s.codec.decode(&wrong).is_err() {
+            break;
+        }
+    }
+    let r = s.nginx.get(&[b"/".as_slice(), &wrong].concat());
+    assert_eq!((r.status, r.header("X-Cache")), (404, Some("INVALID")));
+    assert_eq!(s.daemon.metric("shortlinkd_ipc_lookups_total"), before);
+
+    // HEAD: the redirect, no body; other methods: 405 with Allow.
+    let r = s
+        .nginx
+        .request(b"HEAD", format!("/{code}").as_bytes(), &[], b"");
+    assert_eq!(r.status, 302);
+    assert!(r.body.is_empty());
+    let r = s
+        .nginx
+        .request(b"POST", format!("/{code}").as_bytes(), &[], b"x=1");
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("Allow"), Some("GET, HEAD"));
+
+    // Fallback location: unknown codes go to the fallback, links use 301 and Cache-Control.
+    let r = s.nginx.get(format!("/fb/{unknown}").as_bytes());
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("Location"), Some("https://example.com/fallback"));
+    let r = s.nginx.get(format!("/fb/{code}").as_bytes());
+    assert_eq!(r.status, 301);
+    assert_eq!(r.header("Cache-Control"), Some("private, max-age=90"));
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn two_workers_share_one_zone() {
+    let s = stack("two-workers", 2);
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/shared"}));
+    let first = s.nginx.get(format!("/{code}").as_bytes());
+    assert_eq!(first.header("X-Cache"), Some("MISS"));
+    let cached_by = first.header("X-Pid").unwrap().to_string();
+    let mut hit_elsewhere = false;
+    let mut pids = HashSet::new();
+    for _ in 0..200 {
+        let r = s.nginx.get(format!("/{code}").as_bytes());
+        assert_eq!(r.status, 302);
+        assert_eq!(r.header("X-Cache"), Some("HIT"));
+        let pid = r.header("X-Pid").unwrap().to_string();
+        hit_elsewhere |= pid != cached_by;
+        pids.insert(pid);
+        if hit_elsewhere {
+            break;
+        }
+    }
+    assert!(hit_elsewhere, "only saw workers {pids:?}");
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn takedown_reaches_every_worker() {
+    let s = stack("takedown", 2);
+    let code = s.daemon.create(json!({"url": "https://example.com/bad"}));
+    for _ in 0..10 {
+        assert_eq!(s.nginx.get(format!("/{code}").as_bytes()).status, 302);
+    }
+    let r = s
+        .daemon
+        .api("DELETE", &format!("/api/v1/links/{code}"), None);
+    assert_eq!(r.status, 204, "{}", r.body_text());
+    // The invalidation is pushed before the API replies; allow the event
+    // loop a moment to apply it.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    loop {
+        let r = s.nginx.get(format!("/{code}").as_bytes());
+        if r.status == 404 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {} after the delete",
+            r.status
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for _ in 0..20 {
+        assert_eq!(s.nginx.get(format!("/{code}").as_bytes()).status, 404);
+    }
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn daemon_down_cached_codes_still_redirect_and_misses_fail_fast() {
+    let mut s = stack("daemon-down", 1);
+    let cached = s
+        .daemon
+        .create(json!({"url": "https://example.com/cached"}));
+    let later = s.daemon.create(json!({"url": "https://example.com/later"}));
+    assert_eq!(s.nginx.get(format!("/{cached}").as_bytes()).status, 302);
+
+    s.daemon.kill();
+    let r = s.nginx.get(format!("/{cached}").as_bytes());
+    assert_eq!((r.status, r.header("X-Cache")), (302, Some("HIT")));
+    let first = s.nginx.get(format!("/{later}").as_bytes());
+    assert_eq!(first.status, 503);
+    for _ in 0..10 {
+        let t = Instant::now();
+        let r = s.nginx.get(format!("/{later}").as_bytes());
+        assert_eq!(r.status, 503);
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "took {:?}",
+            t.elapsed()
+        );
+    }
+    let log = s.nginx.error_log();
+    assert_eq!(log.matches("daemon link down").count(), 1, "{log}");
+
+    s.daemon.restart();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = s.nginx.get(format!("/{later}").as_bytes());
+        if r.status == 302 {
+            assert_eq!(r.header("Location"), Some("https://example.com/later"));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "misses did not resolve after the restart"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        s.nginx
+            .error_log()
+            .matches("shortlink: daemon link to ")
+            .count(),
+        1
+    );
+    s.nginx.assert_clean_log();
+    let _ = &s.scratch;
+}
+
+#[test]
+fn clicks_are_counted_exactly_once() {
+    let s = stack("clicks", 2);
+    let code = s.daemon.create(json!({"url": "https://example.com/count"}));
+    let n = 37;
+    for _ in 0..n {
+        assert_eq!(s.nginx.get(format!("/{code}").as_bytes()).status, 302);
+    }
+    // HEAD and invalid requests are not clicks.
+    s.nginx
+        .request(b"HEAD", format!("/{code}").as_bytes(), &[], b"");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.daemon.clicks(&code) < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} clicks",
+            s.daemon.clicks(&code)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(s.daemon.clicks(&code), n);
+    s.nginx.assert_clean_log();
+}
