@@ -1,75 +1,118 @@
 #!/usr/bin/env bash
-# `make demo`: runs the product from build/ under var/demo/ on
-# 127.0.0.1:${PORT:-8080}, in the background. `scripts/demo.sh stop` stops it
-# and keeps the data. Running it again reuses the key and restarts cleanly.
+# `make demo`: runs the product from build/ under var/demo/: shortlinkd on
+# SQLite and nginx with the module on 127.0.0.1:${PORT:-8080}, both in the
+# background; creates an API key and a sample link and shows them working.
+# `scripts/demo.sh stop` stops both and keeps the data. Running it again
+# reuses the key, the API key and the database, and restarts cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 port=${PORT:-8080}
 dir=$root/var/demo
 nginx=$root/build/sbin/nginx
+daemon=$root/build/bin/shortlinkd
+base="http://127.0.0.1:$port"
 
-stop_nginx() {
+daemon_args=(--data-dir "$dir/data" --key-file "$dir/key" --ipc-socket "$dir/ipc.sock"
+  --api-socket "$dir/api.sock" --spool-dir "$dir/spool" --base-url "$base")
+[ "$(id -u)" -eq 0 ] && daemon_args+=(--socket-group nogroup)
+
+stop_all() {
   if [ -f "$dir/logs/nginx.pid" ] && kill -0 "$(cat "$dir/logs/nginx.pid")" 2>/dev/null; then
     "$nginx" -p "$dir" -c "$dir/nginx.conf" -s quit || true
     for _ in $(seq 50); do [ -f "$dir/logs/nginx.pid" ] || break; sleep 0.1; done
   fi
+  if [ -f "$dir/shortlinkd.pid" ] && kill -0 "$(cat "$dir/shortlinkd.pid")" 2>/dev/null; then
+    kill -TERM "$(cat "$dir/shortlinkd.pid")"
+    for _ in $(seq 50); do kill -0 "$(cat "$dir/shortlinkd.pid")" 2>/dev/null || break; sleep 0.1; done
+  fi
+  rm -f "$dir/shortlinkd.pid"
 }
 
 if [ "${1:-}" = stop ]; then
-  stop_nginx
+  stop_all
   echo "stopped; data kept in $dir"
   exit 0
 fi
 
-mkdir -p "$dir/logs" "$dir/html"
-codes=$(cargo run -q --release -p shortlink-core --example codes -- "$dir/key" 3844123)
-valid=$(echo "$codes" | awk '$1=="valid"{print $2}')
-id=$(echo "$codes" | awk '$1=="valid"{print $3}')
-invalid=$(echo "$codes" | awk '$1=="invalid"{print $2}')
-echo "valid code $valid" > "$dir/html/passed.txt"
+stop_all
+mkdir -p "$dir/logs" "$dir/data" "$dir/spool"
+chmod 1777 "$dir/spool"   # nginx workers write undeliverable clicks here
+[ -f "$dir/key" ] || "$daemon" keygen "$dir/key"
 
+"$daemon" serve "${daemon_args[@]}" >> "$dir/logs/shortlinkd.log" 2>&1 &
+echo $! > "$dir/shortlinkd.pid"
+for _ in $(seq 100); do
+  curl -sf --unix-socket "$dir/api.sock" http://localhost/api/v1/health >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+user=""
+[ "$(id -u)" -eq 0 ] && user="user nobody nogroup;"
 cat > "$dir/nginx.conf" <<CONF
+$user
 load_module $root/build/modules/ngx_http_shortlink_module.so;
 worker_processes 2;
 error_log logs/error.log info;
 pid logs/nginx.pid;
 events { worker_connections 1024; }
 http {
-    log_format shortlink '\$remote_addr "\$request" \$status code=\$shortlink_code id=\$shortlink_id \$shortlink_cache_status';
+    log_format shortlink '\$remote_addr "\$request" \$status \$shortlink_cache_status code=\$shortlink_code id=\$shortlink_id -> \$shortlink_target';
     access_log logs/access.log shortlink;
+
     shortlink_key_file $dir/key;
+    shortlink_zone     zone=links:16m ttl=10m negative_ttl=30s;
+    shortlink_pass     unix:$dir/ipc.sock;
+    shortlink_spool    $dir/spool;
+
     server {
         listen 127.0.0.1:$port;
-        root html;
-        add_header X-Shortlink-Id \$shortlink_id always;
+
         location / {
             shortlink on;
-            try_files /passed.txt =500;
+        }
+        location /api/ {
+            proxy_pass http://unix:$dir/api.sock;
+            proxy_set_header X-Shortlink-Base http://\$host:\$server_port;
+        }
+        location = /metrics {
+            allow 127.0.0.1;
+            deny all;
+            proxy_pass http://unix:$dir/api.sock;
         }
     }
 }
 CONF
-
 "$nginx" -p "$dir" -c "$dir/nginx.conf" -t -q
-stop_nginx
 "$nginx" -p "$dir" -c "$dir/nginx.conf"
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+for _ in $(seq 50); do curl -s -o /dev/null "$base/api/v1/health" && break; sleep 0.1; done
+
+if [ ! -s "$dir/api-key" ]; then
+  (umask 077; "$daemon" key create --name demo --scopes links:write,links:read,stats:read,admin "${daemon_args[@]}" > "$dir/api-key")
+fi
+chmod 600 "$dir/api-key"
+api_key=$(cat "$dir/api-key")
+
+reply=$(curl -sf -X POST "$base/api/v1/links" -H "X-Api-Key: $api_key" -H 'Content-Type: application/json' \
+  -d '{"url": "https://nginx.org/en/docs/", "dedupe": true}')
+short_url=$(echo "$reply" | sed 's/.*"short_url":"\([^"]*\)".*/\1/')
+code=$(echo "$reply" | sed 's/.*"code":"\([^"]*\)".*/\1/')
 
 cat <<MSG
 
-nginx with the shortlink module is running on http://127.0.0.1:$port/ (logs in $dir/logs).
-Codes are checked at the edge, with no I/O; valid ones set \$shortlink_code and \$shortlink_id.
+shortlink is running: nginx on $base, shortlinkd on SQLite in $dir/data (logs in $dir/logs).
 
-  valid code $valid (id $id):
-    curl -i http://127.0.0.1:$port/$valid
-  invalid code $invalid (wrong check character): 404 from the module
-    curl -i http://127.0.0.1:$port/$invalid
+  sample short link: $short_url
+
+  see the redirect:
+    curl -i $short_url
+  create a link (API key in $dir/api-key):
+    curl -X POST $base/api/v1/links -H "X-Api-Key: \$(cat $dir/api-key)" -H 'Content-Type: application/json' -d '{"url": "https://example.com/"}'
+  its clicks:
+    curl $base/api/v1/links/$code/stats -H "X-Api-Key: \$(cat $dir/api-key)"
 
 Stop with: make stop
 MSG
 echo
-echo "\$ curl -si http://127.0.0.1:$port/$valid | head -1; grep X-Shortlink-Id"
-curl -si "http://127.0.0.1:$port/$valid" | grep -E '^HTTP|X-Shortlink-Id'
-echo "\$ curl -si http://127.0.0.1:$port/$invalid | head -1"
-curl -si "http://127.0.0.1:$port/$invalid" | head -1
+echo "\$ curl -si $short_url | grep -E '^(HTTP|Location)'"
+curl -si "$short_url" | grep -E '^(HTTP|Location)'
