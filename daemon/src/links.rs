@@ -503,6 +503,11 @@ fn insert_prepared(
     }
     let mut link = prepared.link.clone();
     link.id = id;
+    if link.alias.is_none() {
+        // Only an alias can conflict; anything else fails the whole job.
+        table::insert(conn, &link, Some(&prepared.dedupe_hash))?;
+        return Ok(Ok(Created::New(link)));
+    }
     conn.execute_batch("SAVEPOINT item")?;
     match table::insert(conn, &link, Some(&prepared.dedupe_hash)) {
         Ok(()) => {
@@ -783,29 +788,33 @@ pub async fn delete(app: &SharedApp, code: &str) -> Result<Link, LinkError> {
 
 /// The cached link behind a code or alias (for the edge).
 async fn cached(app: &App, code: &str) -> StoreResult<Option<Arc<Link>>> {
-    let id = match codes::resolve(&app.codec, code) {
-        CodeRef::Id(id) => id,
-        CodeRef::Alias(alias) => match app.store.cache().alias_id(&alias) {
-            Some(id) => id,
-            None => {
-                app.store.cache().misses.fetch_add(1, Ordering::Relaxed);
-                let found = app.store.read(move |c| table::by_alias(c, &alias)).await?;
-                return Ok(found.map(|l| {
-                    let l = Arc::new(l);
-                    app.store.cache().put(Arc::clone(&l));
-                    l
-                }));
+    let cache = app.store.cache();
+    let generation = cache.generation();
+    let found = match codes::resolve(&app.codec, code) {
+        CodeRef::Id(id) => {
+            if let Some(link) = cache.get(id) {
+                return Ok(Some(link));
             }
-        },
+            app.store.read(move |c| table::by_id(c, id)).await?
+        }
+        CodeRef::Alias(alias) => {
+            let hit = match cache.alias_id(&alias) {
+                Some(id) => cache.get(id),
+                None => {
+                    cache.misses.fetch_add(1, Ordering::Relaxed);
+                    None
+                }
+            };
+            if let Some(link) = hit {
+                return Ok(Some(link));
+            }
+            app.store.read(move |c| table::by_alias(c, &alias)).await?
+        }
         CodeRef::Invalid => return Ok(None),
     };
-    if let Some(link) = app.store.cache().get(id) {
-        return Ok(Some(link));
-    }
-    let found = app.store.read(move |c| table::by_id(c, id)).await?;
     Ok(found.map(|l| {
         let l = Arc::new(l);
-        app.store.cache().put(Arc::clone(&l));
+        cache.put_if_current(Arc::clone(&l), generation);
         l
     }))
 }

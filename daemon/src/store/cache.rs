@@ -19,6 +19,9 @@ pub struct LinkCache {
     pub hits: AtomicU64,
     /// Lookups that went to the database.
     pub misses: AtomicU64,
+    /// Bumped by every [`LinkCache::forget`], so a read that started before
+    /// a change cannot put the old row back afterwards.
+    generation: AtomicU64,
 }
 
 impl LinkCache {
@@ -30,6 +33,7 @@ impl LinkCache {
             by_alias: Mutex::new(LruCache::new(cap)),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -49,7 +53,7 @@ impl LinkCache {
             .copied()
     }
 
-    /// Remembers a link read from or written to the database.
+    /// Remembers a link just written (nothing older can be in flight).
     pub fn put(&self, link: Arc<Link>) {
         if let Some(alias) = &link.alias {
             self.by_alias
@@ -60,9 +64,35 @@ impl LinkCache {
         self.by_id.lock().expect("cache lock").put(link.id, link);
     }
 
+    /// Take this before reading a link from the database; pass it to
+    /// [`LinkCache::put_if_current`].
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Caches a link read from the database unless some link changed since
+    /// `generation` was taken (the read may predate the change).
+    pub fn put_if_current(&self, link: Arc<Link>, generation: u64) {
+        let mut by_id = self.by_id.lock().expect("cache lock");
+        if self.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        if let Some(alias) = &link.alias {
+            self.by_alias
+                .lock()
+                .expect("cache lock")
+                .put(alias.clone(), link.id);
+        }
+        by_id.put(link.id, link);
+    }
+
     /// Drops a link that changed or went away (and its alias mapping).
     pub fn forget(&self, id: u64, alias: Option<&str>) {
-        let old = self.by_id.lock().expect("cache lock").pop(&id);
+        let old = {
+            let mut by_id = self.by_id.lock().expect("cache lock");
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            by_id.pop(&id)
+        };
         let mut aliases = self.by_alias.lock().expect("cache lock");
         if let Some(alias) = alias {
             aliases.pop(alias);
@@ -88,5 +118,27 @@ impl LinkCache {
     /// True when nothing is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_older_than_a_change_is_not_cached() {
+        let cache = LinkCache::new(10);
+        let gen = cache.generation();
+        let stale = Arc::new(Link {
+            id: 1,
+            url: "https://old.example/".into(),
+            ..Link::default()
+        });
+        cache.forget(1, None);
+        cache.put_if_current(Arc::clone(&stale), gen);
+        assert!(cache.get(1).is_none());
+        let gen = cache.generation();
+        cache.put_if_current(stale, gen);
+        assert_eq!(cache.get(1).unwrap().url, "https://old.example/");
     }
 }
