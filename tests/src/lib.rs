@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use shortlink_core::{Codec, DeploymentKey};
 
 mod daemon;
+mod stack;
 pub use daemon::Daemon;
+pub use stack::{http_conf, Stack};
 
 /// The workspace root.
 pub fn root() -> PathBuf {

@@ -5,58 +5,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use shortlink_core::Codec;
-use shortlink_e2e::{Daemon, Nginx, Scratch};
-
-fn http_conf(key: &std::path::Path, daemon: &Daemon) -> String {
-    format!(
-        r#"
-    shortlink_key_file {key};
-    shortlink_zone zone=links:4m ttl=10m negative_ttl=30s;
-    shortlink_pass unix:{ipc};
-    shortlink_timeout 300ms;
-    shortlink_flush_interval 100ms;
-    shortlink_spool {spool};
-    server {{
-        listen 127.0.0.1:{{port}};
-        add_header X-Cache $shortlink_cache_status always;
-        add_header X-Pid $pid always;
-        add_header X-Id $shortlink_id always;
-        add_header X-Target $shortlink_target always;
-        location / {{
-            shortlink on;
-        }}
-        location /fb/ {{
-            shortlink on;
-            shortlink_redirect 301;
-            shortlink_fallback https://example.com/fallback;
-            shortlink_cache_control "private, max-age=90";
-        }}
-    }}"#,
-        key = key.display(),
-        ipc = daemon.ipc.display(),
-        spool = daemon.spool.display(),
-    )
-}
-
-/// Fields drop in order: nginx, then the daemon, then the scratch directory.
-struct Stack {
-    nginx: Nginx,
-    daemon: Daemon,
-    codec: Codec,
-    scratch: Scratch,
-}
+use shortlink_e2e::Stack;
 
 fn stack(name: &str, workers: u32) -> Stack {
-    let scratch = Scratch::new(name);
-    let (key, codec) = scratch.key();
-    let daemon = Daemon::start(&scratch, &key);
-    let nginx = Nginx::start(&scratch, workers, &http_conf(&key, &daemon));
-    Stack {
-        nginx,
-        daemon,
-        codec,
-        scratch,
-    }
+    Stack::start(name, workers)
 }
 
 #[test]
@@ -230,7 +182,6 @@ fn daemon_down_cached_codes_still_redirect_and_misses_fail_fast() {
         1
     );
     s.nginx.assert_clean_log();
-    let _ = &s.scratch;
 }
 
 #[test]

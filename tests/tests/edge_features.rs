@@ -1,0 +1,240 @@
+//! What a link carries to the edge: aliases, its own status, device targets,
+//! expiry and the disabled flag; single flight; clicks and the zone across
+//! daemon restarts and nginx reloads.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use shortlink_e2e::Stack;
+
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148";
+const ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) Mobile Safari/537.36";
+const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0";
+
+/// Polls `f` until it returns true or `within` passes.
+fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn aliases_resolve_and_unknown_aliases_cost_no_lookup() {
+    let s = Stack::start("aliases", 2);
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/summer", "alias": "summer-sale"}));
+    assert_eq!(code, "summer-sale");
+    let r = s.get("summer-sale", &[]);
+    assert_eq!(r.status, 302, "{}", r.body_text());
+    assert_eq!(r.header("Location"), Some("https://example.com/summer"));
+    assert_eq!(r.header("X-Code"), Some("summer-sale"));
+    assert!(r.header("X-Id").is_some_and(|id| id.parse::<u64>().is_ok()));
+    assert_eq!(s.get("summer-sale", &[]).header("X-Cache"), Some("HIT"));
+
+    // Once the alias set is in the zone, alias-shaped strings that are not
+    // aliases are refused at the edge.
+    assert!(
+        eventually(Duration::from_secs(3), || s
+            .get("winter-sale", &[])
+            .header("X-Cache")
+            == Some("INVALID")),
+        "unknown alias never refused at the edge"
+    );
+    let before = s.daemon.metric("shortlinkd_ipc_lookups_total");
+    for i in 0..30 {
+        let r = s.get(&format!("no-such-alias-{i}"), &[]);
+        assert_eq!((r.status, r.header("X-Cache")), (404, Some("INVALID")));
+    }
+    assert_eq!(s.daemon.metric("shortlinkd_ipc_lookups_total"), before);
+
+    // An alias created after nginx started is learned without a reload.
+    s.daemon
+        .create(json!({"url": "https://example.com/late", "alias": "late_one"}));
+    assert!(eventually(Duration::from_secs(3), || s
+        .get("late_one", &[])
+        .status
+        == 302));
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn per_link_status_and_device_targets() {
+    let s = Stack::start("status-devices", 1);
+    let moved = s
+        .daemon
+        .create(json!({"url": "https://example.com/moved", "redirect": 301}));
+    let r = s.get(&moved, &[]);
+    assert_eq!(r.status, 301);
+    assert_eq!(s.get(&moved, &[]).status, 301, "from the zone too");
+    let keep = s
+        .daemon
+        .create(json!({"url": "https://example.com/keep", "redirect": 308}));
+    assert_eq!(s.get(&keep, &[]).status, 308);
+    assert_eq!(s.get(&keep, &[]).status, 308);
+
+    let app = s.daemon.create(json!({
+        "url": "https://example.com/app",
+        "targets": {
+            "ios": "https://apps.apple.com/app/id1",
+            "android": "https://play.google.com/store/apps/details?id=x",
+            "desktop": "https://example.com/desktop"
+        }
+    }));
+    for round in ["MISS", "HIT"] {
+        for (ua, expected) in [
+            (IPHONE, "https://apps.apple.com/app/id1"),
+            (ANDROID, "https://play.google.com/store/apps/details?id=x"),
+            (DESKTOP, "https://example.com/desktop"),
+            ("curl/8", "https://example.com/app"),
+        ] {
+            let r = s.get(&app, &[("User-Agent", ua)]);
+            assert_eq!(r.status, 302);
+            assert_eq!(r.header("Location"), Some(expected), "{ua} ({round})");
+        }
+    }
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn expiry_and_disabling_take_effect_at_the_edge() {
+    let s = Stack::start("expiry", 1);
+    let short = s
+        .daemon
+        .create(json!({"url": "https://example.com/brief", "ttl": 2}));
+    let r = s.get(&short, &[]);
+    assert_eq!(r.status, 302);
+    assert_eq!(s.get(&short, &[]).header("X-Cache"), Some("HIT"));
+    // The zone still holds it, but the edge checks the link's own expiry.
+    assert!(eventually(Duration::from_secs(5), || s
+        .get(&short, &[])
+        .status
+        == 410));
+    assert_eq!(s.get(&short, &[]).header("X-Cache"), Some("EXPIRED"));
+    let r = s.nginx.get(format!("/fb/{short}").as_bytes());
+    assert_eq!(
+        (r.status, r.header("Location")),
+        (302, Some("https://example.com/fallback"))
+    );
+
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/on-off"}));
+    assert_eq!(s.get(&code, &[]).status, 302);
+    let r = s.daemon.api(
+        "PATCH",
+        &format!("/api/v1/links/{code}"),
+        Some(&json!({"disabled": true})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    assert!(eventually(Duration::from_millis(500), || s
+        .get(&code, &[])
+        .status
+        == 410));
+    let r = s.daemon.api(
+        "PATCH",
+        &format!("/api/v1/links/{code}"),
+        Some(&json!({"disabled": false})),
+    );
+    assert_eq!(r.status, 200);
+    assert!(eventually(Duration::from_millis(500), || s
+        .get(&code, &[])
+        .status
+        == 302));
+    // A changed target reaches the edge too.
+    let r = s.daemon.api(
+        "PATCH",
+        &format!("/api/v1/links/{code}"),
+        Some(&json!({"url": "https://example.com/new"})),
+    );
+    assert_eq!(r.status, 200);
+    assert!(eventually(Duration::from_millis(500), || {
+        s.get(&code, &[]).header("Location") == Some("https://example.com/new")
+    }));
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn concurrent_first_requests_share_one_lookup() {
+    let s = Stack::start_with_timeout("single-flight", 1, "5s");
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/flight"}));
+    let before = s.daemon.metric("shortlinkd_ipc_lookups_total");
+    // Freeze the daemon so every request arrives while the lookup is out.
+    // SAFETY: signals to our own child.
+    unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGSTOP) };
+    let n = 16;
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let port = s.nginx.port;
+    let handles: Vec<_> = (0..n)
+        .map(|_| {
+            let barrier = barrier.clone();
+            let path = format!("/{code}");
+            std::thread::spawn(move || {
+                barrier.wait();
+                shortlink_e2e::http(port, b"GET", path.as_bytes(), &[], b"")
+            })
+        })
+        .collect();
+    barrier.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: as above.
+    unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGCONT) };
+    for h in handles {
+        let r = h.join().unwrap();
+        assert_eq!(r.status, 302);
+        assert_eq!(
+            r.header("X-Cache"),
+            Some("MISS"),
+            "every request waited for the one lookup"
+        );
+    }
+    assert_eq!(
+        s.daemon.metric("shortlinkd_ipc_lookups_total") - before,
+        1.0
+    );
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn clicks_survive_a_daemon_restart_and_an_nginx_reload() {
+    let mut s = Stack::start("clicks-restart", 2);
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/durable"}));
+    let hit = |s: &Stack, n: u64| {
+        for _ in 0..n {
+            assert_eq!(
+                s.get(&code, &[("Referer", "https://news.example.com/x")])
+                    .status,
+                302
+            );
+        }
+    };
+    hit(&s, 10);
+    s.daemon.restart();
+    hit(&s, 10);
+    s.reload();
+    // Still cached across the reload: the zone is kept.
+    assert_eq!(s.get(&code, &[]).header("X-Cache"), Some("HIT"));
+    hit(&s, 9);
+    let expected = 30;
+    assert!(
+        eventually(Duration::from_secs(15), || s.daemon.clicks(&code)
+            >= expected),
+        "clicks: {} of {expected}",
+        s.daemon.clicks(&code)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.daemon.clicks(&code), expected);
+    s.nginx.assert_clean_log();
+}
