@@ -238,3 +238,40 @@ fn clicks_survive_a_daemon_restart_and_an_nginx_reload() {
     assert_eq!(s.daemon.clicks(&code), expected);
     s.nginx.assert_clean_log();
 }
+
+#[test]
+fn clicks_made_while_the_daemon_is_down_reach_it_through_the_spool() {
+    let mut s = Stack::start("clicks-spool", 1);
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/spooled"}));
+    assert_eq!(s.get(&code, &[]).status, 302);
+    s.daemon.kill();
+    for _ in 0..11 {
+        assert_eq!(
+            s.get(&code, &[("User-Agent", IPHONE)]).status,
+            302,
+            "served from the zone"
+        );
+    }
+    // The old worker exits with the daemon down: its counts go to the spool.
+    s.reload();
+    assert!(
+        eventually(Duration::from_secs(5), || std::fs::read_dir(
+            &s.daemon.spool
+        )
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".spool"))),
+        "no spool file written; nginx log:\n{}",
+        s.nginx.error_log()
+    );
+    s.daemon.restart();
+    assert!(
+        eventually(Duration::from_secs(15), || s.daemon.clicks(&code) >= 12),
+        "clicks: {}",
+        s.daemon.clicks(&code)
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(s.daemon.clicks(&code), 12);
+    s.nginx.assert_clean_log();
+}

@@ -185,6 +185,44 @@ fn config_errors_stop_nginx_t_with_emerg() {
             format!("shortlink_key_file {0};\nshortlink_key_file {0};\n{server}", key.display()),
             vec!["[emerg]", "\"shortlink_key_file\" is duplicate"],
         ),
+        (
+            format!("shortlink_key_file {};\nshortlink_zone zone=links:10k;\n{server}", key.display()),
+            vec!["[emerg]", "\"shortlink_zone\"", "too small"],
+        ),
+        (
+            format!("shortlink_key_file {};\nshortlink_zone zone=links:1m ttl=soon;\n{server}", key.display()),
+            vec!["[emerg]", "\"shortlink_zone\"", "invalid time", "ttl=soon"],
+        ),
+        (
+            format!("shortlink_key_file {};\nshortlink_zone links:1m;\n{server}", key.display()),
+            vec!["[emerg]", "\"shortlink_zone\"", "unknown parameter"],
+        ),
+        (
+            format!("shortlink_key_file {};\nshortlink_pass 127.0.0.1:9000;\n{server}", key.display()),
+            vec!["[emerg]", "\"shortlink_pass\"", "unix:/absolute/path"],
+        ),
+        (
+            format!("shortlink_key_file {};\nshortlink_timeout forever;\n{server}", key.display()),
+            vec!["[emerg]", "\"shortlink_timeout\"", "invalid value"],
+        ),
+        (
+            "shortlink_pass unix:/run/x.sock;\nserver { listen 127.0.0.1:1; }".to_string(),
+            vec!["[emerg]", "need \"shortlink_key_file\""],
+        ),
+        (
+            format!(
+                "shortlink_key_file {};\nserver {{ listen 127.0.0.1:1; location / {{ shortlink on; shortlink_redirect 303; }} }}",
+                key.display()
+            ),
+            vec!["[emerg]", "\"shortlink_redirect\"", "301, 302, 307 or 308", "303"],
+        ),
+        (
+            format!(
+                "shortlink_key_file {};\nserver {{ listen 127.0.0.1:1; location / {{ shortlink on; shortlink_fallback javascript:alert(1); }} }}",
+                key.display()
+            ),
+            vec!["[emerg]", "\"shortlink_fallback\"", "scheme"],
+        ),
     ];
     for (http, expected) in cases {
         let (ok, out) = nginx_test_config(&scratch, &conf(&http));

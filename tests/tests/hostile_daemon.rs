@@ -7,7 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::time::Duration;
 
-use shortlink_core::ipc::{frame, read_frame, EdgeLink, LookupResult, Reply, Request, PROTOCOL_VERSION};
+use shortlink_core::ipc::{
+    frame, read_frame, EdgeLink, LookupResult, Reply, Request, PROTOCOL_VERSION,
+};
 use shortlink_core::DeploymentKey;
 use shortlink_e2e::{Nginx, Scratch};
 
@@ -34,24 +36,29 @@ fn hostile_daemon(listener: UnixListener, key: DeploymentKey) {
                                 fingerprint: key.fingerprint(),
                             })
                             .unwrap(),
-                            Request::Lookup { id, code } if code == "crlf-target" => frame(&Reply::Lookup {
-                                id,
-                                result: LookupResult::Found(EdgeLink {
-                                    id: 7,
-                                    target: "https://example.com/\r\nSet-Cookie: stolen=1".into(),
-                                    ..EdgeLink::default()
-                                }),
-                            })
-                            .unwrap(),
-                            Request::Lookup { id, code } if code == "space-target" => frame(&Reply::Lookup {
-                                id,
-                                result: LookupResult::Found(EdgeLink {
-                                    id: 8,
-                                    target: "https://example.com/a b".into(),
-                                    ..EdgeLink::default()
-                                }),
-                            })
-                            .unwrap(),
+                            Request::Lookup { id, code } if code == "crlf-target" => {
+                                frame(&Reply::Lookup {
+                                    id,
+                                    result: LookupResult::Found(EdgeLink {
+                                        id: 7,
+                                        target: "https://example.com/\r\nSet-Cookie: stolen=1"
+                                            .into(),
+                                        ..EdgeLink::default()
+                                    }),
+                                })
+                                .unwrap()
+                            }
+                            Request::Lookup { id, code } if code == "space-target" => {
+                                frame(&Reply::Lookup {
+                                    id,
+                                    result: LookupResult::Found(EdgeLink {
+                                        id: 8,
+                                        target: "https://example.com/a b".into(),
+                                        ..EdgeLink::default()
+                                    }),
+                                })
+                                .unwrap()
+                            }
                             Request::Lookup { code, .. } if code == "garbage-reply" => {
                                 vec![0, 0, 0, 3, 0xff, 0xfe, 0xfd]
                             }
@@ -112,7 +119,9 @@ fn bad_replies_never_reach_the_client() {
             assert_eq!(r.header("Set-Cookie"), None);
         }
     }
-    assert!(nginx.error_log().contains("target of code \"crlf-target\" is not a safe Location value"));
+    assert!(nginx
+        .error_log()
+        .contains("target of code \"crlf-target\" is not a safe Location value"));
 
     // A malformed frame drops the link: that request and the next fail fast
     // with 503, and the worker lives on and reconnects.

@@ -516,20 +516,24 @@ unsafe fn remove_alias(lock: &Locked, node: *mut AliasNode) {
     }
 }
 
-/// Allocates from the zone; on failure evicts the least recently used link
-/// entries (stale ones first come free with them) and retries once.
+/// Most entries evicted to make room for one new entry. Entries of another
+/// size class free no slot of the size we need until a whole slab page is
+/// empty, so one eviction is not always enough.
+const MAX_EVICTIONS: usize = 512;
+
+/// Allocates from the zone; when it is full, evicts the least recently used
+/// link entries one by one until the allocation succeeds.
 fn alloc_evicting(lock: &Locked, size: usize) -> Option<*mut u8> {
-    // SAFETY: the pool is locked by `lock`.
-    let mem = unsafe { ngx_slab_alloc_locked(lock.pool(), size) };
-    if !mem.is_null() {
-        return Some(mem.cast());
-    }
-    // Free enough for the new entry: a few of the oldest, like limit_req.
-    for _ in 0..8 {
+    for _ in 0..=MAX_EVICTIONS {
+        // SAFETY: the pool is locked by `lock`.
+        let mem = unsafe { ngx_slab_alloc_locked(lock.pool(), size) };
+        if !mem.is_null() {
+            return Some(mem.cast());
+        }
         let shared = lock.shared();
         // SAFETY: the LRU is a valid queue head.
         if unsafe { nginx_sys::ngx_queue_empty(&shared.lru) } {
-            break;
+            return None;
         }
         let last = shared.lru.prev;
         // SAFETY: a non-empty LRU's last element is a LinkNode's queue field.
@@ -541,9 +545,7 @@ fn alloc_evicting(lock: &Locked, size: usize) -> Option<*mut u8> {
         // SAFETY: live node.
         unsafe { remove_link(lock, node) };
     }
-    // SAFETY: as above.
-    let mem = unsafe { ngx_slab_alloc_locked(lock.pool(), size) };
-    (!mem.is_null()).then_some(mem.cast())
+    None
 }
 
 /// `init` callback of the zone: builds the header, or adopts the previous
