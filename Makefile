@@ -2,7 +2,7 @@
 PORT ?= 8080
 export PORT
 
-.PHONY: deps build test unit e2e lint demo stop clean
+.PHONY: deps build test unit e2e lint demo stop clean module module-debian e2e-debian
 
 ## Install the Debian packages the build and tests need (idempotent).
 deps:
@@ -13,7 +13,7 @@ build: deps
 	@scripts/build.sh
 
 ## Everything: formatting, clippy, unit tests and the end-to-end suite.
-test: build lint unit e2e
+test: build lint unit e2e e2e-debian
 
 lint:
 	cargo fmt --all -- --check
@@ -24,6 +24,22 @@ unit:
 
 e2e: build
 	cargo test --release -p shortlink-e2e -- --test-threads=2
+
+## The module for an nginx you already run, from its configured source tree
+## (./configure with that binary's `nginx -V` arguments and --with-compat):
+##   make module NGINX_SRC=/path/to/nginx-1.x.y   ->  build/module/ngx_http_shortlink_module.so
+module: deps
+	@scripts/module.sh "$(NGINX_SRC)"
+
+## The module for Debian's own nginx (/usr/sbin/nginx, packages nginx-core and
+## nginx-dev, installed if missing)  ->  build/debian/ngx_http_shortlink_module.so
+module-debian: deps
+	@scripts/debian-nginx.sh
+
+## The end-to-end suite against Debian's /usr/sbin/nginx and that module.
+e2e-debian: build module-debian
+	SHORTLINK_NGINX=/usr/sbin/nginx SHORTLINK_MODULE=$(CURDIR)/build/debian/ngx_http_shortlink_module.so \
+	  cargo test --release -p shortlink-e2e -- --test-threads=2
 
 ## Start the product on 127.0.0.1:$(PORT) in the background; `make stop` stops it.
 demo: build
