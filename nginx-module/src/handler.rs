@@ -119,11 +119,8 @@ fn handle(r: &mut Request) -> ngx_int_t {
     });
 
     if ctx.id.is_none() {
-        // Not a generated code: only a known alias goes any further.
-        let known = ctx.alias_shaped
-            && main.pass.is_some()
-            && cache.is_none_or(|c| c.alias_known(code.as_bytes()) != Some(false));
-        if !known {
+        // Not a generated code: only a possible alias (see `may_be_alias`) goes further.
+        if !ctx.alias_shaped {
             ctx.status = CacheStatus::Invalid;
             debug!(log, "shortlink: \"{}\" is not a valid code or alias", code);
             return respond(r, lcf, Outcome::NotFound, None, None, header_only);

@@ -94,7 +94,8 @@ impl RequestCtx {
         if !lcf.is_enabled() {
             return None;
         }
-        let codec = Module::main_conf(r)?.codec.as_ref()?;
+        let main = Module::main_conf(r)?;
+        let codec = main.codec.as_ref()?;
         let code = code_of(r);
         let mut ctx = RequestCtx {
             code,
@@ -110,7 +111,10 @@ impl RequestCtx {
         };
         match codec.decode(code.as_bytes()) {
             Ok(id) => ctx.set_id(id),
-            Err(_) if shortlink_core::alias::is_alias_shaped(code.as_bytes()) => {
+            Err(_)
+                if shortlink_core::alias::is_alias_shaped(code.as_bytes())
+                    && may_be_alias(main, code.as_bytes()) =>
+            {
                 ctx.alias_shaped = true
             }
             Err(_) => ctx.status = CacheStatus::Invalid,
@@ -171,4 +175,22 @@ fn code_of(r: &Request) -> ngx_str_t {
     code.data = unsafe { uri.data.add(skip) };
     code.len = uri.len - skip;
     code
+}
+
+/// Could this non-code string be an alias? Only with a daemon, and not when
+/// the zone's alias set is complete and does not hold it. Decided here, on
+/// first use, so `$shortlink_cache_status` says `INVALID` already in earlier
+/// phases (a `limit_req` key), with no I/O.
+fn may_be_alias(main: &crate::conf::MainConf, code: &[u8]) -> bool {
+    if main.pass.is_none() {
+        return false;
+    }
+    let Some(zone) = main.zone() else {
+        return true;
+    };
+    // SAFETY: the zone was initialised before workers started.
+    match unsafe { crate::cache::LinkCache::from_zone(zone.zone) } {
+        Some(cache) => cache.alias_known(code) != Some(false),
+        None => true,
+    }
 }
