@@ -178,6 +178,12 @@ impl Listeners {
     }
 }
 
+/// Everything served on the API socket (and TCP): the `/api/v1` router.
+/// The admin UI (`/admin`) merges its router in here.
+pub fn http_router(app: SharedApp) -> axum::Router {
+    api::router(app)
+}
+
 /// Runs until `shutdown` resolves, then stops accepting, lets in-flight
 /// requests and click batches finish, and closes the database.
 pub async fn run(
@@ -224,7 +230,7 @@ pub async fn run(
         token.clone(),
         tracker.clone(),
     )));
-    let api_router = api::router(Arc::clone(&app));
+    let api_router = http_router(Arc::clone(&app));
     {
         let t = token.clone();
         let r = api_router.clone();
