@@ -16,12 +16,18 @@ pub struct Daemon {
     pub api_key: String,
     dir: PathBuf,
     key: PathBuf,
+    config: Option<PathBuf>,
     child: Option<Child>,
 }
 
 impl Daemon {
     /// Starts a daemon on `key` with its state under `scratch`.
     pub fn start(scratch: &Scratch, key: &Path) -> Daemon {
+        Self::start_with_config(scratch, key, None)
+    }
+
+    /// Starts a daemon that also reads a config file (flags still win).
+    pub fn start_with_config(scratch: &Scratch, key: &Path, config: Option<PathBuf>) -> Daemon {
         let mut d = Daemon {
             api_port: free_port(),
             ipc: scratch.path("ipc.sock"),
@@ -29,6 +35,7 @@ impl Daemon {
             api_key: String::new(),
             dir: scratch.dir.clone(),
             key: key.to_path_buf(),
+            config,
             child: None,
         };
         std::fs::create_dir_all(&d.spool).unwrap();
@@ -60,6 +67,9 @@ impl Daemon {
     /// A `shortlinkd` command with this daemon's settings.
     pub fn cli(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(daemon_bin());
+        if let Some(config) = &self.config {
+            cmd.arg("--config").arg(config);
+        }
         cmd.args(args)
             .arg("--data-dir")
             .arg(self.dir.join("data"))
