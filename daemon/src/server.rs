@@ -156,11 +156,14 @@ pub async fn bind(config: &Config) -> Result<Listeners, ServerError> {
         }
         None => None,
     };
-    // nginx workers write spool files here.
+    // nginx workers write spool files here. A directory the operator made
+    // keeps its owner and mode; one we create is 0770 for the socket group.
     let spool = config.spool_path();
-    std::fs::create_dir_all(&spool).map_err(io_err(&spool))?;
-    if group.is_some() {
-        set_owner(&spool, 0o770, group)?;
+    if !spool.exists() {
+        std::fs::create_dir_all(&spool).map_err(io_err(&spool))?;
+        if group.is_some() {
+            set_owner(&spool, 0o770, group)?;
+        }
     }
     Ok(Listeners {
         ipc,
