@@ -273,7 +273,7 @@ fn respond(
         );
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     }
-    if let (Some(id), false) = (count, header_only) {
+    if let (Some(id), false, true) = (count, header_only, lcf.clicks == 1) {
         let (device, bot) = classify(user_agent);
         let now = nginx_sys::ngx_time() as i64;
         with_link(|l| l.clicks().record(id, now, device, bot, referer));

@@ -82,6 +82,8 @@ pub struct LocConf {
     pub fallback: Option<Option<String>>,
     /// `shortlink_cache_control`: `Some(None)` is `off`.
     pub cache_control: Option<Option<String>>,
+    /// `shortlink_clicks on|off`: count redirects for stats.
+    pub clicks: ngx_flag_t,
 }
 
 impl Default for LocConf {
@@ -92,6 +94,7 @@ impl Default for LocConf {
             redirect: UNSET_UINT,
             fallback: None,
             cache_control: None,
+            clicks: NGX_CONF_UNSET as ngx_flag_t,
         }
     }
 }
@@ -124,7 +127,7 @@ const MAIN: u32 = NGX_HTTP_MAIN_CONF;
 const LOC: u32 = NGX_HTTP_LOC_CONF;
 
 /// The directives, terminated by nginx's null command.
-pub static mut COMMANDS: [ngx_command_t; 12] = [
+pub static mut COMMANDS: [ngx_command_t; 13] = [
     command(
         ngx_string!("shortlink_key_file"),
         MAIN | NGX_CONF_TAKE1,
@@ -194,6 +197,13 @@ pub static mut COMMANDS: [ngx_command_t; 12] = [
         set_fallback,
         NGX_HTTP_LOC_CONF_OFFSET,
         0,
+    ),
+    command(
+        ngx_string!("shortlink_clicks"),
+        LOC | NGX_CONF_FLAG,
+        nginx_sys::ngx_conf_set_flag_slot,
+        NGX_HTTP_LOC_CONF_OFFSET,
+        offset_of!(LocConf, clicks),
     ),
     command(
         ngx_string!("shortlink_cache_control"),
@@ -303,6 +313,9 @@ pub extern "C" fn merge_loc_conf(
             prev.enabled
         };
         conf.enabled_at = prev.enabled_at.clone();
+    }
+    if conf.clicks == NGX_CONF_UNSET as ngx_flag_t {
+        conf.clicks = if prev.clicks == NGX_CONF_UNSET as ngx_flag_t { 1 } else { prev.clicks };
     }
     if conf.redirect == UNSET_UINT {
         conf.redirect = if prev.redirect == UNSET_UINT {
