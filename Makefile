@@ -2,7 +2,7 @@
 PORT ?= 8080
 export PORT
 
-.PHONY: deps build test unit e2e lint demo stop clean module module-debian e2e-debian
+.PHONY: deps build test unit e2e lint demo stop clean module module-debian e2e-debian bench bench-smoke
 
 ## Install the Debian packages the build and tests need (idempotent).
 deps:
@@ -13,7 +13,7 @@ build: deps
 	@scripts/build.sh
 
 ## Everything: formatting, clippy, unit tests and the end-to-end suite.
-test: build lint unit e2e e2e-debian
+test: build lint unit e2e e2e-debian bench-smoke
 
 lint:
 	cargo fmt --all -- --check
@@ -40,6 +40,14 @@ module-debian: deps
 e2e-debian: build module-debian
 	SHORTLINK_NGINX=/usr/sbin/nginx SHORTLINK_MODULE=$(CURDIR)/build/debian/ngx_http_shortlink_module.so \
 	  cargo test --release -p shortlink-e2e -- --test-threads=2
+
+## Benchmarks against nginx's own `return 302`: bench/results.json and BENCHMARKS.md.
+bench: build
+	python3 bench/bench.py
+
+## A few seconds of every benchmark scenario: keeps the harness from rotting.
+bench-smoke: build
+	python3 bench/bench.py --smoke
 
 ## Start the product on 127.0.0.1:$(PORT) in the background; `make stop` stops it.
 demo: build

@@ -8,6 +8,8 @@ packages=(
   libclang-dev libpcre2-dev libssl-dev zlib1g-dev make gcc pkg-config
   # the demo and the README's curl lines
   curl
+  # benchmarks (make bench, make bench-smoke)
+  wrk python3
 )
 packages+=("$@")
 
