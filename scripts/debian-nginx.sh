@@ -26,8 +26,8 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
-  # nginx-core's postinst starts nginx on port 80 through invoke-rc.d (with or
-  # without systemd). A policy-rc.d that answers 101 forbids that; put one in
+  # The postinst of the nginx package (a dependency) starts nginx on port 80
+  # through invoke-rc.d, systemd or not. A policy-rc.d answering 101 forbids it: put one in
   # place for the install only, unless the machine already has one.
   policy=/usr/sbin/policy-rc.d
   own_policy=
@@ -36,12 +36,16 @@ if [ ${#missing[@]} -gt 0 ]; then
       | "${sudo[@]}" tee "$policy" >/dev/null
     "${sudo[@]}" chmod 0755 "$policy"
     own_policy=1
+    trap '"${sudo[@]}" rm -f "$policy"' EXIT
   fi
   export DEBIAN_FRONTEND=noninteractive
   status=0
   { "${sudo[@]}" apt-get update -qq &&
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } || status=$?
-  [ -n "$own_policy" ] && "${sudo[@]}" rm -f "$policy"
+  if [ -n "$own_policy" ]; then
+    "${sudo[@]}" rm -f "$policy"
+    trap - EXIT
+  fi
   [ "$status" -eq 0 ] || exit "$status"
 fi
 # Whatever the policy, never leave the package's nginx running on port 80.
