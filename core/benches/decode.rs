@@ -23,5 +23,12 @@ fn decode(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, decode);
+fn classify(c: &mut Criterion) {
+    let ua: &[u8] = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+    c.bench_function("classify desktop Chrome user agent", |b| {
+        b.iter(|| shortlink_core::device::classify(Some(black_box(ua))))
+    });
+}
+
+criterion_group!(benches, decode, classify);
 criterion_main!(benches);

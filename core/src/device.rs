@@ -1,6 +1,9 @@
 //! Who clicked: device class and bot flag from `User-Agent`, host from
 //! `Referer`. Runs per redirect inside nginx, so no allocation.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde::{Deserialize, Serialize};
 
 /// Device class of a click, also used to pick a device-specific target.
@@ -52,42 +55,67 @@ impl DeviceClass {
     }
 }
 
-const BOT_MARKERS: &[&[u8]] = &[
-    b"bot",
-    b"crawl",
-    b"spider",
-    b"slurp",
-    b"facebookexternalhit",
-    b"embedly",
-    b"preview",
-    b"headlesschrome",
-    b"lighthouse",
+const BOT_MARKERS: &[&str] = &[
+    "bot",
+    "crawl",
+    "spider",
+    "slurp",
+    "facebookexternalhit",
+    "embedly",
+    "preview",
+    "headlesschrome",
+    "lighthouse",
 ];
+const IOS_MARKERS: &[&str] = &["iphone", "ipad", "ipod"];
+const MOBILE_MARKERS: &[&str] = &["mobile", "windows phone", "opera mini"];
+const DESKTOP_MARKERS: &[&str] = &["windows", "macintosh", "x11", "cros"];
+
+/// Only this much of a `User-Agent` is looked at.
+const UA_PREFIX: usize = 512;
+
+/// SIMD substring searchers, built once per process.
+struct Markers {
+    bot: Vec<Finder<'static>>,
+    ios: Vec<Finder<'static>>,
+    android: Finder<'static>,
+    mobile: Vec<Finder<'static>>,
+    desktop: Vec<Finder<'static>>,
+}
+
+static MARKERS: LazyLock<Markers> = LazyLock::new(|| {
+    let all = |list: &[&'static str]| list.iter().map(|m| Finder::new(m.as_bytes())).collect();
+    Markers {
+        bot: all(BOT_MARKERS),
+        ios: all(IOS_MARKERS),
+        android: Finder::new(b"android"),
+        mobile: all(MOBILE_MARKERS),
+        desktop: all(DESKTOP_MARKERS),
+    }
+});
 
 /// Device class and bot flag of a `User-Agent` value (`None`: no header).
+/// Case-insensitive; looks at the first 512 bytes; no allocation.
 pub fn classify(user_agent: Option<&[u8]>) -> (DeviceClass, bool) {
     let ua = match user_agent {
         Some(ua) if !ua.is_empty() => ua,
         _ => return (DeviceClass::Other, false),
     };
-    let bot = BOT_MARKERS.iter().any(|m| contains_ignore_case(ua, m));
-    let class = if contains_ignore_case(ua, b"iphone")
-        || contains_ignore_case(ua, b"ipad")
-        || contains_ignore_case(ua, b"ipod")
-    {
+    let mut buf = [0u8; UA_PREFIX];
+    let len = ua.len().min(UA_PREFIX);
+    for (dst, src) in buf.iter_mut().zip(&ua[..len]) {
+        *dst = src.to_ascii_lowercase();
+    }
+    let ua = &buf[..len];
+    let m = &*MARKERS;
+    let any = |list: &[Finder<'static>]| list.iter().any(|f| f.find(ua).is_some());
+    let bot = any(&m.bot);
+    let class = if any(&m.ios) {
         DeviceClass::Ios
-    } else if contains_ignore_case(ua, b"android") {
+    } else if m.android.find(ua).is_some() {
         DeviceClass::Android
-    } else if contains_ignore_case(ua, b"mobile")
-        || contains_ignore_case(ua, b"windows phone")
-        || contains_ignore_case(ua, b"opera mini")
-    {
+    } else if any(&m.mobile) {
         DeviceClass::Mobile
-    } else if contains_ignore_case(ua, b"windows")
-        || contains_ignore_case(ua, b"macintosh")
-        || contains_ignore_case(ua, b"x11")
-        || contains_ignore_case(ua, b"cros")
-    {
+    } else if any(&m.desktop) {
         DeviceClass::Desktop
     } else {
         DeviceClass::Other
@@ -127,14 +155,7 @@ pub fn referrer_host(referer: &[u8]) -> Option<&[u8]> {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
-    hay.len() >= needle.len()
-        && hay
-            .windows(needle.len())
-            .any(|w| w.eq_ignore_ascii_case(needle))
+    memchr::memmem::find(hay, needle)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use nginx_sys::{
     NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
-use shortlink_core::device::classify;
+use shortlink_core::device::{classify, DeviceClass};
 use shortlink_core::ipc::LookupResult;
 use shortlink_core::target::is_header_safe;
 
@@ -68,8 +68,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let method = r.as_ref().method as u32;
     let log = r.log();
     let raw: *mut ngx_http_request_t = (r as *mut Request).cast();
-    let user_agent = r.user_agent().map(|ua| ua.as_bytes().to_vec());
-    let referer = referer_of(r);
+    let visitor = Visitor::of(r);
     let header_only = r.header_only() || method == NGX_HTTP_HEAD;
 
     let Some(ctx) = RequestCtx::get_or_init(r) else {
@@ -81,7 +80,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         ctx.waiting = false;
         let outcome = match answer {
             Answer::Result(LookupResult::Found(link)) => {
-                let (device, _) = classify(user_agent.as_deref());
+                let device = visitor.device;
                 if ctx.id.is_none() {
                     ctx.set_id(link.id);
                 }
@@ -97,14 +96,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
             Answer::Result(LookupResult::Gone) => Outcome::Gone,
             Answer::TimedOut | Answer::Unavailable => Outcome::Unavailable,
         };
-        return respond(
-            r,
-            lcf,
-            outcome,
-            user_agent.as_deref(),
-            referer.as_deref(),
-            header_only,
-        );
+        return respond(r, lcf, outcome, Some(&visitor), header_only);
     }
 
     if method != NGX_HTTP_GET && method != NGX_HTTP_HEAD {
@@ -123,7 +115,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         if !ctx.alias_shaped {
             ctx.status = CacheStatus::Invalid;
             debug!(log, "shortlink: \"{}\" is not a valid code or alias", code);
-            return respond(r, lcf, Outcome::NotFound, None, None, header_only);
+            return respond(r, lcf, Outcome::NotFound, None, header_only);
         }
     }
 
@@ -133,7 +125,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
     }
 
     if let Some(cache) = cache {
-        let (device, _) = classify(user_agent.as_deref());
+        let device = visitor.device;
         // SAFETY: reading nginx's cached clock on its own thread.
         let now = unsafe { nginx_sys::ngx_current_msec };
         match cache.lookup(code.as_bytes(), now, device) {
@@ -142,22 +134,15 @@ fn handle(r: &mut Request) -> ngx_int_t {
                 if ctx.id.is_none() {
                     ctx.set_id(hit.id);
                 }
-                return respond(
-                    r,
-                    lcf,
-                    Outcome::Redirect(hit),
-                    user_agent.as_deref(),
-                    referer.as_deref(),
-                    header_only,
-                );
+                return respond(r, lcf, Outcome::Redirect(hit), Some(&visitor), header_only);
             }
             Cached::NotFound => {
                 ctx.status = CacheStatus::Negative;
-                return respond(r, lcf, Outcome::NotFound, None, None, header_only);
+                return respond(r, lcf, Outcome::NotFound, None, header_only);
             }
             Cached::Gone => {
                 ctx.status = CacheStatus::Negative;
-                return respond(r, lcf, Outcome::Gone, None, None, header_only);
+                return respond(r, lcf, Outcome::Gone, None, header_only);
             }
             Cached::Miss => {}
         }
@@ -184,7 +169,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
                 code,
                 main.pass.as_deref().unwrap_or("")
             );
-            respond(r, lcf, Outcome::Unavailable, None, None, header_only)
+            respond(r, lcf, Outcome::Unavailable, None, header_only)
         }
     }
 }
@@ -218,11 +203,31 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
     }
 }
 
-fn referer_of(r: &Request) -> Option<Vec<u8>> {
-    let raw: &ngx_http_request_t = r.as_ref();
-    let h = raw.headers_in.referer;
-    // SAFETY: headers_in.referer is null or a parsed header of this request.
-    (!h.is_null()).then(|| unsafe { (*h).value.as_bytes().to_vec() })
+/// Who is asking, read from the request headers once per request.
+pub struct Visitor {
+    device: DeviceClass,
+    bot: bool,
+    /// The `Referer` value (null data when absent), owned by the request.
+    referer: ngx_str_t,
+}
+
+impl Visitor {
+    fn of(r: &Request) -> Self {
+        let (device, bot) = classify(r.user_agent().map(|ua| ua.as_bytes()));
+        let raw: &ngx_http_request_t = r.as_ref();
+        let h = raw.headers_in.referer;
+        // SAFETY: headers_in.referer is null or a parsed header of this request.
+        let referer = if h.is_null() {
+            ngx_str_t::default()
+        } else {
+            unsafe { (*h).value }
+        };
+        Self {
+            device,
+            bot,
+            referer,
+        }
+    }
 }
 
 fn not_allowed(r: &mut Request) -> ngx_int_t {
@@ -237,8 +242,7 @@ fn respond(
     r: &mut Request,
     lcf: &LocConf,
     outcome: Outcome,
-    user_agent: Option<&[u8]>,
-    referer: Option<&[u8]>,
+    visitor: Option<&Visitor>,
     header_only: bool,
 ) -> ngx_int_t {
     let fallback = lcf.fallback.as_ref().and_then(|f| f.as_deref());
@@ -273,45 +277,42 @@ fn respond(
         );
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     }
-    if let (Some(id), false, true) = (count, header_only, lcf.clicks == 1) {
-        let (device, bot) = classify(user_agent);
+    if let (Some(id), false, true, Some(v)) = (count, header_only, lcf.clicks == 1, visitor) {
         let now = nginx_sys::ngx_time() as i64;
-        with_link(|l| l.clicks().record(id, now, device, bot, referer));
+        let referer = (v.referer.len > 0).then(|| v.referer.as_bytes());
+        with_link(|l| l.clicks().record(id, now, v.device, v.bot, referer));
     }
+    let Some(location) = pool_copy(r, &target) else {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    };
     if let Some(ctx) = RequestCtx::get_or_init(r) {
-        ctx.target = target.clone();
+        ctx.target = location;
     }
-    redirect(r, lcf, status, &target)
+    redirect(r, lcf, status, location)
 }
 
 fn fallback_or(r: &mut Request, lcf: &LocConf, fallback: Option<&str>, status: u32) -> ngx_int_t {
     match fallback {
-        Some(url) => redirect(r, lcf, 302, url.as_bytes()),
+        Some(url) => match pool_copy(r, url.as_bytes()) {
+            Some(location) => redirect(r, lcf, 302, location),
+            None => NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
+        },
         None => status as ngx_int_t,
     }
 }
 
 /// `return <status> <target>` as nginx's rewrite module does it.
-fn redirect(r: &mut Request, lcf: &LocConf, status: u16, target: &[u8]) -> ngx_int_t {
+fn redirect(r: &mut Request, lcf: &LocConf, status: u16, location: ngx_str_t) -> ngx_int_t {
     if let Some(Some(cc)) = &lcf.cache_control {
         if r.add_header_out("Cache-Control", cc).is_none() {
             return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
         }
     }
-    let pool = r.pool();
-    let data = pool.alloc_unaligned(target.len()).cast::<u8>();
-    if data.is_null() {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    }
-    // SAFETY: data has room for the target; the complex value is constant
-    // (no lengths/values scripts), exactly as `return 302 URL` builds it.
+    // SAFETY: `location` lives in the request pool; the complex value is
+    // constant (no lengths/values scripts), exactly as `return 302 URL` builds it.
     unsafe {
-        core::ptr::copy_nonoverlapping(target.as_ptr(), data, target.len());
         let mut cv: ngx_http_complex_value_t = core::mem::zeroed();
-        cv.value = ngx_str_t {
-            len: target.len(),
-            data,
-        };
+        cv.value = location;
         nginx_sys::ngx_http_send_response(
             (r as *mut Request).cast(),
             status as _,
@@ -319,4 +320,18 @@ fn redirect(r: &mut Request, lcf: &LocConf, status: u16, target: &[u8]) -> ngx_i
             &mut cv,
         )
     }
+}
+
+/// A copy of `bytes` in the request pool, valid for the request's life.
+fn pool_copy(r: &Request, bytes: &[u8]) -> Option<ngx_str_t> {
+    let data = r.pool().alloc_unaligned(bytes.len()).cast::<u8>();
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: data has room for bytes.len() bytes.
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len()) };
+    Some(ngx_str_t {
+        len: bytes.len(),
+        data,
+    })
 }

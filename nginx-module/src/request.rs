@@ -59,7 +59,7 @@ pub struct RequestCtx {
     /// The request this belongs to, for `waiting` cleanup.
     pub request: *mut ngx_http_request_t,
     /// The `Location` sent, for `$shortlink_target`.
-    pub target: Vec<u8>,
+    pub target: ngx_str_t,
 }
 
 impl Drop for RequestCtx {
@@ -107,7 +107,7 @@ impl RequestCtx {
             answer: None,
             waiting: false,
             request: (r as *mut Request).cast(),
-            target: Vec::new(),
+            target: ngx_str_t::default(),
         };
         match codec.decode(code.as_bytes()) {
             Ok(id) => ctx.set_id(id),

@@ -55,7 +55,7 @@ unsafe extern "C" fn get(
             CODE if ctx.id.is_some() || ctx.status != crate::request::CacheStatus::Invalid => {
                 ctx.code.as_bytes()
             }
-            TARGET => &ctx.target,
+            TARGET => ctx.target.as_bytes(),
             ID => ctx.id_text(),
             CACHE_STATUS => ctx.status.as_bytes(),
             _ => &[],

@@ -315,7 +315,11 @@ pub extern "C" fn merge_loc_conf(
         conf.enabled_at = prev.enabled_at.clone();
     }
     if conf.clicks == NGX_CONF_UNSET as ngx_flag_t {
-        conf.clicks = if prev.clicks == NGX_CONF_UNSET as ngx_flag_t { 1 } else { prev.clicks };
+        conf.clicks = if prev.clicks == NGX_CONF_UNSET as ngx_flag_t {
+            1
+        } else {
+            prev.clicks
+        };
     }
     if conf.redirect == UNSET_UINT {
         conf.redirect = if prev.redirect == UNSET_UINT {
