@@ -3,8 +3,9 @@
 //! It stores links in SQLite ([`store`]), hands out ids from leased
 //! segments ([`ids`]), serves the HTTP API ([`api`]) and the IPC protocol
 //! the nginx module speaks ([`ipc`]), counts clicks ([`stats`], [`spool`])
-//! and carries the command line ([`cli`]).
+//! and carries the command line ([`cli`]) and the admin UI ([`admin`]).
 
+pub mod admin;
 pub mod api;
 pub mod app;
 pub mod cli;

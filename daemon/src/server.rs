@@ -184,7 +184,7 @@ impl Listeners {
 /// Everything served on the API socket (and TCP): the `/api/v1` router.
 /// The admin UI (`/admin`) merges its router in here.
 pub fn http_router(app: SharedApp) -> axum::Router {
-    api::router(app)
+    crate::admin::with_admin(app.clone(), api::router(app))
 }
 
 /// Runs until `shutdown` resolves, then stops accepting, lets in-flight

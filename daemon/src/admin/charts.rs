@@ -1,0 +1,128 @@
+//! Click charts as inline SVG, rendered on the server (no script, no CDN).
+
+use std::fmt::Write;
+
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 180.0;
+const LEFT: f64 = 40.0;
+const BOTTOM: f64 = 22.0;
+const TOP: f64 = 10.0;
+
+/// One bar: its label for the tooltip and the axis, and its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bar {
+    /// Shown on hover and, every `label_every` bars, under the axis.
+    pub label: String,
+    /// Short form under the axis.
+    pub tick: String,
+    pub value: i64,
+}
+
+/// A round number at or above `max` for the top of the y axis.
+pub fn nice_max(max: i64) -> i64 {
+    if max <= 4 {
+        return 4;
+    }
+    let mut step = 1i64;
+    while step * 10 < max {
+        step *= 10;
+    }
+    for m in [1, 2, 5, 10] {
+        if step * m >= max {
+            return step * m;
+        }
+    }
+    step * 10
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A bar chart of `bars`, titled `title` (for screen readers), with a tick
+/// label under every `label_every`-th bar.
+pub fn bar_chart(title: &str, bars: &[Bar], label_every: usize) -> String {
+    let max = nice_max(bars.iter().map(|b| b.value).max().unwrap_or(0));
+    let plot_w = WIDTH - LEFT - 8.0;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let slot = plot_w / bars.len().max(1) as f64;
+    let bar_w = (slot * 0.8).max(1.0);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" \
+         role=\"img\" aria-label=\"{t}\"><title>{t}</title>",
+        t = esc(title)
+    );
+    for i in 0..=4 {
+        let v = max * i / 4;
+        let y = TOP + plot_h - plot_h * (i as f64) / 4.0;
+        let _ = write!(
+            s,
+            "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{x2}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
+             <text class=\"axis\" x=\"{tx}\" y=\"{ty:.1}\" text-anchor=\"end\">{v}</text>",
+            x2 = WIDTH - 8.0,
+            tx = LEFT - 4.0,
+            ty = y + 4.0
+        );
+    }
+    for (i, b) in bars.iter().enumerate() {
+        let h = plot_h * b.value as f64 / max as f64;
+        let x = LEFT + slot * i as f64 + (slot - bar_w) / 2.0;
+        let y = TOP + plot_h - h;
+        let _ = write!(
+            s,
+            "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bar_w:.1}\" height=\"{h:.1}\">\
+             <title>{}: {}</title></rect>",
+            esc(&b.label),
+            b.value
+        );
+        if label_every > 0 && i % label_every == 0 {
+            let _ = write!(
+                s,
+                "<text class=\"axis\" x=\"{cx:.1}\" y=\"{ly}\" text-anchor=\"middle\">{}</text>",
+                esc(&b.tick),
+                cx = x + bar_w / 2.0,
+                ly = HEIGHT - 6.0
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_tops() {
+        assert_eq!(nice_max(0), 4);
+        assert_eq!(nice_max(3), 4);
+        assert_eq!(nice_max(7), 10);
+        assert_eq!(nice_max(11), 20);
+        assert_eq!(nice_max(20), 20);
+        assert_eq!(nice_max(21), 50);
+        assert_eq!(nice_max(999), 1000);
+    }
+
+    #[test]
+    fn one_rect_per_bar_and_escaped_labels() {
+        let bars: Vec<Bar> = (0..48)
+            .map(|i| Bar {
+                label: format!("<h{i}>"),
+                tick: format!("{i}"),
+                value: i,
+            })
+            .collect();
+        let svg = bar_chart("Clicks & more", &bars, 6);
+        assert_eq!(svg.matches("<rect class=\"bar\"").count(), 48);
+        assert!(svg.contains("Clicks &amp; more"));
+        assert!(svg.contains("&lt;h47&gt;: 47"));
+        assert!(!svg.contains("<h47>"));
+        assert_eq!(svg.matches("text-anchor=\"middle\"").count(), 8);
+    }
+}

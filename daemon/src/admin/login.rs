@@ -1,0 +1,162 @@
+//! Sign-in and sign-out.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::html;
+
+use super::lockout::Subject;
+use super::session::{self, LOGIN_COOKIE, SESSION_COOKIE};
+use super::view::{self, FieldErrors, Nav};
+use super::{base_for, AdminError, AdminState, Authed, FormFields};
+use crate::api::users::{hash_password, verify_password};
+use crate::store::users;
+
+/// Lifetime of the sign-in form's CSRF cookie, in seconds.
+const LOGIN_COOKIE_AGE: u64 = 3600;
+
+/// A hash to verify against when the user does not exist, so a wrong name
+/// takes as long as a wrong password.
+fn dummy_hash() -> &'static str {
+    static HASH: OnceLock<String> = OnceLock::new();
+    HASH.get_or_init(|| hash_password("no such user, no such password").unwrap_or_default())
+}
+
+fn secure(admin: &AdminState, headers: &HeaderMap) -> bool {
+    session::is_secure(headers, &base_for(&admin.app, headers))
+}
+
+fn page(csrf: &str, name: &str, error: Option<&str>) -> view::Page {
+    let errors = FieldErrors::new();
+    view::layout(
+        "Sign in",
+        None,
+        Nav::None,
+        None,
+        html! {
+            div.card.narrow {
+                h1 { "Sign in" }
+                @if let Some(e) = error {
+                    p.error role="alert" id="login-error" { (e) }
+                }
+                form method="post" action="/admin/login" id="login" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    (view::text_input("User name", "name", name, "text", None, &errors))
+                    (view::text_input("Password", "password", "", "password", None, &errors))
+                    button.primary type="submit" { "Sign in" }
+                }
+                p.hint { "Users are added on the server: " code { "shortlinkd user add NAME" } }
+            }
+        },
+    )
+}
+
+/// GET `/admin/login`: the form, with a fresh double-submit token.
+pub async fn form(State(admin): State<AdminState>, headers: HeaderMap) -> Response {
+    if let Some(t) = session::cookie(&headers, SESSION_COOKIE) {
+        if admin.sessions.get(t, Instant::now()).is_some() {
+            return Redirect::to("/admin/links").into_response();
+        }
+    }
+    let csrf = session::random_token();
+    let cookie = session::set_cookie(
+        LOGIN_COOKIE,
+        &csrf,
+        Some(LOGIN_COOKIE_AGE),
+        secure(&admin, &headers),
+    );
+    ([(header::SET_COOKIE, cookie)], page(&csrf, "", None)).into_response()
+}
+
+fn client_addr(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("x-real-ip")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.len() <= 64)
+        .map(str::to_string)
+}
+
+/// POST `/admin/login` (its CSRF token was checked by the middleware).
+pub async fn submit(
+    State(admin): State<AdminState>,
+    headers: HeaderMap,
+    form: FormFields,
+) -> Result<Response, AdminError> {
+    let name = form.get("name");
+    let password = form
+        .0
+        .iter()
+        .find(|(k, _)| k == "password")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let csrf = form.get("csrf");
+    let mut subjects = vec![Subject::user(&name)];
+    if let Some(addr) = client_addr(&headers) {
+        subjects.push(Subject::Addr(addr));
+    }
+    let refuse =
+        |status: StatusCode, msg: &str| (status, page(&csrf, &name, Some(msg))).into_response();
+
+    if let Err(wait) = admin.throttle.check(&subjects, Instant::now()) {
+        tracing::warn!(user = %name, "admin sign-in refused: locked out");
+        return Ok(refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "Too many failed sign-ins. Try again in {} seconds.",
+                wait.as_secs().max(1)
+            ),
+        ));
+    }
+    let n = name.clone();
+    let user = admin.app.store.read(move |c| users::by_name(c, &n)).await?;
+    let hash = user
+        .as_ref()
+        .map(|u| u.password_hash.clone())
+        .unwrap_or_else(|| dummy_hash().to_string());
+    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .map_err(|e| AdminError::Internal(e.to_string()))?;
+    let Some(user) = user.filter(|_| ok) else {
+        let locked = admin.throttle.failed(&subjects, Instant::now());
+        tracing::warn!(user = %name, "admin sign-in failed");
+        let msg = match locked {
+            Some(d) => format!(
+                "Wrong user name or password. Too many failures: sign-in is locked for {} seconds.",
+                d.as_secs()
+            ),
+            None => "Wrong user name or password.".to_string(),
+        };
+        return Ok(refuse(StatusCode::UNAUTHORIZED, &msg));
+    };
+    admin.throttle.succeeded(&Subject::user(&name));
+    let token = admin.sessions.create(&user.name, Instant::now());
+    let secure = secure(&admin, &headers);
+    tracing::info!(user = %user.name, "admin signed in");
+    let mut resp = Redirect::to("/admin/links").into_response();
+    let h = resp.headers_mut();
+    h.append(
+        header::SET_COOKIE,
+        session::set_cookie(SESSION_COOKIE, &token, None, secure)
+            .parse()
+            .expect("cookie header"),
+    );
+    h.append(
+        header::SET_COOKIE,
+        session::set_cookie(LOGIN_COOKIE, "", Some(0), secure)
+            .parse()
+            .expect("cookie header"),
+    );
+    Ok(resp)
+}
+
+/// POST `/admin/logout`: ends the session.
+pub async fn logout(State(admin): State<AdminState>, headers: HeaderMap, auth: Authed) -> Response {
+    admin.sessions.remove(&auth.token);
+    tracing::info!(user = %auth.user, "admin signed out");
+    let cookie = session::set_cookie(SESSION_COOKIE, "", Some(0), secure(&admin, &headers));
+    ([(header::SET_COOKIE, cookie)], Redirect::to("/admin/login")).into_response()
+}

@@ -1,0 +1,371 @@
+//! The admin UI under `/admin/`, reached through nginx like the API.
+//!
+//! Pages are rendered on the server with maud; a few lines of plain
+//! JavaScript (copy buttons, delete confirmation) and the stylesheet are
+//! embedded in the binary; charts and QR codes are SVG made here. Every
+//! change goes through the same functions as the API ([`crate::links`],
+//! the key handlers in [`crate::api::keys`]), so validation and edge
+//! invalidation are the API's own.
+//!
+//! Security: see [`session`] (cookies, CSRF) and [`lockout`] (failed
+//! sign-ins). Every state-changing request is a POST checked by
+//! [`require_csrf`] before any handler runs.
+
+pub mod charts;
+pub mod keys;
+pub mod links;
+pub mod lockout;
+pub mod login;
+pub mod qr;
+pub mod session;
+pub mod usage;
+pub mod view;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::api::auth::Principal;
+use crate::api::base_url;
+use crate::api::error::ApiError;
+use crate::app::SharedApp;
+use crate::links::LinkError;
+use crate::store::StoreError;
+use lockout::LoginThrottle;
+use session::{SessionInfo, Sessions};
+use usage::CredentialUse;
+
+/// Largest form body accepted.
+const MAX_FORM: usize = 64 * 1024;
+
+/// State of the admin UI, shared by its handlers.
+pub struct Admin {
+    pub app: SharedApp,
+    pub sessions: Sessions,
+    pub throttle: LoginThrottle,
+    /// Last use of API keys and apps.
+    pub uses: Arc<CredentialUse>,
+}
+
+/// The handle handlers get.
+pub type AdminState = Arc<Admin>;
+
+/// The API router with the admin UI merged in, and last-use tracking of
+/// API credentials around the API's routes.
+pub fn with_admin(app: SharedApp, api: Router) -> Router {
+    let uses = Arc::new(CredentialUse::default());
+    let tracker = usage::Tracker {
+        app: app.clone(),
+        uses: uses.clone(),
+    };
+    let state = Arc::new(Admin {
+        app,
+        sessions: Sessions::default(),
+        throttle: LoginThrottle::default(),
+        uses,
+    });
+    api.route_layer(middleware::from_fn_with_state(tracker, usage::track))
+        .merge(router(state))
+}
+
+/// The `/admin` routes alone.
+pub fn router(state: AdminState) -> Router {
+    Router::new()
+        .route("/admin", get(|| async { Redirect::to("/admin/") }))
+        .route("/admin/", get(home))
+        .route("/admin/login", get(login::form).post(login::submit))
+        .route("/admin/logout", post(login::logout))
+        .route("/admin/links", get(links::list).post(links::create))
+        .route("/admin/links/new", get(links::new_form))
+        .route("/admin/links/{code}", get(links::detail).post(links::edit))
+        .route("/admin/links/{code}/disable", post(links::disable))
+        .route("/admin/links/{code}/enable", post(links::enable))
+        .route("/admin/links/{code}/delete", post(links::delete))
+        .route("/admin/links/{code}/qr.svg", get(links::qr_svg))
+        .route("/admin/links/{code}/qr.png", get(links::qr_png))
+        .route("/admin/keys", get(keys::page).post(keys::create_key))
+        .route("/admin/keys/{id}/revoke", post(keys::revoke_key))
+        .route("/admin/apps", post(keys::create_app))
+        .route("/admin/apps/{app_id}/revoke", post(keys::revoke_app))
+        .route("/admin/assets/admin.css", get(css))
+        .route("/admin/assets/admin.js", get(js))
+        .route("/admin/{*rest}", get(not_found).post(not_found))
+        .layer(middleware::from_fn_with_state(state.clone(), require_csrf))
+        .layer(middleware::from_fn(security_headers))
+        .with_state(state)
+}
+
+async fn home(_: Authed) -> Redirect {
+    Redirect::to("/admin/links")
+}
+
+async fn not_found(_: Authed) -> AdminError {
+    AdminError::NotFound("There is no such page.".into())
+}
+
+async fn css() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../assets/admin.css"),
+    )
+}
+
+async fn js() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../assets/admin.js"),
+    )
+}
+
+/// Headers on every admin response: no framing, no inline script, no
+/// caching of pages, no referrer to link targets.
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; \
+             object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    resp
+}
+
+/// True when the `csrf` field of a urlencoded form body equals `expected`.
+pub fn form_has_token(body: &[u8], expected: &str) -> bool {
+    url::form_urlencoded::parse(body)
+        .find(|(k, _)| k == "csrf")
+        .is_some_and(|(_, v)| session::tokens_match(expected, &v))
+}
+
+/// Refuses every request but GET and HEAD whose form does not carry the
+/// session's CSRF token (or, for the sign-in form, the login cookie's).
+async fn require_csrf(State(admin): State<AdminState>, req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD) {
+        return next.run(req).await;
+    }
+    let expected = if req.uri().path() == "/admin/login" {
+        session::cookie(req.headers(), session::LOGIN_COOKIE).map(str::to_string)
+    } else {
+        let token = session::cookie(req.headers(), session::SESSION_COOKIE);
+        match token.and_then(|t| admin.sessions.get(t, Instant::now())) {
+            Some(s) => Some(s.csrf),
+            None => return Redirect::to("/admin/login").into_response(),
+        }
+    };
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_FORM).await {
+        Ok(b) => b,
+        Err(_) => {
+            return AdminError::Status(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The form is too large.".into(),
+            )
+            .into_response()
+        }
+    };
+    let ok = expected.is_some_and(|e| form_has_token(&bytes, &e));
+    if !ok {
+        tracing::warn!(path = %parts.uri.path(), "admin form refused: missing or wrong CSRF token");
+        return AdminError::Csrf.into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// A signed-in request: who, their session, and the public base of short URLs.
+#[derive(Debug, Clone)]
+pub struct Authed {
+    pub user: String,
+    /// The CSRF token every form on the page must carry.
+    pub csrf: String,
+    /// The session cookie's token (for flashes and sign-out).
+    pub token: String,
+    /// Public base of short URLs (`X-Shortlink-Base` or the configured one).
+    pub base: String,
+}
+
+impl Authed {
+    /// The API principal the admin user acts as: every scope, named after
+    /// the user so logs and `created_by` say who did it.
+    pub fn principal(&self) -> Principal {
+        let mut p = Principal::local();
+        p.who = format!("user:{}", self.user);
+        p
+    }
+}
+
+/// The public base of short URLs for this request.
+pub fn base_for(app: &SharedApp, headers: &HeaderMap) -> String {
+    base_url::for_request(headers, &app.config.base_url)
+}
+
+impl FromRequestParts<AdminState> for Authed {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        admin: &AdminState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = session::cookie(&parts.headers, session::SESSION_COOKIE);
+        let found: Option<(String, SessionInfo)> =
+            token.and_then(|t| Some((t.to_string(), admin.sessions.get(t, Instant::now())?)));
+        match found {
+            Some((token, s)) => Ok(Authed {
+                user: s.user,
+                csrf: s.csrf,
+                token,
+                base: base_for(&admin.app, &parts.headers),
+            }),
+            None => Err(Redirect::to("/admin/login").into_response()),
+        }
+    }
+}
+
+/// A urlencoded form as name/value pairs (repeated names kept, in order).
+pub struct FormFields(pub Vec<(String, String)>);
+
+impl FormFields {
+    /// The first value of `name`, trimmed; empty when absent.
+    pub fn get(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Every value of `name`.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_string())
+            .collect()
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for FormFields {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(FormFields(
+            url::form_urlencoded::parse(&bytes).into_owned().collect(),
+        ))
+    }
+}
+
+/// Why an admin page could not be shown.
+#[derive(Debug)]
+pub enum AdminError {
+    /// No such link, key or page.
+    NotFound(String),
+    /// The form lacked the CSRF token.
+    Csrf,
+    /// Any other status with a message.
+    Status(StatusCode, String),
+    /// Storage or another internal failure.
+    Internal(String),
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        let (status, title, message) = match self {
+            AdminError::NotFound(m) => (StatusCode::NOT_FOUND, "Not found", m),
+            AdminError::Csrf => (
+                StatusCode::FORBIDDEN,
+                "Form refused",
+                "This form did not carry this session's security token (it may be \
+                 from an old page, or from another site). Go back, reload the page \
+                 and try again."
+                    .to_string(),
+            ),
+            AdminError::Status(s, m) => (s, "Request refused", m),
+            AdminError::Internal(m) => {
+                tracing::error!(error = %m, "admin page failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Something went wrong",
+                    format!("The daemon could not do this: {m}"),
+                )
+            }
+        };
+        (status, view::error_page(status, title, &message)).into_response()
+    }
+}
+
+impl From<StoreError> for AdminError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => AdminError::NotFound(format!("{what} not found.")),
+            e => AdminError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<LinkError> for AdminError {
+    fn from(e: LinkError) -> Self {
+        match e {
+            LinkError::NotFound(code) => {
+                AdminError::NotFound(format!("No link has the code \"{code}\"."))
+            }
+            LinkError::Store(e) => e.into(),
+            e => AdminError::Status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        }
+    }
+}
+
+impl From<ApiError> for AdminError {
+    fn from(e: ApiError) -> Self {
+        match e.status {
+            StatusCode::NOT_FOUND => AdminError::NotFound(e.message),
+            s if s.is_server_error() => AdminError::Internal(e.message),
+            s => AdminError::Status(s, e.message),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_tokens() {
+        let t = session::random_token();
+        assert!(form_has_token(format!("a=1&csrf={t}&b=2").as_bytes(), &t));
+        assert!(!form_has_token(b"a=1&b=2", &t));
+        assert!(!form_has_token(b"csrf=", &t));
+        assert!(!form_has_token(format!("csrf={}", &t[1..]).as_bytes(), &t));
+        assert!(!form_has_token(b"csrf=", ""));
+    }
+}
