@@ -11,12 +11,15 @@ function copyFrom(selector, button) {
     button.classList.add("copied");
     setTimeout(() => { button.textContent = label; button.classList.remove("copied"); }, 1500);
   };
-  if (navigator.clipboard && window.isSecureContext) {
-    navigator.clipboard.writeText(field.value).then(done, () => { field.select(); });
-  } else {
+  const fallback = () => {
     field.focus();
     field.select();
-    try { if (document.execCommand("copy")) done(); } catch (_) { /* selected for manual copy */ }
+    try { if (document.execCommand("copy")) done(); } catch (_) { /* left selected to copy by hand */ }
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(field.value).then(done, fallback);
+  } else {
+    fallback();
   }
 }
 

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 
 use shortlink_core::{Codec, DeploymentKey};
 
+mod browser;
 mod daemon;
 mod stack;
+pub use browser::Browser;
 pub use daemon::Daemon;
 pub use stack::{http_conf, Stack};
 

@@ -8,7 +8,8 @@ use shortlink_core::Codec;
 use crate::{main_context, Daemon, Nginx, Scratch};
 
 /// The `http{}` body the redirect tests use: the module's directives and a
-/// server whose headers expose the module's variables.
+/// server whose headers expose the module's variables, with the admin UI
+/// proxied under `/admin/` like `conf/nginx/short-domains.conf` does.
 pub fn http_conf(key: &Path, daemon: &Daemon, timeout: &str) -> String {
     format!(
         r#"
@@ -34,10 +35,16 @@ pub fn http_conf(key: &Path, daemon: &Daemon, timeout: &str) -> String {
             shortlink_fallback https://example.com/fallback;
             shortlink_cache_control "private, max-age=90";
         }}
+        location /admin/ {{
+            proxy_pass http://unix:{api};
+            proxy_set_header X-Shortlink-Base http://$host:$server_port;
+            proxy_set_header X-Real-IP $remote_addr;
+        }}
     }}"#,
         key = key.display(),
         ipc = daemon.ipc.display(),
         spool = daemon.spool.display(),
+        api = daemon.ipc.with_file_name("api.sock").display(),
     )
 }
 

@@ -64,6 +64,18 @@ fn scope_boxes(prefix: &str, chosen: &[String], errors: &FieldErrors) -> Markup 
     }
 }
 
+/// A fresh form suggests the scopes most integrations need.
+fn with_default_scopes(f: &CredentialForm) -> CredentialForm {
+    if f.name.is_empty() && f.scopes.is_empty() {
+        CredentialForm {
+            name: String::new(),
+            scopes: vec!["links:write".into(), "links:read".into()],
+        }
+    } else {
+        f.clone()
+    }
+}
+
 async fn render(
     admin: &AdminState,
     a: &Authed,
@@ -74,14 +86,8 @@ async fn render(
     let Json(keys) = api::list_keys(State(admin.app.clone()), Extension(p.clone())).await?;
     let Json(apps) = api::list_apps(State(admin.app.clone()), Extension(p)).await?;
     let uses = admin.uses.all(&admin.app).await?;
-    let key_form = if forms.key.scopes.is_empty() && forms.key.name.is_empty() {
-        CredentialForm {
-            name: String::new(),
-            scopes: vec!["links:write".into(), "links:read".into()],
-        }
-    } else {
-        forms.key.clone()
-    };
+    let key_form = with_default_scopes(&forms.key);
+    let app_form = with_default_scopes(&forms.app);
     Ok(view::layout(
         "API keys",
         Some(a),
@@ -130,8 +136,8 @@ async fn render(
                 h2 { "New app" }
                 form method="post" action="/admin/apps" id="create-app" novalidate {
                     (view::csrf_field(a))
-                    (view::text_input("Name", "name", &forms.app.name, "text", None, &forms.app_errors))
-                    (scope_boxes("app", &forms.app.scopes, &forms.app_errors))
+                    (view::text_input("Name", "name", &app_form.name, "text", None, &forms.app_errors))
+                    (scope_boxes("app", &app_form.scopes, &forms.app_errors))
                     button.primary type="submit" { "Create app" }
                 }
             }

@@ -478,6 +478,19 @@ fn daily_chart(s: &StatsView) -> String {
     charts::bar_chart("Clicks per day, last 30 days", &bars, 5)
 }
 
+fn device_targets(l: &Link) -> Vec<(&'static str, &str)> {
+    let t = &l.targets;
+    [
+        ("Desktop", &t.desktop),
+        ("Mobile", &t.mobile),
+        ("iOS", &t.ios),
+        ("Android", &t.android),
+    ]
+    .into_iter()
+    .filter_map(|(d, u)| u.as_deref().map(|u| (d, u)))
+    .collect()
+}
+
 fn share_rows(rows: &[(String, i64)], total: i64) -> Markup {
     html! {
         @for (name, n) in rows {
@@ -582,6 +595,9 @@ fn detail_page(
                         dt { "Expires" } dd { @match link.expires_at { Some(e) => (view::time(e)), None => "never" } }
                         dt { "Redirect" } dd { @match link.redirect { Some(r) => (r), None => "nginx default" } }
                         @if let Some(m) = link.max_visits { dt { "Max visits" } dd { (m) } }
+                        @for (device, url) in device_targets(link) {
+                            dt { (device) " target" } dd { (url) }
+                        }
                         @if !link.tags.is_empty() {
                             dt { "Tags" } dd { @for t in &link.tags { span.tag { (t) } " " } }
                         }
