@@ -80,6 +80,15 @@ http {
             deny all;
             proxy_pass http://unix:$dir/api.sock;
         }
+        location = /admin {
+            return 301 /admin/;
+        }
+        location /admin/ {
+            proxy_pass http://unix:$dir/api.sock;
+            proxy_set_header X-Shortlink-Base http://\$host:\$server_port;
+            proxy_set_header X-Forwarded-Proto \$scheme;
+            proxy_set_header X-Real-IP \$remote_addr;
+        }
     }
 }
 CONF
@@ -110,6 +119,10 @@ shortlink is running: nginx on $base, shortlinkd on SQLite in $dir/data (logs in
     curl -X POST $base/api/v1/links -H "X-Api-Key: \$(cat $dir/api-key)" -H 'Content-Type: application/json' -d '{"url": "https://example.com/"}'
   its clicks:
     curl $base/api/v1/links/$code/stats -H "X-Api-Key: \$(cat $dir/api-key)"
+
+  admin UI: $base/admin/
+    add a user first (the password is read from stdin):
+    $daemon user add admin ${daemon_args[*]}
 
 Stop with: make stop
 MSG

@@ -10,6 +10,9 @@ packages=(
   curl
   # benchmarks (make bench, make bench-smoke)
   wrk python3
+  # the admin UI's browser tests: headless Chromium driven over WebDriver
+  # (fonts so the screenshots kept on failure are legible)
+  chromium chromium-driver fonts-dejavu-core
 )
 packages+=("$@")
 
