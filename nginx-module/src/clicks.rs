@@ -3,10 +3,10 @@
 //! acknowledges them. Undeliverable batches go to spool files that the
 //! daemon imports; batch ids make every re-send count once.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
+use rustc_hash::FxHashMap;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{write_frame, BatchId, ClickBatch, ClickCount};
 
@@ -25,7 +25,7 @@ struct ClickKey {
 
 /// Click counts of one worker.
 pub struct ClickBook {
-    counts: HashMap<ClickKey, u32>,
+    counts: FxHashMap<ClickKey, u32>,
     /// Sent or waiting to be sent, not yet acknowledged, oldest first.
     unacked: Vec<ClickBatch>,
     pid: u32,
@@ -37,7 +37,7 @@ pub struct ClickBook {
 impl ClickBook {
     pub fn new(pid: u32, started_ms: u64, spool: Option<PathBuf>) -> Self {
         Self {
-            counts: HashMap::new(),
+            counts: FxHashMap::default(),
             unacked: Vec::new(),
             pid,
             started_ms,

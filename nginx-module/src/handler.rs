@@ -11,6 +11,7 @@ use nginx_sys::{
     NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED,
     NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
+use ngx::core::Pool;
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use shortlink_core::device::{classify, DeviceClass};
 use shortlink_core::ipc::LookupResult;
@@ -69,6 +70,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let log = r.log();
     let raw: *mut ngx_http_request_t = (r as *mut Request).cast();
     let visitor = Visitor::of(r);
+    let pool = r.pool();
     let header_only = r.header_only() || method == NGX_HTTP_HEAD;
 
     let Some(ctx) = RequestCtx::get_or_init(r) else {
@@ -89,7 +91,10 @@ fn handle(r: &mut Request) -> ngx_int_t {
                     status: link.status,
                     expires_at: link.expires_at,
                     disabled: link.disabled,
-                    target: link.target_for(device).as_bytes().to_vec(),
+                    target: match pool_copy(&pool, link.target_for(device).as_bytes()) {
+                        Some(t) => t,
+                        None => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
+                    },
                 })
             }
             Answer::Result(LookupResult::NotFound) => Outcome::NotFound,
@@ -110,7 +115,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         unsafe { LinkCache::from_zone(z.zone) }
     });
 
-    if ctx.id.is_none() {
+    if !ctx.generated {
         // Not a generated code: only a possible alias (see `may_be_alias`) goes further.
         if !ctx.alias_shaped {
             ctx.status = CacheStatus::Invalid;
@@ -128,7 +133,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         let device = visitor.device;
         // SAFETY: reading nginx's cached clock on its own thread.
         let now = unsafe { nginx_sys::ngx_current_msec };
-        match cache.lookup(code.as_bytes(), now, device) {
+        match cache.lookup(code.as_bytes(), now, device, |t| pool_copy(&pool, t)) {
             Cached::Found(hit) => {
                 ctx.status = CacheStatus::Hit;
                 if ctx.id.is_none() {
@@ -213,7 +218,9 @@ pub struct Visitor {
 
 impl Visitor {
     fn of(r: &Request) -> Self {
-        let (device, bot) = classify(r.user_agent().map(|ua| ua.as_bytes()));
+        let (device, bot) = r.user_agent().map_or((DeviceClass::Other, false), |ua| {
+            classify_cached(ua.as_bytes())
+        });
         let raw: &ngx_http_request_t = r.as_ref();
         let h = raw.headers_in.referer;
         // SAFETY: headers_in.referer is null or a parsed header of this request.
@@ -228,6 +235,47 @@ impl Visitor {
             referer,
         }
     }
+}
+
+/// Slots of the per-worker `User-Agent` classification cache.
+const UA_SLOTS: usize = 4096;
+
+thread_local! {
+    /// Direct-mapped: (hash of the whole value, class, bot). Traffic repeats a
+    /// few thousand agents, so most requests skip the substring search. A
+    /// hash collision can only mislabel a click's device class.
+    static UA_CACHE: core::cell::RefCell<Vec<(u64, DeviceClass, bool)>> =
+        core::cell::RefCell::new(vec![(0, DeviceClass::Other, false); UA_SLOTS]);
+}
+
+fn classify_cached(ua: &[u8]) -> (DeviceClass, bool) {
+    let h = ua_hash(ua);
+    UA_CACHE.with(|cache| {
+        let Ok(mut cache) = cache.try_borrow_mut() else {
+            return classify(Some(ua));
+        };
+        let slot = &mut cache[(h as usize) % UA_SLOTS];
+        if slot.0 == h {
+            return (slot.1, slot.2);
+        }
+        let (device, bot) = classify(Some(ua));
+        *slot = (h, device, bot);
+        (device, bot)
+    })
+}
+
+/// A fast 64-bit hash of the value and its length (never 0, the empty slot).
+fn ua_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h.rotate_left(5) ^ w).wrapping_mul(0x5175_2b52_2b77_9c6b);
+    }
+    for &b in chunks.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x5175_2b52_2b77_9c6b);
+    }
+    h | 1
 }
 
 fn not_allowed(r: &mut Request) -> ngx_int_t {
@@ -266,7 +314,7 @@ fn respond(
         Outcome::Gone => return fallback_or(r, lcf, fallback, NGX_HTTP_GONE),
         Outcome::Unavailable => return fallback_or(r, lcf, fallback, NGX_HTTP_SERVICE_UNAVAILABLE),
     };
-    if !is_header_safe(&target) {
+    if !is_header_safe(target.as_bytes()) {
         let log = r.log();
         let code = RequestCtx::get_or_init(r)
             .map(|c| c.code)
@@ -282,9 +330,7 @@ fn respond(
         let referer = (v.referer.len > 0).then(|| v.referer.as_bytes());
         with_link(|l| l.clicks().record(id, now, v.device, v.bot, referer));
     }
-    let Some(location) = pool_copy(r, &target) else {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    };
+    let location = target;
     if let Some(ctx) = RequestCtx::get_or_init(r) {
         ctx.target = location;
     }
@@ -293,7 +339,7 @@ fn respond(
 
 fn fallback_or(r: &mut Request, lcf: &LocConf, fallback: Option<&str>, status: u32) -> ngx_int_t {
     match fallback {
-        Some(url) => match pool_copy(r, url.as_bytes()) {
+        Some(url) => match pool_copy(&r.pool(), url.as_bytes()) {
             Some(location) => redirect(r, lcf, 302, location),
             None => NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
         },
@@ -323,8 +369,8 @@ fn redirect(r: &mut Request, lcf: &LocConf, status: u16, location: ngx_str_t) ->
 }
 
 /// A copy of `bytes` in the request pool, valid for the request's life.
-fn pool_copy(r: &Request, bytes: &[u8]) -> Option<ngx_str_t> {
-    let data = r.pool().alloc_unaligned(bytes.len()).cast::<u8>();
+fn pool_copy(pool: &Pool, bytes: &[u8]) -> Option<ngx_str_t> {
+    let data = pool.alloc_unaligned(bytes.len()).cast::<u8>();
     if data.is_null() {
         return None;
     }

@@ -44,8 +44,12 @@ impl CacheStatus {
 pub struct RequestCtx {
     /// The code: a slice of `r->uri`, valid for the request's life.
     pub code: ngx_str_t,
-    /// The id a valid generated code decodes to.
+    /// The path passes the check of a generated code.
+    pub generated: bool,
+    /// The link id: from the zone or the daemon, or decoded on demand.
     pub id: Option<u64>,
+    /// For decoding the id on demand; lives as long as the configuration.
+    codec: *const shortlink_core::Codec,
     /// `id` in decimal, kept here so variables can point at it.
     id_text: [u8; 20],
     id_len: u8,
@@ -73,7 +77,15 @@ impl Drop for RequestCtx {
 }
 
 impl RequestCtx {
-    pub fn id_text(&self) -> &[u8] {
+    /// `$shortlink_id`: decoded from the code if nothing supplied it yet.
+    pub fn id_text(&mut self) -> &[u8] {
+        if self.id.is_none() && self.generated {
+            // SAFETY: the codec lives in the main conf, which outlives requests.
+            if let Ok(id) = unsafe { &*self.codec }.decode(self.code.as_bytes()) {
+                self.set_id(id);
+            }
+        }
+        self.format_id();
         &self.id_text[..self.id_len as usize]
     }
 
@@ -82,13 +94,11 @@ impl RequestCtx {
     /// `limit_req` key). `None` where the module is off.
     pub fn get_or_init(r: &mut Request) -> Option<&mut RequestCtx> {
         let module = Module::module_ref();
-        let existing = r
-            .get_module_ctx::<RequestCtx>(module)
-            .map(|c| c as *const RequestCtx);
-        if let Some(ctx) = existing {
-            // SAFETY: the ctx was allocated from this request's pool by us and
-            // nothing else holds a reference to it across this call.
-            return Some(unsafe { &mut *(ctx as *mut RequestCtx) });
+        // SAFETY: r is a live request.
+        if let Some(ctx) = unsafe { Self::existing((r as *mut Request).cast()) } {
+            // SAFETY: allocated from this request's pool by us; no other
+            // reference to it is held across this call.
+            return Some(unsafe { &mut *ctx });
         }
         let lcf = Module::location_conf(r)?;
         if !lcf.is_enabled() {
@@ -99,7 +109,9 @@ impl RequestCtx {
         let code = code_of(r);
         let mut ctx = RequestCtx {
             code,
+            generated: false,
             id: None,
+            codec,
             id_text: [0; 20],
             id_len: 0,
             status: CacheStatus::Unset,
@@ -109,8 +121,10 @@ impl RequestCtx {
             request: (r as *mut Request).cast(),
             target: ngx_str_t::default(),
         };
-        match codec.decode(code.as_bytes()) {
-            Ok(id) => ctx.set_id(id),
+        // Only the check character here: the id comes with the cached entry,
+        // and is decoded only if a variable asks for it first.
+        match codec.verify(code.as_bytes()) {
+            Ok(()) => ctx.generated = true,
             Err(_)
                 if shortlink_core::alias::is_alias_shaped(code.as_bytes())
                     && may_be_alias(main, code.as_bytes()) =>
@@ -140,6 +154,15 @@ impl RequestCtx {
 
     pub fn set_id(&mut self, id: u64) {
         self.id = Some(id);
+        self.id_len = 0;
+    }
+
+    /// Writes `id` in decimal into `id_text`, once, for `$shortlink_id`.
+    fn format_id(&mut self) {
+        let Some(id) = self.id else { return };
+        if self.id_len > 0 {
+            return;
+        }
         let mut buf = [0u8; 20];
         let mut n = id;
         let mut i = buf.len();

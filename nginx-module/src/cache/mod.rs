@@ -19,7 +19,7 @@ use core::ptr::{self, NonNull};
 use nginx_sys::{
     ngx_int_t, ngx_msec_t, ngx_queue_t, ngx_rbtree_insert, ngx_rbtree_key_t, ngx_rbtree_node_t,
     ngx_rbtree_t, ngx_shm_zone_t, ngx_slab_alloc_locked, ngx_slab_free_locked, ngx_slab_pool_t,
-    NGX_ERROR, NGX_OK,
+    ngx_str_t, NGX_ERROR, NGX_OK,
 };
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{EdgeLink, LookupResult};
@@ -99,13 +99,14 @@ pub enum Cached {
     Found(Hit),
 }
 
-/// A cached link, with the target for the caller's device copied out.
+/// A cached link, with the target for the caller's device copied out
+/// (into the request's pool, by the caller's `copy`).
 pub struct Hit {
     pub id: u64,
     pub status: Option<u16>,
     pub expires_at: Option<i64>,
     pub disabled: bool,
-    pub target: Vec<u8>,
+    pub target: ngx_str_t,
 }
 
 /// Handle on the zone; cheap to copy, valid for the worker's life.
@@ -170,7 +171,13 @@ impl LinkCache {
 
     /// The entry for `code`, dropping it if stale; a hit moves it to the
     /// front of the LRU.
-    pub fn lookup(&self, code: &[u8], now: ngx_msec_t, device: DeviceClass) -> Cached {
+    pub fn lookup(
+        &self,
+        code: &[u8],
+        now: ngx_msec_t,
+        device: DeviceClass,
+        copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
+    ) -> Cached {
         let lock = Locked::new(self.pool);
         let shared = lock.shared();
         let Some(node) = find_link(shared, code) else {
@@ -207,7 +214,9 @@ impl LinkCache {
                     DeviceClass::Other => T_MAIN,
                 };
                 // SAFETY: the node's data holds code_len + sum(lens) bytes.
-                let target = unsafe { node_field(node, which) }.to_vec();
+                let Some(target) = copy(unsafe { node_field(node, which) }) else {
+                    return Cached::Miss;
+                };
                 Cached::Found(Hit {
                     id: n.id,
                     status: (n.status != 0).then_some(n.status),
