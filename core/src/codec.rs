@@ -201,16 +201,8 @@ impl Codec {
 
     /// The id behind `code`, or why it is not one of ours. No allocation.
     pub fn decode(&self, code: &[u8]) -> Result<u64, CodeError> {
-        let (n, a, b, check) = self.parse(code)?;
-        let version = check / CHECK_RANGE;
-        if version != CODE_VERSION {
-            return Err(CodeError::UnknownVersion(version));
-        }
-        if self.check_value(version, n, a, b) != check {
-            return Err(CodeError::BadCheck);
-        }
+        let (n, mut a, mut b) = self.checked(code)?;
         let (u, v) = halves(n);
-        let (mut a, mut b) = (a, b);
         for round in (0..FEISTEL_ROUNDS).rev() {
             let m = if round % 2 == 0 { u } else { v };
             let modulus = POW62[m] as u64;
@@ -226,6 +218,12 @@ impl Codec {
     /// recovering the id: a tenth of [`Codec::decode`]'s work, for callers
     /// that get the id elsewhere (the edge's cache holds it).
     pub fn verify(&self, code: &[u8]) -> Result<(), CodeError> {
+        self.checked(code).map(|_| ())
+    }
+
+    /// Parses `code` and checks its version and check character; returns
+    /// the body length and its two (still permuted) halves.
+    fn checked(&self, code: &[u8]) -> Result<(usize, u64, u64), CodeError> {
         let (n, a, b, check) = self.parse(code)?;
         let version = check / CHECK_RANGE;
         if version != CODE_VERSION {
@@ -234,7 +232,7 @@ impl Codec {
         if self.check_value(version, n, a, b) != check {
             return Err(CodeError::BadCheck);
         }
-        Ok(())
+        Ok((n, a, b))
     }
 
     /// True when `text` would pass the check under any version slot, now or
