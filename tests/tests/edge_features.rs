@@ -275,3 +275,31 @@ fn clicks_made_while_the_daemon_is_down_reach_it_through_the_spool() {
     assert_eq!(s.daemon.clicks(&code), 12);
     s.nginx.assert_clean_log();
 }
+
+#[test]
+fn changes_made_while_the_link_was_down_are_not_served_stale() {
+    let mut s = Stack::start("stale-after-outage", 2);
+    let code = s.daemon.create(json!({"url": "https://example.com/old"}));
+    assert_eq!(s.get(&code, &[]).status, 302);
+    assert_eq!(s.get(&code, &[]).header("X-Cache"), Some("HIT"));
+    // The daemon is down, so no invalidation can reach nginx: the operator
+    // deletes the link with the CLI straight on the database.
+    s.daemon.kill();
+    let out = s.daemon.cli(&["link", "delete", &code]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        s.get(&code, &[]).status,
+        302,
+        "served from the zone while the daemon is down"
+    );
+    s.daemon.restart();
+    assert!(
+        eventually(Duration::from_secs(5), || s.get(&code, &[]).status == 404),
+        "the deleted link is still served after the daemon came back"
+    );
+    s.nginx.assert_clean_log();
+}

@@ -317,6 +317,11 @@ impl LinkCache {
         }
     }
 
+    /// Drops every cached link (not the alias set); returns how many.
+    pub fn purge_all(&self) -> usize {
+        purge_links(&Locked::new(self.pool))
+    }
+
     /// Is `alias` a known alias? `None` when the set is incomplete and the
     /// daemon has to be asked.
     pub fn alias_known(&self, alias: &[u8]) -> Option<bool> {
@@ -502,6 +507,29 @@ fn alias_nodes(shared: &Shared) -> Vec<*mut AliasNode> {
     out
 }
 
+/// Empties the links tree and the LRU of the locked zone.
+fn purge_links(lock: &Locked) -> usize {
+    let shared = lock.shared();
+    let mut nodes = Vec::with_capacity(shared.entries);
+    let mut q = shared.lru.next;
+    while !ptr::eq(q, &shared.lru) {
+        // SAFETY: LRU members are LinkNode queue fields; we hold the lock.
+        unsafe {
+            nodes.push(
+                q.cast::<u8>()
+                    .sub(offset_of!(LinkNode, queue))
+                    .cast::<LinkNode>(),
+            );
+            q = (*q).next;
+        }
+    }
+    for &node in &nodes {
+        // SAFETY: live nodes collected above.
+        unsafe { remove_link(lock, node) };
+    }
+    nodes.len()
+}
+
 /// # Safety
 /// `node` must be a live link node of the locked zone.
 unsafe fn remove_link(lock: &Locked, node: *mut LinkNode) {
@@ -576,23 +604,8 @@ pub unsafe extern "C" fn init_zone(zone: *mut ngx_shm_zone_t, data: *mut c_void)
         let lock = Locked::new(pool);
         let shared = lock.shared();
         if shared.fingerprint != conf.fingerprint.0 {
-            let mut links = Vec::new();
-            let mut q = shared.lru.next;
-            while !ptr::eq(q, &shared.lru) {
-                // SAFETY: LRU members are LinkNode queue fields.
-                unsafe {
-                    links.push(
-                        q.cast::<u8>()
-                            .sub(offset_of!(LinkNode, queue))
-                            .cast::<LinkNode>(),
-                    );
-                    q = (*q).next;
-                }
-            }
-            for node in links {
-                // SAFETY: live nodes collected above.
-                unsafe { remove_link(&lock, node) };
-            }
+            purge_links(&lock);
+            let shared = lock.shared();
             for node in alias_nodes(shared) {
                 // SAFETY: live alias nodes.
                 unsafe { remove_alias(&lock, node) };

@@ -474,6 +474,18 @@ impl DaemonLink {
                         nginx_sys::ngx_del_timer((*self.conn).read);
                     }
                 }
+                if self.outage_logged && self.conf.subscribe {
+                    // Invalidations sent while we were away are lost: drop
+                    // what may have changed (the alias set is re-sent whole).
+                    if let Some(cache) = self.conf.cache {
+                        let dropped = cache.purge_all();
+                        info!(
+                            self.log,
+                            "shortlink: dropped {} cached links after the daemon link outage",
+                            dropped
+                        );
+                    }
+                }
                 if self.outage_logged {
                     warning!(
                         self.log,
