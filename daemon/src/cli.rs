@@ -391,6 +391,55 @@ impl Client {
         Ok((status, value))
     }
 
+    /// Sends one chunk of import rows as its own task (so the caller can
+    /// read the next chunk meanwhile); resolves to the daemon's outcome.
+    fn import_call(&self, rows: Vec<crate::links::ImportRow>) -> Result<ImportCall> {
+        #[derive(serde::Serialize)]
+        struct ImportBody {
+            rows: Vec<crate::links::ImportRow>,
+        }
+        let body = serde_json::to_vec(&ImportBody { rows })?;
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri("/api/v1/import")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Body::from(body))?;
+        let target = match self {
+            Client::Direct(router, _) => Err(router.clone()),
+            Client::Daemon(path) => Ok(path.clone()),
+        };
+        Ok(tokio::spawn(async move {
+            let resp = match target {
+                Err(router) => router.oneshot(req).await?,
+                Ok(path) => {
+                    let stream = tokio::net::UnixStream::connect(&path)
+                        .await
+                        .with_context(|| format!("connecting to {}", path.display()))?;
+                    let (mut sender, conn) =
+                        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                            .await?;
+                    tokio::spawn(conn);
+                    let resp = sender.send_request(req).await?;
+                    let (parts, body) = resp.into_parts();
+                    axum::http::Response::from_parts(parts, Body::new(body))
+                }
+            };
+            let status = resp.status();
+            let bytes = resp.into_body().collect().await?.to_bytes();
+            if !status.is_success() {
+                let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let msg = value["error"]["message"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+                let code = value["error"]["code"].as_str().unwrap_or("error");
+                bail!("{msg} ({code}, HTTP {})", status.as_u16());
+            }
+            serde_json::from_slice(&bytes).context("reading the import reply")
+        }))
+    }
+
     /// Like `call`, but a non-2xx status is an error with the API's message.
     async fn ok(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value> {
         let (status, value) = self.call(method, path, body).await?;
@@ -645,15 +694,23 @@ async fn admin_with(client: &Client, command: Command) -> Result<std::process::E
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-/// Rows sent per batch call.
-const IMPORT_CHUNK: usize = 1000;
+/// Rows sent per import call: one transaction each in the daemon.
+const IMPORT_CHUNK: usize = 20_000;
+/// Import calls in flight: the next chunk is read and sent while the daemon
+/// stores the previous one.
+const IMPORT_IN_FLIGHT: usize = 2;
+
+type ImportCall = tokio::task::JoinHandle<Result<crate::links::ImportOutcome>>;
 
 async fn import(client: &Client, file: &Path) -> Result<std::process::ExitCode> {
+    use crate::links::ImportRow;
+
     let f = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
     let size = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .flexible(true)
+        .buffer_capacity(1 << 20)
         .from_reader(f);
     let headers = reader.headers()?.clone();
     let col = |names: &[&str]| {
@@ -672,8 +729,9 @@ async fn import(client: &Client, file: &Path) -> Result<std::process::ExitCode> 
         indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let (mut imported, mut existing, mut bad) = (0usize, 0usize, 0usize);
-    let mut chunk: Vec<(u64, Value)> = Vec::new();
+    let (mut imported, mut bad) = (0usize, 0usize);
+    let mut chunk: Vec<ImportRow> = Vec::with_capacity(IMPORT_CHUNK);
+    let mut in_flight: std::collections::VecDeque<ImportCall> = Default::default();
     let mut record = csv::StringRecord::new();
     loop {
         let more = match reader.read_record(&mut record) {
@@ -696,64 +754,68 @@ async fn import(client: &Client, file: &Path) -> Result<std::process::ExitCode> 
                 bad += 1;
                 continue;
             };
-            let mut item = json!({"url": url});
-            if let Some(a) = field(alias_col) {
-                item["alias"] = json!(a);
-            }
-            if let Some(e) = field(expiry_col) {
-                item["expires_at"] = json!(e);
-            }
-            if let Some(t) = field(tags_col) {
-                let tags: Vec<&str> = t
-                    .split([',', ';', '|'])
+            let tags = field(tags_col).map(|t| {
+                t.split([',', ';', '|'])
                     .map(str::trim)
                     .filter(|s| !s.is_empty())
-                    .collect();
-                item["tags"] = json!(tags);
+                    .map(str::to_string)
+                    .collect()
+            });
+            chunk.push(ImportRow(
+                line,
+                url.to_string(),
+                field(alias_col).map(str::to_string),
+                field(expiry_col).map(str::to_string),
+                tags,
+            ));
+            if chunk.len() & 1023 == 0 {
+                bar.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
             }
-            chunk.push((line, item));
-            bar.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
         }
         if chunk.len() >= IMPORT_CHUNK || (!more && !chunk.is_empty()) {
-            let items: Vec<Value> = chunk.iter().map(|(_, v)| v.clone()).collect();
-            let v = client
-                .ok(
-                    Method::POST,
-                    "/api/v1/links/batch",
-                    Some(json!({"links": items})),
-                )
-                .await?;
-            for r in v["results"].as_array().into_iter().flatten() {
-                let i = r["index"].as_u64().unwrap_or(0) as usize;
-                let line = chunk.get(i).map(|(l, _)| *l).unwrap_or(0);
-                match r["status"].as_u64() {
-                    Some(201) => imported += 1,
-                    Some(200) => existing += 1,
-                    _ => {
-                        bad += 1;
-                        let field = r["error"]["field"]
-                            .as_str()
-                            .map(|f| format!("{f}: "))
-                            .unwrap_or_default();
-                        let msg = r["error"]["message"].as_str().unwrap_or("refused");
-                        bar.suspend(|| eprintln!("line {line}: {field}{msg}"));
-                    }
-                }
+            let rows = std::mem::replace(&mut chunk, Vec::with_capacity(IMPORT_CHUNK));
+            if in_flight.len() >= IMPORT_IN_FLIGHT {
+                let oldest = in_flight.pop_front().expect("one in flight");
+                finish_import(oldest, &bar, &mut imported, &mut bad).await?;
             }
-            chunk.clear();
-            bar.set_message(format!("{imported} imported, {bad} bad"));
+            in_flight.push_back(client.import_call(rows)?);
         }
         if !more {
             break;
         }
     }
+    while let Some(call) = in_flight.pop_front() {
+        finish_import(call, &bar, &mut imported, &mut bad).await?;
+    }
     bar.finish_and_clear();
-    eprintln!("imported {imported} links ({existing} already present), {bad} bad rows");
+    eprintln!("imported {imported} links (0 already present), {bad} bad rows");
     Ok(if bad == 0 {
         std::process::ExitCode::SUCCESS
     } else {
         std::process::ExitCode::from(2)
     })
+}
+
+/// Waits for one import call and reports its refused rows by line.
+async fn finish_import(
+    call: ImportCall,
+    bar: &indicatif::ProgressBar,
+    imported: &mut usize,
+    bad: &mut usize,
+) -> Result<()> {
+    let outcome = call.await.context("import call")??;
+    *imported += outcome.imported;
+    *bad += outcome.errors.len();
+    for e in &outcome.errors {
+        let field = e
+            .field
+            .as_deref()
+            .map(|f| format!("{f}: "))
+            .unwrap_or_default();
+        bar.suspend(|| eprintln!("line {}: {field}{}", e.line, e.message));
+    }
+    bar.set_message(format!("{imported} imported, {bad} bad"));
+    Ok(())
 }
 
 async fn export(client: &Client, file: &Path) -> Result<()> {

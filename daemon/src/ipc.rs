@@ -26,6 +26,8 @@ use crate::{links, stats};
 pub const MAX_IN_FLIGHT: usize = 1024;
 /// Encoded frames queued for one connection's writer.
 const WRITE_QUEUE: usize = 1024;
+/// Most lookups answered by one task (one database read job).
+const LOOKUP_BATCH: usize = 256;
 /// Time a client has to send its hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -100,6 +102,7 @@ async fn connection(app: SharedApp, stream: Stream, shutdown: CancellationToken)
         pid: 0,
         subscribed: false,
         in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        lookups: Vec::new(),
     };
     match conn.read_loop(&stream, &shutdown).await {
         Ok(()) => tracing::debug!(pid = conn.pid, "IPC connection closed"),
@@ -125,10 +128,24 @@ struct Conn {
     pid: u32,
     subscribed: bool,
     in_flight: Arc<Semaphore>,
+    /// Lookups read from the socket and not yet answered (see
+    /// [`Conn::flush_lookups`]).
+    lookups: Vec<(u32, String)>,
 }
 
 impl Conn {
     async fn read_loop(
+        &mut self,
+        stream: &Stream,
+        shutdown: &CancellationToken,
+    ) -> Result<(), ConnError> {
+        let result = self.read_frames(stream, shutdown).await;
+        // Lookups read before a bad frame are still answered.
+        self.flush_lookups().await;
+        result
+    }
+
+    async fn read_frames(
         &mut self,
         stream: &Stream,
         shutdown: &CancellationToken,
@@ -170,7 +187,11 @@ impl Conn {
                     continue;
                 }
                 self.dispatch(req).await?;
+                if self.lookups.len() >= LOOKUP_BATCH {
+                    self.flush_lookups().await;
+                }
             }
+            self.flush_lookups().await;
             buf.drain(..at);
             // A frame too large is refused as soon as its header is in.
             ipc::frame_len(&buf)?;
@@ -232,36 +253,7 @@ impl Conn {
             }
             Request::Lookup { id, code } => {
                 self.app.metrics.ipc_lookups.fetch_add(1, Ordering::Relaxed);
-                let permit = Arc::clone(&self.in_flight)
-                    .acquire_owned()
-                    .await
-                    .expect("semaphore open");
-                let app = Arc::clone(&self.app);
-                let out = self.out.clone();
-                tokio::spawn(async move {
-                    let reply = match links::edge_lookup(&app, &code).await {
-                        Ok(result) => {
-                            let m = &app.metrics;
-                            match &result {
-                                ipc::LookupResult::Found(_) => &m.ipc_lookups_found,
-                                ipc::LookupResult::NotFound => &m.ipc_lookups_not_found,
-                                ipc::LookupResult::Gone => &m.ipc_lookups_gone,
-                            }
-                            .fetch_add(1, Ordering::Relaxed);
-                            Reply::Lookup { id, result }
-                        }
-                        Err(e) => {
-                            app.metrics.errors.fetch_add(1, Ordering::Relaxed);
-                            tracing::error!(code = %code, error = %e, "IPC lookup failed");
-                            Reply::Error {
-                                id,
-                                message: format!("while looking up code \"{code}\": {e}"),
-                            }
-                        }
-                    };
-                    send(&out, &reply).await;
-                    drop(permit);
-                });
+                self.lookups.push((id, code));
             }
             Request::Clicks { id, batch } => {
                 let permit = Arc::clone(&self.in_flight)
@@ -292,6 +284,78 @@ impl Conn {
             }
         }
         Ok(())
+    }
+}
+
+impl Conn {
+    /// Answers the lookups gathered from one read: cache hits at once, in
+    /// one write, and the misses in one task that reads them all in one
+    /// database job (no task, no allocation of its own per lookup).
+    async fn flush_lookups(&mut self) {
+        if self.lookups.is_empty() {
+            return;
+        }
+        let items = std::mem::take(&mut self.lookups);
+        let app = &self.app;
+        let mut frames = Vec::new();
+        let misses = links::edge_lookup_cached(app, items, |id, code, result| {
+            encode_lookup(app, &mut frames, id, code, result)
+        });
+        if !frames.is_empty() {
+            let _ = self.out.send(Outgoing { frames, ack: None }).await;
+        }
+        if misses.is_empty() {
+            return;
+        }
+        let permits = Arc::clone(&self.in_flight)
+            .acquire_many_owned(misses.len() as u32)
+            .await
+            .expect("semaphore open");
+        let app = Arc::clone(&self.app);
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let mut frames = Vec::with_capacity(misses.len() * 160);
+            misses
+                .resolve(&app, |id, code, result| {
+                    encode_lookup(&app, &mut frames, id, code, result)
+                })
+                .await;
+            let _ = out.send(Outgoing { frames, ack: None }).await;
+            drop(permits);
+        });
+    }
+}
+
+/// Appends the reply to one lookup to `frames`, counting its result.
+fn encode_lookup(
+    app: &App,
+    frames: &mut Vec<u8>,
+    id: u32,
+    code: &str,
+    result: Result<ipc::LookupResult, &crate::store::StoreError>,
+) {
+    let reply = match result {
+        Ok(result) => {
+            let m = &app.metrics;
+            match &result {
+                ipc::LookupResult::Found(_) => &m.ipc_lookups_found,
+                ipc::LookupResult::NotFound => &m.ipc_lookups_not_found,
+                ipc::LookupResult::Gone => &m.ipc_lookups_gone,
+            }
+            .fetch_add(1, Ordering::Relaxed);
+            Reply::Lookup { id, result }
+        }
+        Err(e) => {
+            app.metrics.errors.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(code = %code, error = %e, "IPC lookup failed");
+            Reply::Error {
+                id,
+                message: format!("while looking up code \"{code}\": {e}"),
+            }
+        }
+    };
+    if let Err(e) = ipc::write_frame(&reply, frames) {
+        tracing::error!(error = %e, "cannot encode IPC reply");
     }
 }
 

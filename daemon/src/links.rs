@@ -440,17 +440,20 @@ pub fn prepare(
     let tags = check_tags(req.tags.as_deref().unwrap_or_default())?;
     let disabled = req.disabled.unwrap_or(false);
 
-    let mut sorted_tags = tags.clone();
-    sorted_tags.sort();
+    let mut sorted_tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+    sorted_tags.sort_unstable();
     let expiry_key = match (&req.expires_at, req.ttl) {
         (Some(_), _) => serde_json::json!(expires_at),
         (None, Some(t)) => serde_json::json!(format!("ttl:{t}")),
         (None, None) => serde_json::Value::Null,
     };
-    let canonical = serde_json::json!([
-        url,
-        req.alias,
-        expiry_key,
+    // The same bytes as the `json!([...]).to_string()` this hash was first
+    // defined with (compact JSON of an array), without building a `Value`
+    // tree per link: stored hashes stay comparable.
+    let canonical = serde_json::to_vec(&(
+        &url,
+        &req.alias,
+        &expiry_key,
         renew_ttl,
         max_visits,
         redirect,
@@ -458,12 +461,13 @@ pub fn prepare(
             &targets.desktop,
             &targets.mobile,
             &targets.ios,
-            &targets.android
+            &targets.android,
         ],
-        sorted_tags,
-        disabled
-    ]);
-    let dedupe_hash: [u8; 32] = Sha256::digest(canonical.to_string().as_bytes()).into();
+        &sorted_tags,
+        disabled,
+    ))
+    .expect("plain values serialize");
+    let dedupe_hash: [u8; 32] = Sha256::digest(&canonical).into();
 
     Ok(Prepared {
         link: Link {
@@ -493,7 +497,7 @@ pub fn prepare(
 fn insert_prepared(
     conn: &Connection,
     id: u64,
-    prepared: &Prepared,
+    prepared: Prepared,
     now: i64,
 ) -> StoreResult<Result<Created, LinkError>> {
     if prepared.dedupe {
@@ -501,7 +505,7 @@ fn insert_prepared(
             return Ok(Ok(Created::Existing(existing)));
         }
     }
-    let mut link = prepared.link.clone();
+    let mut link = prepared.link;
     link.id = id;
     if link.alias.is_none() {
         // Only an alias can conflict; anything else fails the whole job.
@@ -551,7 +555,7 @@ pub async fn create(
     let id = app.ids.next().await?;
     let created = app
         .store
-        .write(move |c| insert_prepared(c, id, &prepared, now))
+        .write(move |c| insert_prepared(c, id, prepared, now))
         .await??;
     if let Created::New(link) = &created {
         app.metrics.links_created.fetch_add(1, Ordering::Relaxed);
@@ -586,7 +590,7 @@ pub async fn create_batch(
                 match p {
                     Ok(p) => {
                         let id = ids.next().expect("one id per valid item");
-                        out.push(insert_prepared(c, id, &p, now)?);
+                        out.push(insert_prepared(c, id, p, now)?);
                     }
                     Err(e) => out.push(Err(e)),
                 }
@@ -606,6 +610,124 @@ pub async fn create_batch(
         .fetch_add(new.len() as u64, Ordering::Relaxed);
     announce_created(app, &new).await;
     Ok(results)
+}
+
+/// Most rows in one import call.
+pub const MAX_IMPORT: usize = 50_000;
+
+/// One CSV row of `shortlinkd import`, as the CLI sends it:
+/// `[line, url, alias, expires_at, tags]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportRow(
+    pub u64,
+    pub String,
+    pub Option<String>,
+    pub Option<String>,
+    pub Option<Vec<String>>,
+);
+
+/// A refused import row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportError {
+    /// The row's line in the file.
+    pub line: u64,
+    /// The field at fault, when one is.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+/// What one import call did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ImportOutcome {
+    /// Rows stored as new links.
+    pub imported: usize,
+    /// Rows refused, each with its line.
+    pub errors: Vec<ImportError>,
+}
+
+/// Imports many rows in one transaction: every row is validated like a
+/// create, the good ones get ids from one block and are inserted with one
+/// prepared statement, the bad ones are reported by line. Returns after the
+/// commit. Only links with an alias are announced to the edge (a new
+/// generated code cannot be cached there as missing: it was never handed
+/// out).
+pub async fn import(
+    app: &SharedApp,
+    rows: Vec<ImportRow>,
+    created_by: Option<&str>,
+) -> Result<ImportOutcome, LinkError> {
+    if rows.len() > MAX_IMPORT {
+        return Err(LinkError::BatchTooLarge(rows.len()));
+    }
+    let now = unix_now();
+    let mut outcome = ImportOutcome::default();
+    let mut good: Vec<(u64, Prepared)> = Vec::with_capacity(rows.len());
+    for ImportRow(line, url, alias, expires_at, tags) in rows {
+        let req = CreateLink {
+            url,
+            alias,
+            expires_at: expires_at.map(TimeInput::Text),
+            tags,
+            ..CreateLink::default()
+        };
+        match prepare(app, &req, created_by, now) {
+            Ok(p) => good.push((line, p)),
+            Err(e) => outcome.errors.push(import_error(line, e)),
+        }
+    }
+    let tried = good.len();
+    let ids = app.ids.take(tried).await?;
+    let (results, aliases) = app
+        .store
+        .write(move |c| {
+            let mut refused = Vec::new();
+            let mut aliases = Vec::new();
+            for ((line, p), id) in good.into_iter().zip(ids) {
+                match insert_prepared(c, id, p, now)? {
+                    Ok(created) => {
+                        if let Some(a) = &created.link().alias {
+                            aliases.push(a.clone());
+                        }
+                    }
+                    Err(e) => refused.push((line, e)),
+                }
+            }
+            Ok((refused, aliases))
+        })
+        .await?;
+    outcome.imported = tried - results.len();
+    for (line, e) in results {
+        outcome.errors.push(import_error(line, e));
+    }
+    outcome.errors.sort_by_key(|e| e.line);
+    app.metrics
+        .links_created
+        .fetch_add(outcome.imported as u64, Ordering::Relaxed);
+    if !aliases.is_empty() {
+        let mut events = vec![Event::Aliases {
+            aliases: aliases.clone(),
+        }];
+        events.extend(aliases.into_iter().map(|code| Event::Invalidate { code }));
+        app.hub.publish(events).await;
+    }
+    Ok(outcome)
+}
+
+fn import_error(line: u64, e: LinkError) -> ImportError {
+    let field = match &e {
+        LinkError::Invalid { field, .. } => Some(field.to_string()),
+        LinkError::AliasTaken(_) => Some("alias".to_string()),
+        _ => None,
+    };
+    let message = match &e {
+        LinkError::Invalid { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    ImportError {
+        line,
+        field,
+        message,
+    }
 }
 
 /// Finds the id behind a code or alias (database, not cache).
@@ -824,7 +946,12 @@ pub async fn edge_lookup(app: &App, code: &str) -> StoreResult<LookupResult> {
     let Some(link) = cached(app, code).await? else {
         return Ok(LookupResult::NotFound);
     };
-    Ok(match link.state(unix_now()) {
+    Ok(edge_result(&link, unix_now()))
+}
+
+/// The edge's view of a link at `now`.
+pub fn edge_result(link: &Link, now: i64) -> LookupResult {
+    match link.state(now) {
         LinkState::Active => LookupResult::Found(EdgeLink {
             id: link.id,
             target: link.url.clone(),
@@ -834,7 +961,126 @@ pub async fn edge_lookup(app: &App, code: &str) -> StoreResult<LookupResult> {
             disabled: false,
         }),
         _ => LookupResult::Gone,
-    })
+    }
+}
+
+/// Edge lookups the cache could not answer, to be read from the database
+/// with [`EdgeMisses::resolve`].
+pub struct EdgeMisses<T> {
+    items: Vec<(T, String, CodeRef)>,
+    generation: u64,
+    now: i64,
+}
+
+impl<T> EdgeMisses<T> {
+    /// Lookups left.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when the cache answered everything.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// Answers edge lookups from the cache alone (no I/O, no await): `answer`
+/// is called with the tag and result of every code the cache knows or that
+/// cannot match; the rest is returned for [`EdgeMisses::resolve`].
+pub fn edge_lookup_cached<T>(
+    app: &App,
+    items: impl IntoIterator<Item = (T, String)>,
+    mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
+) -> EdgeMisses<T> {
+    let cache = app.store.cache();
+    let generation = cache.generation();
+    let now = unix_now();
+    let mut misses = Vec::new();
+    for (tag, code) in items {
+        match codes::resolve(&app.codec, &code) {
+            CodeRef::Id(id) => match cache.get(id) {
+                Some(link) => answer(tag, &code, Ok(edge_result(&link, now))),
+                None => misses.push((tag, code, CodeRef::Id(id))),
+            },
+            CodeRef::Alias(alias) => {
+                let hit = match cache.alias_id(&alias) {
+                    Some(id) => cache.get(id),
+                    None => {
+                        cache.misses.fetch_add(1, Ordering::Relaxed);
+                        None
+                    }
+                };
+                match hit {
+                    Some(link) => answer(tag, &code, Ok(edge_result(&link, now))),
+                    None => misses.push((tag, code, CodeRef::Alias(alias))),
+                }
+            }
+            CodeRef::Invalid => answer(tag, &code, Ok(LookupResult::NotFound)),
+        }
+    }
+    EdgeMisses {
+        items: misses,
+        generation,
+        now,
+    }
+}
+
+impl<T> EdgeMisses<T> {
+    /// Reads every missed link in one job on one reader thread, inside one
+    /// read transaction (a burst of misses costs one thread hop and one set
+    /// of SQLite locks, not one each), caches what it found and calls
+    /// `answer` once per item.
+    pub async fn resolve(
+        mut self,
+        app: &App,
+        mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
+    ) {
+        if self.items.is_empty() {
+            return;
+        }
+        let refs: Vec<CodeRef> = self
+            .items
+            .iter_mut()
+            .map(|m| std::mem::replace(&mut m.2, CodeRef::Invalid))
+            .collect();
+        let found = app
+            .store
+            .read(move |c| {
+                let tx = c.unchecked_transaction()?;
+                let mut out = Vec::with_capacity(refs.len());
+                for r in &refs {
+                    out.push(match r {
+                        CodeRef::Id(id) => table::by_id(&tx, *id)?,
+                        CodeRef::Alias(alias) => table::by_alias(&tx, alias)?,
+                        CodeRef::Invalid => None,
+                    });
+                }
+                tx.finish()?;
+                Ok(out)
+            })
+            .await;
+        let cache = app.store.cache();
+        match found {
+            Ok(found) => {
+                for ((tag, code, _), link) in self.items.into_iter().zip(found) {
+                    let result = match link {
+                        Some(link) => {
+                            let result = edge_result(&link, self.now);
+                            cache.put_if_current(Arc::new(link), self.generation);
+                            result
+                        }
+                        None => LookupResult::NotFound,
+                    };
+                    answer(tag, &code, Ok(result));
+                }
+            }
+            Err(e) => {
+                for (tag, code, _) in self.items {
+                    answer(tag, &code, Err(&e));
+                }
+            }
+        }
+    }
 }
 
 /// Invalidation events for links whose edge view changed (click batches).
@@ -850,4 +1096,95 @@ pub fn changed_events(app: &App, changed: &[(u64, Option<String>)]) -> Vec<Event
         }
     }
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shortlink_core::DeploymentKey;
+
+    fn app(dir: &std::path::Path) -> SharedApp {
+        let config = crate::config::Config {
+            data_dir: dir.to_path_buf(),
+            ..crate::config::Config::default()
+        };
+        App::with_key(config, &DeploymentKey::from_bytes([7; 32]), Some(100)).unwrap()
+    }
+
+    /// The dedupe hash is written without a `serde_json::Value` tree now; it
+    /// must stay byte-for-byte what links already stored were hashed with.
+    #[tokio::test]
+    async fn dedupe_hash_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path());
+        let req = CreateLink {
+            url: "https://example.com/a?b=\"c\"".into(),
+            alias: Some("x-y".into()),
+            ttl: Some(3600),
+            renew_on_access: Some(RenewInput::Flag(true)),
+            max_visits: Some(5),
+            redirect: Some(301),
+            targets: Some(TargetsInput {
+                ios: Some("https://example.com/ios".into()),
+                ..TargetsInput::default()
+            }),
+            tags: Some(vec!["zeta".into(), "alpha".into()]),
+            ..CreateLink::default()
+        };
+        let p = prepare(&app, &req, None, 1_000).unwrap();
+        let l = &p.link;
+        let mut sorted = l.tags.clone();
+        sorted.sort();
+        let old = serde_json::json!([
+            l.url,
+            req.alias,
+            serde_json::Value::String("ttl:3600".into()),
+            l.renew_ttl,
+            l.max_visits,
+            l.redirect,
+            [
+                &l.targets.desktop,
+                &l.targets.mobile,
+                &l.targets.ios,
+                &l.targets.android
+            ],
+            sorted,
+            l.disabled
+        ]);
+        let want: [u8; 32] = Sha256::digest(old.to_string().as_bytes()).into();
+        assert_eq!(p.dedupe_hash, want);
+        app.store.close();
+    }
+
+    #[tokio::test]
+    async fn import_commits_good_rows_and_names_bad_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path());
+        let row = |line, url: &str, alias: Option<&str>| {
+            ImportRow(line, url.into(), alias.map(Into::into), None, None)
+        };
+        let out = import(
+            &app,
+            vec![
+                row(2, "https://e.com/1", Some("imp")),
+                row(3, "nope", None),
+                row(4, "https://e.com/2", Some("imp")),
+                row(5, "https://e.com/3", None),
+            ],
+            Some("cli"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.imported, 2);
+        let lines: Vec<(u64, Option<&str>)> = out
+            .errors
+            .iter()
+            .map(|e| (e.line, e.field.as_deref()))
+            .collect();
+        assert_eq!(lines, vec![(3, Some("url")), (4, Some("alias"))]);
+        assert_eq!(get(&app, "imp").await.unwrap().url, "https://e.com/1");
+        let n = app.store.read(table::count).await.unwrap();
+        assert_eq!(n, 2);
+        app.store.close();
+    }
 }

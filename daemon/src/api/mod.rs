@@ -9,6 +9,7 @@ pub mod auth;
 pub mod base_url;
 pub mod error;
 pub mod health;
+pub mod import;
 pub mod keys;
 pub mod links;
 pub mod metrics;
@@ -89,9 +90,14 @@ pub fn router(app: SharedApp) -> Router {
     finish(app, routes)
 }
 
-/// The API for the local CLI on the owner-only control socket.
+/// The API for the local CLI on the owner-only control socket (plus the
+/// bulk import path, which only the CLI uses).
 pub fn control_router(app: SharedApp) -> Router {
     let routes = protected(&app)
+        .route(
+            "/api/v1/import",
+            post(import::import).layer(DefaultBodyLimit::max(MAX_BATCH_BODY)),
+        )
         .route_layer(Extension(auth::Principal::local()))
         .merge(public(&app));
     finish(app, routes)

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use shortlink_core::ipc::ClickBatch;
+use shortlink_core::ipc::{ClickBatch, ClickCount};
 
 use super::StoreResult;
 
@@ -40,55 +40,36 @@ pub fn apply_batch(conn: &Connection, batch: &ClickBatch, now: i64) -> StoreResu
             ..BatchOutcome::default()
         });
     }
-    let mut upsert = conn.prepare_cached(
-        "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM links WHERE id = ?1) \
-         ON CONFLICT (link_id, hour, device, bot, referrer) \
-         DO UPDATE SET count = count + excluded.count",
-    )?;
-    let mut deltas: BTreeMap<u64, LinkDelta> = BTreeMap::new();
+    // Clicks grouped by link, in id order (neighbouring rows, neighbouring
+    // pages). Per link: one UPDATE of the totals that also returns what the
+    // edge depends on (and tells whether the link exists), then one upsert
+    // per hour/device/referrer row.
+    let mut per_link: BTreeMap<u64, (LinkDelta, Vec<&ClickCount>)> = BTreeMap::new();
     for click in &batch.clicks {
         if click.count == 0 || click.link_id > i64::MAX as u64 {
             continue;
         }
-        let referrer = click
-            .referrer
-            .as_deref()
-            .map(|r| {
-                let mut r = r.to_ascii_lowercase();
-                r.truncate(MAX_REFERRER);
-                r
-            })
-            .unwrap_or_default();
-        let n = upsert.execute(params![
-            click.link_id as i64,
-            click.hour as i64,
-            click.device as u8 as i64,
-            click.bot,
-            referrer,
-            click.count as i64
-        ])?;
-        if n == 0 {
-            continue; // unknown or deleted link
-        }
-        let d = deltas.entry(click.link_id).or_default();
+        let (d, rows) = per_link.entry(click.link_id).or_default();
         d.clicks += click.count as i64;
         if click.bot {
             d.bots += click.count as i64;
         } else {
             d.humans += click.count as i64;
         }
+        rows.push(click);
     }
-    let mut outcome = BatchOutcome::default();
-    let mut state = conn.prepare_cached(
-        "SELECT max_visits, clicks - bot_clicks, renew_ttl, expires_at, alias, disabled \
-         FROM links WHERE id = ?1",
-    )?;
     let mut totals = conn.prepare_cached(
-        "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1",
+        "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1 \
+         RETURNING max_visits, clicks - bot_clicks, renew_ttl, expires_at, alias, disabled",
     )?;
-    for (id, d) in deltas {
-        outcome.counted += d.clicks as u64;
+    let mut upsert = conn.prepare_cached(
+        "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+         ON CONFLICT (link_id, hour, device, bot, referrer) \
+         DO UPDATE SET count = count + excluded.count",
+    )?;
+    let mut outcome = BatchOutcome::default();
+    for (id, (d, rows)) in per_link {
         type Row = (
             Option<i64>,
             i64,
@@ -97,8 +78,8 @@ pub fn apply_batch(conn: &Connection, batch: &ClickBatch, now: i64) -> StoreResu
             Option<String>,
             bool,
         );
-        let row: Option<Row> = state
-            .query_row([id as i64], |r| {
+        let row: Option<Row> = totals
+            .query_row(params![id as i64, d.clicks, d.bots], |r| {
                 Ok((
                     r.get(0)?,
                     r.get(1)?,
@@ -109,10 +90,30 @@ pub fn apply_batch(conn: &Connection, batch: &ClickBatch, now: i64) -> StoreResu
                 ))
             })
             .optional()?;
-        let Some((max_visits, humans_before, renew_ttl, expires_at, alias, disabled)) = row else {
-            continue;
+        let Some((max_visits, humans_after, renew_ttl, expires_at, alias, disabled)) = row else {
+            continue; // unknown or deleted link
         };
-        totals.execute(params![id as i64, d.clicks, d.bots])?;
+        for click in rows {
+            let referrer = click
+                .referrer
+                .as_deref()
+                .map(|r| {
+                    let mut r = r.to_ascii_lowercase();
+                    r.truncate(MAX_REFERRER);
+                    r
+                })
+                .unwrap_or_default();
+            upsert.execute(params![
+                click.link_id as i64,
+                click.hour as i64,
+                click.device as u8 as i64,
+                click.bot,
+                referrer,
+                click.count as i64
+            ])?;
+        }
+        outcome.counted += d.clicks as u64;
+        let humans_before = humans_after - d.humans;
         let mut changed = false;
         if let Some(max) = max_visits {
             if humans_before < max && humans_before + d.humans >= max {

@@ -78,12 +78,21 @@ impl Link {
     }
 }
 
-const COLUMNS: &str = "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
-     redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-     created_by, clicks, bot_clicks";
+/// The columns [`from_row`] reads, as a literal so queries are `concat!`ed
+/// at compile time (no `format!` per lookup).
+macro_rules! columns {
+    () => {
+        "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
+         redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
+         created_by, clicks, bot_clicks"
+    };
+}
+const COLUMNS: &str = columns!();
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
-    let tags: String = row.get(14)?;
+    let tags = row.get_ref(14)?.as_str().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(14, rusqlite::types::Type::Text, Box::new(e))
+    })?;
     Ok(Link {
         id: row.get::<_, i64>(0)? as u64,
         alias: row.get(1)?,
@@ -101,7 +110,11 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
             android: row.get(12)?,
         },
         disabled: row.get(13)?,
-        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        tags: if tags == "[]" {
+            Vec::new()
+        } else {
+            serde_json::from_str(tags).unwrap_or_default()
+        },
         created_by: row.get(15)?,
         clicks: row.get(16)?,
         bot_clicks: row.get(17)?,
@@ -192,18 +205,20 @@ pub fn set_expiry(conn: &Connection, id: u64, expires_at: i64) -> StoreResult<()
 
 /// The link with this id.
 pub fn by_id(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
-    let sql = format!("SELECT {COLUMNS} FROM links WHERE id = ?1");
     Ok(conn
-        .prepare_cached(&sql)?
+        .prepare_cached(concat!("SELECT ", columns!(), " FROM links WHERE id = ?1"))?
         .query_row([id as i64], from_row)
         .optional()?)
 }
 
 /// The link with this alias (exact, case-sensitive like the URL path).
 pub fn by_alias(conn: &Connection, alias: &str) -> StoreResult<Option<Link>> {
-    let sql = format!("SELECT {COLUMNS} FROM links WHERE alias = ?1");
     Ok(conn
-        .prepare_cached(&sql)?
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE alias = ?1"
+        ))?
         .query_row([alias], from_row)
         .optional()?)
 }
