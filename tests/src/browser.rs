@@ -9,7 +9,8 @@
 //!
 //! Binaries: `/usr/bin/chromium` and `/usr/bin/chromedriver` (Debian's
 //! `chromium` and `chromium-driver`), or `SHORTLINK_CHROMIUM` and
-//! `SHORTLINK_CHROMEDRIVER`.
+//! `SHORTLINK_CHROMEDRIVER`. `SHORTLINK_TRACE=1` makes chromedriver log
+//! every command and DevTools message to `logs/chromedriver.log`.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -51,8 +52,12 @@ impl Browser {
         let chromedriver = binary("SHORTLINK_CHROMEDRIVER", "/usr/bin/chromedriver");
         let port = free_port();
         let log = std::fs::File::create(scratch.path("logs/chromedriver.log")).unwrap();
-        let driver = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
+        let mut driver = Command::new(chromedriver);
+        driver.arg(format!("--port={port}"));
+        if std::env::var_os("SHORTLINK_TRACE").is_some() {
+            driver.arg("--verbose");
+        }
+        let driver = driver
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
             .spawn()
@@ -82,7 +87,12 @@ impl Browser {
                     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update",
                     "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
-                    "--window-size=1280,1000",
+                    "--window-size=1280,1000", "--hide-scrollbars",
+                    // Keep the compositor drawing, or screenshots may wait
+                    // 10 s for a frame.
+                    "--disable-renderer-backgrounding",
+                    "--disable-backgrounding-occluded-windows",
+                    "--disable-background-timer-throttling",
                     format!("--user-data-dir={}", profile.display()),
                 ],
             },
@@ -192,9 +202,13 @@ impl Browser {
     /// Clicks an element, waits for the page that follows, screenshots it.
     pub fn click(&mut self, css: &str, name: &str) {
         let e = self.find(css);
+        let started = Instant::now();
         self.rt
             .block_on(e.click())
             .unwrap_or_else(|err| panic!("click {css:?}: {err}"));
+        if started.elapsed() > Duration::from_secs(2) {
+            eprintln!("click {css:?} ({name}) took {:?}", started.elapsed());
+        }
         self.shot(name);
     }
 
@@ -246,6 +260,19 @@ impl Browser {
     /// Saves a PNG of the page at `path`.
     pub fn save_screenshot(&self, path: &Path) {
         let c = self.c().clone();
+        // Wait for the page to paint a frame first: asking for a shot of a
+        // page that has not painted yet can stall for 10 s.
+        let _ = self.rt.block_on(async {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                c.execute_async(
+                    "const done = arguments[arguments.length - 1]; \
+                     requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+                    vec![],
+                ),
+            )
+            .await
+        });
         match self.rt.block_on(c.screenshot()) {
             Ok(png) => std::fs::write(path, png).unwrap(),
             Err(e) => eprintln!("screenshot {} failed: {e}", path.display()),
@@ -257,7 +284,7 @@ impl Browser {
     pub fn save_full_page(&self, path: &Path) {
         let c = self.c().clone();
         let height = self
-            .js("return document.documentElement.scrollHeight")
+            .js("return document.body.scrollHeight")
             .as_u64()
             .unwrap_or(1000)
             .clamp(600, 4000) as u32;
