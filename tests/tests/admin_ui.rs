@@ -13,10 +13,15 @@ use shortlink_e2e::{http, Browser, Response, Stack};
 const PASSWORD: &str = "correct horse battery";
 
 fn add_user(s: &Stack, name: &str, password: &str) {
+    user_cmd(s, "add", name, password);
+}
+
+/// `shortlinkd user add|passwd NAME` with the password on stdin.
+fn user_cmd(s: &Stack, cmd: &str, name: &str, password: &str) {
     use std::io::Write;
     let mut child = s
         .daemon
-        .cli(&["user", "add", name])
+        .cli(&["user", cmd, name])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -31,7 +36,7 @@ fn add_user(s: &Stack, name: &str, password: &str) {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "user add: {}",
+        "user {cmd}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
@@ -441,5 +446,22 @@ fn sign_in_csrf_lockout_and_secure_cookies() {
         &[],
     );
     assert_eq!(r.status, 303);
+    let carol = r
+        .headers
+        .iter()
+        .find_map(|(n, v)| {
+            (n.eq_ignore_ascii_case("set-cookie") && v.starts_with("shortlink_session="))
+                .then(|| v.split(';').next().unwrap()["shortlink_session=".len()..].to_string())
+        })
+        .unwrap();
+    assert_eq!(
+        with_session(&s, "GET", "/admin/keys", &carol, "").status,
+        200
+    );
+    // A password change ends the sessions opened with the old one.
+    user_cmd(&s, "passwd", "carol", "a new password 2");
+    let r = with_session(&s, "GET", "/admin/keys", &carol, "");
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("Location"), Some("/admin/login"));
     s.nginx.assert_clean_log();
 }

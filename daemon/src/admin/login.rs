@@ -133,7 +133,11 @@ pub async fn submit(
         return Ok(refuse(StatusCode::UNAUTHORIZED, &msg));
     };
     admin.throttle.succeeded(&Subject::user(&name));
-    let token = admin.sessions.create(&user.name, Instant::now());
+    let token = admin.sessions.create(
+        &user.name,
+        session::account_version(&user.password_hash),
+        Instant::now(),
+    );
     let secure = secure(&admin, &headers);
     tracing::info!(user = %user.name, "admin signed in");
     let mut resp = Redirect::to("/admin/links").into_response();

@@ -38,7 +38,7 @@ use crate::api::base_url;
 use crate::api::error::ApiError;
 use crate::app::SharedApp;
 use crate::links::LinkError;
-use crate::store::StoreError;
+use crate::store::{users, StoreError};
 use lockout::LoginThrottle;
 use session::{SessionInfo, Sessions};
 use usage::CredentialUse;
@@ -234,18 +234,32 @@ impl FromRequestParts<AdminState> for Authed {
         parts: &mut Parts,
         admin: &AdminState,
     ) -> Result<Self, Self::Rejection> {
-        let token = session::cookie(&parts.headers, session::SESSION_COOKIE);
-        let found: Option<(String, SessionInfo)> =
-            token.and_then(|t| Some((t.to_string(), admin.sessions.get(t, Instant::now())?)));
-        match found {
-            Some((token, s)) => Ok(Authed {
-                user: s.user,
-                csrf: s.csrf,
-                token,
-                base: base_for(&admin.app, &parts.headers),
-            }),
-            None => Err(Redirect::to("/admin/login").into_response()),
+        let to_login = || Redirect::to("/admin/login").into_response();
+        let token =
+            session::cookie(&parts.headers, session::SESSION_COOKIE).ok_or_else(to_login)?;
+        let s: SessionInfo = admin
+            .sessions
+            .get(token, Instant::now())
+            .ok_or_else(to_login)?;
+        // A password change (or a removed account) ends the session.
+        let name = s.user.clone();
+        let account = admin
+            .app
+            .store
+            .read(move |c| users::by_name(c, &name))
+            .await
+            .map_err(|e| AdminError::from(e).into_response())?;
+        if account.is_none_or(|a| session::account_version(&a.password_hash) != s.account_version) {
+            admin.sessions.remove(token);
+            tracing::info!(user = %s.user, "admin session ended: the account changed");
+            return Err(to_login());
         }
+        Ok(Authed {
+            user: s.user,
+            csrf: s.csrf,
+            token: token.to_string(),
+            base: base_for(&admin.app, &parts.headers),
+        })
     }
 }
 

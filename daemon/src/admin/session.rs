@@ -5,7 +5,8 @@
 //! token, the user name, the session's CSRF token and its timestamps, in
 //! memory: a daemon restart signs everyone out. Sessions end after
 //! [`IDLE_TIMEOUT`] without a request or [`MAX_AGE`] after sign-in,
-//! whichever comes first.
+//! whichever comes first, and when the user's password changes (the
+//! session remembers a digest of the password hash it was opened with).
 //!
 //! Every form carries the session's CSRF token in a hidden `csrf` field; the
 //! sign-in form, before any session exists, carries a random token that must
@@ -39,6 +40,12 @@ pub fn random_token() -> String {
     hex::encode(bytes)
 }
 
+/// What identifies the password a session was opened with: a digest of
+/// the stored hash (a new password always gets a new salt, so a new hash).
+pub fn account_version(password_hash: &str) -> String {
+    hex::encode(Sha256::digest(password_hash.as_bytes()))
+}
+
 /// Constant-time comparison of a presented token with the expected one.
 pub fn tokens_match(expected: &str, presented: &str) -> bool {
     !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
@@ -55,6 +62,7 @@ pub struct Flash {
 
 struct Session {
     user: String,
+    account_version: String,
     csrf: String,
     created: Instant,
     last_seen: Instant,
@@ -65,6 +73,8 @@ struct Session {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionInfo {
     pub user: String,
+    /// [`account_version`] of the password hash at sign-in.
+    pub account_version: String,
     /// The token every form of this session must carry.
     pub csrf: String,
 }
@@ -80,8 +90,9 @@ fn key(token: &str) -> [u8; 32] {
 }
 
 impl Sessions {
-    /// Starts a session for `user`; returns the cookie token.
-    pub fn create(&self, user: &str, now: Instant) -> String {
+    /// Starts a session for `user`, signed in with the password whose
+    /// [`account_version`] is given; returns the cookie token.
+    pub fn create(&self, user: &str, account_version: String, now: Instant) -> String {
         let token = random_token();
         let mut map = self.inner.lock().expect("sessions");
         map.retain(|_, s| alive(s, now));
@@ -94,6 +105,7 @@ impl Sessions {
             key(&token),
             Session {
                 user: user.to_string(),
+                account_version,
                 csrf: random_token(),
                 created: now,
                 last_seen: now,
@@ -116,6 +128,7 @@ impl Sessions {
         s.last_seen = now;
         Some(SessionInfo {
             user: s.user.clone(),
+            account_version: s.account_version.clone(),
             csrf: s.csrf.clone(),
         })
     }
@@ -123,14 +136,6 @@ impl Sessions {
     /// Ends the session (sign-out).
     pub fn remove(&self, token: &str) {
         self.inner.lock().expect("sessions").remove(&key(token));
-    }
-
-    /// Ends every session of `user` (e.g. after a password change).
-    pub fn remove_user(&self, user: &str) {
-        self.inner
-            .lock()
-            .expect("sessions")
-            .retain(|_, s| s.user != user);
     }
 
     /// Keeps `flash` for the next page this session shows.
@@ -210,7 +215,7 @@ mod tests {
     fn sessions_live_until_idle_or_max_age() {
         let sessions = Sessions::default();
         let t0 = Instant::now();
-        let token = sessions.create("alice", t0);
+        let token = sessions.create("alice", "v".into(), t0);
         assert_eq!(token.len(), 64);
         let info = sessions.get(&token, t0).unwrap();
         assert_eq!(info.user, "alice");
@@ -229,7 +234,7 @@ mod tests {
         assert!(sessions.is_empty());
 
         // Used all the time, but past the maximum age: gone.
-        let token = sessions.create("bob", t0);
+        let token = sessions.create("bob", "v".into(), t0);
         let mut t = t0;
         while t < t0 + MAX_AGE - Duration::from_secs(3600) {
             t += Duration::from_secs(3600);
@@ -239,12 +244,12 @@ mod tests {
     }
 
     #[test]
-    fn sign_out_flash_and_per_user_removal() {
+    fn sign_out_and_flash() {
         let sessions = Sessions::default();
         let now = Instant::now();
-        let a = sessions.create("alice", now);
-        let a2 = sessions.create("alice", now);
-        let b = sessions.create("bob", now);
+        let a = sessions.create("alice", "v".into(), now);
+        let a2 = sessions.create("alice", "v".into(), now);
+        let b = sessions.create("bob", "v".into(), now);
         assert_ne!(a, a2);
         assert_ne!(
             sessions.get(&a, now).unwrap().csrf,
@@ -265,12 +270,23 @@ mod tests {
         assert_eq!(sessions.take_flash(&a), None, "a flash shows once");
         assert_eq!(sessions.take_flash(&b), None);
 
+        assert_eq!(sessions.get(&b, now).unwrap().account_version, "v");
         sessions.remove(&a);
         assert!(sessions.get(&a, now).is_none());
         assert!(sessions.get(&a2, now).is_some());
-        sessions.remove_user("alice");
-        assert!(sessions.get(&a2, now).is_none());
         assert!(sessions.get(&b, now).is_some());
+    }
+
+    #[test]
+    fn account_versions_follow_the_password_hash() {
+        let a = crate::api::users::hash_password("password one").unwrap();
+        let b = crate::api::users::hash_password("password one").unwrap();
+        assert_eq!(account_version(&a), account_version(&a));
+        assert_ne!(
+            account_version(&a),
+            account_version(&b),
+            "new salt, new version"
+        );
     }
 
     #[test]
