@@ -679,7 +679,7 @@ pub async fn import(
     let ids = app.ids.take(tried).await?;
     let (results, aliases) = app
         .store
-        .write(move |c| {
+        .write_bulk(move |c| {
             let mut refused = Vec::new();
             let mut aliases = Vec::new();
             for ((line, p), id) in good.into_iter().zip(ids) {

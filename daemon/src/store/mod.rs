@@ -67,6 +67,9 @@ type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 
 enum WriteMsg {
     Job(WriteJob),
+    /// A big job (an import chunk): its own transaction on the bulk
+    /// connection.
+    Bulk(WriteJob),
     Close(std::sync::mpsc::Sender<()>),
 }
 
@@ -119,11 +122,15 @@ fn migrations() -> Migrations<'static> {
 /// of a `pread` system call; writes still go through the WAL (SQLite maps
 /// the file read-only), so durability is unchanged.
 const MMAP_SIZE: i64 = 1 << 30;
-/// Page cache of the writer connection, in KiB (negative `cache_size`).
-/// Its index pages (aliases, dedupe hashes) are touched at random by
-/// creates and click batches; 2 MiB (SQLite's default) re-reads them from
-/// the OS on every transaction.
-const WRITER_CACHE_KIB: i64 = 64 * 1024;
+/// Page cache of the writer connection, in KiB (negative `cache_size`):
+/// SQLite's default. A bigger one costs more than it saves for small
+/// transactions: SQLite walks the cache's whole hash table when it drops
+/// pages, which it does at many commits, and pages come from the mmap.
+const WRITER_CACHE_KIB: i64 = 2 * 1024;
+/// Page cache of the bulk connection (import chunks of tens of thousands
+/// of rows): large enough that every page a chunk dirties stays in memory
+/// until the commit instead of spilling to the WAL and being written again.
+const BULK_CACHE_KIB: i64 = 64 * 1024;
 /// Page cache of each reader connection, in KiB.
 const READER_CACHE_KIB: i64 = 8 * 1024;
 
@@ -147,8 +154,22 @@ impl Store {
         // loss, which is what an acknowledged click batch promises.
         writer_conn.pragma_update(None, "synchronous", "FULL")?;
         writer_conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+        // Checkpoints run on their own thread (see `checkpoint_loop`), not
+        // inside the commit that crossed the threshold: a writer thread that
+        // copies tens of MiB back into the database holds every queued
+        // write (creates, click acks) for that long.
+        writer_conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         migrations().to_latest(&mut writer_conn)?;
 
+        let bulk_conn = Connection::open(path)?;
+        configure(&bulk_conn)?;
+        bulk_conn.pragma_update(None, "synchronous", "FULL")?;
+        bulk_conn.pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
+        bulk_conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let checkpoint_conn = Connection::open(path)?;
+        configure(&checkpoint_conn)?;
+        checkpoint_conn.pragma_update(None, "synchronous", "FULL")?;
+        let (ctx, crx) = std::sync::mpsc::sync_channel::<()>(1);
         let (wtx, wrx) = std::sync::mpsc::channel::<WriteMsg>();
         let (rtx, rrx) = crossbeam_channel::unbounded::<ReadMsg>();
         let mut threads = Vec::new();
@@ -174,7 +195,13 @@ impl Store {
             threads.push(
                 std::thread::Builder::new()
                     .name("sqlite-writer".into())
-                    .spawn(move || writer_loop(writer_conn, wrx, weak))
+                    .spawn(move || writer_loop(writer_conn, bulk_conn, wrx, weak, ctx))
+                    .map_err(|e| StoreError::Panic(e.to_string()))?,
+            );
+            threads.push(
+                std::thread::Builder::new()
+                    .name("sqlite-checkpoint".into())
+                    .spawn(move || checkpoint_loop(checkpoint_conn, crx))
                     .map_err(|e| StoreError::Panic(e.to_string()))?,
             );
             for (i, conn) in reader_conns.into_iter().enumerate() {
@@ -201,6 +228,26 @@ impl Store {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
     {
+        self.send_write(f, false).await
+    }
+
+    /// Like [`Store::write`] for one big job (thousands of rows): it gets a
+    /// transaction of its own, on a connection with a page cache sized for
+    /// it, still on the one writer thread (so never concurrently with other
+    /// writes) and still resolved only after its commit.
+    pub async fn write_bulk<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.send_write(f, true).await
+    }
+
+    async fn send_write<T, F>(&self, f: F, bulk: bool) -> StoreResult<T>
+    where
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         let job: WriteJob = Box::new(move |conn| {
             let result = match conn {
@@ -217,9 +264,14 @@ impl Store {
             });
             (ok, deliver)
         });
+        let msg = if bulk {
+            WriteMsg::Bulk(job)
+        } else {
+            WriteMsg::Job(job)
+        };
         self.inner
             .writer
-            .send(WriteMsg::Job(job))
+            .send(msg)
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
@@ -277,25 +329,35 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "panic".into())
 }
 
+/// Least time between two checkpoints: what commits in this time is
+/// copied back in one go (one sync of the database file for all of it).
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+
 fn writer_loop(
     conn: Connection,
+    bulk_conn: Connection,
     rx: std::sync::mpsc::Receiver<WriteMsg>,
     inner: std::sync::Weak<Inner>,
+    checkpoint: std::sync::mpsc::SyncSender<()>,
 ) {
     let mut closing: Option<std::sync::mpsc::Sender<()>> = None;
     while closing.is_none() {
-        let first = match rx.recv() {
-            Ok(WriteMsg::Job(job)) => job,
+        let mut jobs = Vec::new();
+        let mut bulk = None;
+        match rx.recv() {
+            Ok(WriteMsg::Job(job)) => jobs.push(job),
+            Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
             Ok(WriteMsg::Close(done)) => {
                 closing = Some(done);
                 break;
             }
             Err(_) => break,
-        };
-        let mut jobs = vec![first];
-        while jobs.len() < MAX_GROUP {
+        }
+        while bulk.is_none() && jobs.len() < MAX_GROUP {
             match rx.try_recv() {
                 Ok(WriteMsg::Job(job)) => jobs.push(job),
+                // Runs after the jobs that queued before it.
+                Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
                 Ok(WriteMsg::Close(done)) => {
                     closing = Some(done);
                     break;
@@ -303,8 +365,18 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
-        run_group(&conn, jobs, inner.upgrade().as_deref());
+        let inner = inner.upgrade();
+        if !jobs.is_empty() {
+            run_group(&conn, jobs, inner.as_deref());
+        }
+        if let Some(job) = bulk {
+            run_group(&bulk_conn, vec![job], inner.as_deref());
+        }
+        // A full channel means a request is pending, which covers this one.
+        let _ = checkpoint.try_send(());
     }
+    drop(checkpoint);
+    drop(bulk_conn);
     // Jobs that arrived after the close request are refused by dropping them
     // (their callers see `Closed`).
     drop(rx);
@@ -329,14 +401,15 @@ fn run_group(conn: &Connection, jobs: Vec<WriteJob>, inner: Option<&Inner>) {
     let mut failed = 0u64;
     let count = jobs.len() as u64;
     for job in jobs {
-        let savepoint = conn.execute_batch("SAVEPOINT job");
+        let savepoint = run_cached(conn, "SAVEPOINT job");
         let (ok, deliver) = job(Ok(conn));
         if savepoint.is_ok() {
             if ok {
-                let _ = conn.execute_batch("RELEASE job");
+                let _ = run_cached(conn, "RELEASE job");
             } else {
                 failed += 1;
-                let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+                let _ = run_cached(conn, "ROLLBACK TO job");
+                let _ = run_cached(conn, "RELEASE job");
             }
         }
         delivers.push(deliver);
@@ -361,6 +434,27 @@ fn run_group(conn: &Connection, jobs: Vec<WriteJob>, inner: Option<&Inner>) {
             }
         }
     }
+}
+
+/// Copies the WAL back into the database after commits, at most every
+/// [`CHECKPOINT_EVERY`], on its own connection and thread: PASSIVE, so it
+/// never blocks the writer or the readers, and with `synchronous=FULL`, so
+/// the database file is synced before SQLite reuses the WAL. Durability is
+/// the WAL's (synced at every commit by the writer); this only bounds the
+/// WAL's size, which SQLite's autocheckpoint did inside the commit.
+fn checkpoint_loop(conn: Connection, rx: std::sync::mpsc::Receiver<()>) {
+    while rx.recv().is_ok() {
+        if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
+            tracing::warn!(error = %e, "WAL checkpoint failed");
+        }
+        std::thread::sleep(CHECKPOINT_EVERY);
+    }
+}
+
+/// Runs a statement from the connection's statement cache (the savepoint
+/// statements run once per write job: no parsing each time).
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute([])
 }
 
 fn reader_loop(conn: Connection, rx: crossbeam_channel::Receiver<ReadMsg>) {
