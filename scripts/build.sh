@@ -20,10 +20,17 @@ if [ -z "$out_dir" ] || [ ! -x "$out_dir/objs/nginx" ]; then
   exit 1
 fi
 
+# Copy to a temporary name, then rename: a running nginx or daemon keeps
+# its old file (overwriting a mapped .so in place crashes its workers).
+place() {
+  install -m 0755 "$1" "$2.new.$$"
+  mv -f "$2.new.$$" "$2"
+}
+
 mkdir -p build/sbin build/modules build/bin
-install -m 0755 "$out_dir/objs/nginx" build/sbin/nginx
-install -m 0755 target/release/libngx_http_shortlink_module.so build/modules/ngx_http_shortlink_module.so
+place "$out_dir/objs/nginx" build/sbin/nginx
+place target/release/libngx_http_shortlink_module.so build/modules/ngx_http_shortlink_module.so
 if [ -f target/release/shortlinkd ] && [ -f daemon/Cargo.toml ]; then
-  install -m 0755 target/release/shortlinkd build/bin/shortlinkd
+  place target/release/shortlinkd build/bin/shortlinkd
 fi
 echo "built: build/sbin/nginx ($(build/sbin/nginx -v 2>&1 | sed 's/.*\///')), build/modules/ngx_http_shortlink_module.so"
