@@ -15,7 +15,7 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/api/v1/health" >/dev/nu
 export SHORTLINK_KEY=$("$bin" --data-dir "$dir" key create --name bench --scopes links:write)
 for c in 1 16; do
   echo "== single POST /api/v1/links, $c connection(s), ${secs}s"
-  wrk -t"$(( c < 2 ? 1 : 2 ))" -c"$c" -d"${secs}s" --latency -s "$here/create.lua" "http://127.0.0.1:$port"
+  wrk -t"$(( c < 2 ? 1 : 2 ))" -c"$c" -d"${secs}s" --latency -s "$here/../../bench/create.lua" "http://127.0.0.1:$port"
 done
 echo "== batch POST /api/v1/links/batch"
 python3 "$here/batch.py" 127.0.0.1 "$port" 10000 10
