@@ -65,10 +65,20 @@ impl Stack {
     }
 
     pub fn start_with_timeout(name: &str, workers: u32, timeout: &str) -> Stack {
+        Self::start_edited(name, workers, timeout, |http| http)
+    }
+
+    /// As [`Stack::start_with_timeout`], with the `http{}` body passed through `edit`.
+    pub fn start_edited(
+        name: &str,
+        workers: u32,
+        timeout: &str,
+        edit: impl Fn(String) -> String,
+    ) -> Stack {
         let scratch = Scratch::new(name);
         let (key, codec) = scratch.key();
         let daemon = Daemon::start(&scratch, &key);
-        let http = http_conf(&key, &daemon, timeout);
+        let http = edit(http_conf(&key, &daemon, timeout));
         let nginx = Nginx::start(&scratch, workers, &http);
         Stack {
             nginx,

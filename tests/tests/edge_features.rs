@@ -303,3 +303,41 @@ fn changes_made_while_the_link_was_down_are_not_served_stale() {
     );
     s.nginx.assert_clean_log();
 }
+
+#[test]
+fn a_full_zone_evicts_the_least_recently_used_links() {
+    // The smallest zone nginx allows (8 pages) holds about a hundred links.
+    let s = Stack::start_edited("lru", 1, "300ms", |http| {
+        http.replace("zone=links:4m", "zone=links:32k")
+    });
+    let codes: Vec<String> = (0..400)
+        .map(|i| {
+            s.daemon.create(
+                json!({ "url": format!("https://example.com/lru/{i:04}/{}", "x".repeat(60)) }),
+            )
+        })
+        .collect();
+    for code in &codes {
+        assert_eq!(s.get(code, &[]).header("X-Cache"), Some("MISS"));
+    }
+    // The most recent ones are still there, the oldest were evicted.
+    let recent_hits = codes[380..]
+        .iter()
+        .filter(|c| s.get(c, &[]).header("X-Cache") == Some("HIT"))
+        .count();
+    assert_eq!(
+        recent_hits, 20,
+        "the 20 most recent links should all be cached"
+    );
+    let old_hits = codes[..20]
+        .iter()
+        .filter(|c| s.get(c, &[]).header("X-Cache") == Some("HIT"))
+        .count();
+    assert_eq!(old_hits, 0, "the 20 oldest links should have been evicted");
+    let log = s.nginx.error_log();
+    assert!(
+        !log.contains("zone is full"),
+        "every insert found room by evicting:\n{log}"
+    );
+    s.nginx.assert_clean_log();
+}

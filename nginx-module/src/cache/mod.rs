@@ -1,12 +1,17 @@
 //! `LinkCache`: one LRU of links in an nginx shared-memory zone, used by every
 //! worker, plus the set of known aliases.
 //!
-//! Shaped like `ngx_http_limit_req_module`: an rbtree keyed by a hash of the
-//! code (ties broken by the code bytes) and a queue in recency order, both in
-//! the zone's slab pool and guarded by the pool's mutex. Entries carry their
-//! own cache deadline (`ttl` or `negative_ttl`); an allocation that fails
-//! evicts the least recently used entries and retries once, then the answer
-//! is served without caching.
+//! Links sit in a chained hash table (one bucket array sized from the zone)
+//! and a queue in recency order, both in the zone's slab pool and guarded by
+//! the pool's mutex, as `ngx_http_limit_req_module` does with its rbtree. A
+//! hash table, not a tree: a lookup touches a bucket and a node instead of a
+//! node per tree level, and those cache misses were the largest cost of a
+//! hit. A hit moves its entry to the front of the queue at most once a
+//! second, so hot entries are not rewritten (and their cache lines not
+//! bounced between workers) on every request. Entries carry their own cache
+//! deadline (`ttl` or `negative_ttl`); an allocation that fails evicts from
+//! the back of the queue until it fits, then the answer is served without
+//! caching. Aliases are a small rbtree beside it.
 //!
 //! The zone survives `nginx -s reload` when its name and size are unchanged
 //! (nginx hands the old data to `init_zone`); if the deployment key changed,
@@ -39,8 +44,12 @@ pub struct ZoneConf {
 /// The zone's header, at the start of the slab pool's `data`.
 #[repr(C)]
 struct Shared {
-    links: ngx_rbtree_t,
-    links_sentinel: ngx_rbtree_node_t,
+    /// [`LAYOUT`]: a zone kept across a reload must have been made by this
+    /// layout of the module.
+    magic: u64,
+    /// `bucket_mask + 1` chain heads.
+    buckets: *mut *mut LinkNode,
+    bucket_mask: usize,
     /// Most recently used at the head.
     lru: ngx_queue_t,
     aliases: ngx_rbtree_t,
@@ -54,6 +63,13 @@ struct Shared {
     aliases_complete: bool,
     entries: usize,
 }
+
+/// Identifies this layout of the zone ("SLZONE" + version).
+const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE02");
+/// A hit requeues its entry at most this often.
+const REQUEUE_MS: ngx_msec_t = 1000;
+/// Zone bytes per hash bucket (about one entry per 256 bytes, load ~0.5).
+const BYTES_PER_BUCKET: usize = 512;
 
 const KIND_FOUND: u8 = 0;
 const KIND_NOT_FOUND: u8 = 1;
@@ -69,10 +85,14 @@ const T_ANDROID: usize = 4;
 /// A cached answer; code and targets follow the struct in the same allocation.
 #[repr(C)]
 struct LinkNode {
-    rb: ngx_rbtree_node_t,
+    /// Next node in the same bucket.
+    next: *mut LinkNode,
+    hash: u64,
     queue: ngx_queue_t,
     /// `ngx_current_msec` after which the entry is stale.
     fresh_until: ngx_msec_t,
+    /// When a hit last moved it to the front of the queue.
+    touched: ngx_msec_t,
     id: u64,
     /// Unix seconds; `i64::MIN` for none.
     expires_at: i64,
@@ -183,17 +203,20 @@ impl LinkCache {
         let Some(node) = find_link(shared, code) else {
             return Cached::Miss;
         };
-        // SAFETY: find_link returns live nodes of our tree; we hold the lock.
+        // SAFETY: find_link returns live nodes of our table; we hold the lock.
         let n = unsafe { &mut *node };
         if (n.fresh_until.wrapping_sub(now) as isize) < 0 {
-            // SAFETY: node is in the tree and the queue.
+            // SAFETY: node is in the table and the queue.
             unsafe { remove_link(&lock, node) };
             return Cached::Miss;
         }
-        // SAFETY: both queue links are live members of the LRU.
-        unsafe {
-            nginx_sys::ngx_queue_remove(&mut n.queue);
-            nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut n.queue);
+        if now.wrapping_sub(n.touched) >= REQUEUE_MS {
+            n.touched = now;
+            // SAFETY: both queue links are live members of the LRU.
+            unsafe {
+                nginx_sys::ngx_queue_remove(&mut n.queue);
+                nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut n.queue);
+            }
         }
         match n.kind {
             KIND_NOT_FOUND => Cached::NotFound,
@@ -278,9 +301,11 @@ impl LinkCache {
             ptr::write(
                 node,
                 LinkNode {
-                    rb: core::mem::zeroed(),
+                    next: ptr::null_mut(),
+                    hash: hash(code) as u64,
                     queue: core::mem::zeroed(),
                     fresh_until: now.wrapping_add(fresh_for),
+                    touched: now,
                     id: link.id,
                     expires_at: link.expires_at.unwrap_or(i64::MIN),
                     status: link.status.unwrap_or(0),
@@ -295,9 +320,12 @@ impl LinkCache {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());
             }
-            (*node).rb.key = hash(code);
             let shared = lock.shared();
-            ngx_rbtree_insert(&mut shared.links, &mut (*node).rb);
+            let bucket = shared
+                .buckets
+                .add((*node).hash as usize & shared.bucket_mask);
+            (*node).next = *bucket;
+            *bucket = node;
             nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut (*node).queue);
             shared.entries += 1;
         }
@@ -466,11 +494,18 @@ fn find_in(
 }
 
 fn find_link(shared: &Shared, code: &[u8]) -> Option<*mut LinkNode> {
-    find_in(&shared.links, code, |n| {
-        // SAFETY: every node of the links tree is a LinkNode (rb is its first field).
-        unsafe { node_field(n.cast::<LinkNode>(), usize::MAX) }
-    })
-    .map(|n| n.cast::<LinkNode>())
+    let h = hash(code) as u64;
+    // SAFETY: the bucket array and every chained node are live under the lock.
+    unsafe {
+        let mut node = *shared.buckets.add(h as usize & shared.bucket_mask);
+        while !node.is_null() {
+            if (*node).hash == h && node_field(node, usize::MAX) == code {
+                return Some(node);
+            }
+            node = (*node).next;
+        }
+    }
+    None
 }
 
 fn alias_bytes(node: *mut AliasNode) -> &'static [u8] {
@@ -534,9 +569,17 @@ fn purge_links(lock: &Locked) -> usize {
 /// `node` must be a live link node of the locked zone.
 unsafe fn remove_link(lock: &Locked, node: *mut LinkNode) {
     let shared = lock.shared();
-    // SAFETY: per the contract.
+    // SAFETY: per the contract; the node is in its bucket's chain.
     unsafe {
-        nginx_sys::ngx_rbtree_delete(&mut shared.links, &mut (*node).rb);
+        let mut link = shared
+            .buckets
+            .add((*node).hash as usize & shared.bucket_mask);
+        while !(*link).is_null() && *link != node {
+            link = &mut (**link).next;
+        }
+        if *link == node {
+            *link = (*node).next;
+        }
         nginx_sys::ngx_queue_remove(&mut (*node).queue);
         ngx_slab_free_locked(lock.pool(), node.cast());
     }
@@ -603,6 +646,17 @@ pub unsafe extern "C" fn init_zone(zone: *mut ngx_shm_zone_t, data: *mut c_void)
     if !data.is_null() && !existing.is_null() {
         let lock = Locked::new(pool);
         let shared = lock.shared();
+        if shared.magic != LAYOUT {
+            // Workers of the running cycle still use the old layout: it
+            // cannot be rebuilt under them.
+            ngx::ngx_log_error!(
+                nginx_sys::NGX_LOG_EMERG,
+                (*zone).shm.log,
+                "shortlink_zone \"{}\" was made by another version of the module; give the zone a new name or restart nginx",
+                (*zone).shm.name
+            );
+            return NGX_ERROR as ngx_int_t;
+        }
         if shared.fingerprint != conf.fingerprint.0 {
             purge_links(&lock);
             let shared = lock.shared();
@@ -624,11 +678,17 @@ pub unsafe extern "C" fn init_zone(zone: *mut ngx_shm_zone_t, data: *mut c_void)
             return NGX_ERROR as ngx_int_t;
         }
         ptr::write_bytes(shared, 0, 1);
-        nginx_sys::ngx_rbtree_init(
-            &mut (*shared).links,
-            &mut (*shared).links_sentinel,
-            Some(insert_link_value),
-        );
+        let count = ((*zone).shm.size / BYTES_PER_BUCKET)
+            .next_power_of_two()
+            .max(64);
+        let buckets = ngx_slab_alloc_locked(lock.pool(), count * size_of::<*mut LinkNode>());
+        if buckets.is_null() {
+            return NGX_ERROR as ngx_int_t;
+        }
+        ptr::write_bytes(buckets.cast::<*mut LinkNode>(), 0, count);
+        (*shared).magic = LAYOUT;
+        (*shared).buckets = buckets.cast();
+        (*shared).bucket_mask = count - 1;
         nginx_sys::ngx_rbtree_init(
             &mut (*shared).aliases,
             &mut (*shared).aliases_sentinel,
@@ -672,19 +732,6 @@ unsafe fn insert_by(
         (*node).left = sentinel;
         (*node).right = sentinel;
         nginx_sys::ngx_rbt_red(node);
-    }
-}
-
-unsafe extern "C" fn insert_link_value(
-    temp: *mut ngx_rbtree_node_t,
-    node: *mut ngx_rbtree_node_t,
-    sentinel: *mut ngx_rbtree_node_t,
-) {
-    // SAFETY: nodes of the links tree are LinkNodes.
-    unsafe {
-        insert_by(temp, node, sentinel, |n| {
-            node_field(n.cast::<LinkNode>(), usize::MAX)
-        })
     }
 }
 
