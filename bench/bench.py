@@ -554,10 +554,11 @@ make bench-smoke        # a few seconds of each scenario (part of make test)
 
 See the notes below, written from the profile of the last run.
 """
-    notes = os.path.join(HERE, "NOTES.md")
-    if os.path.exists(notes):
-        with open(notes) as f:
-            text += "\n" + f.read()
+    for name in ("NOTES-edge.md", "NOTES.md"):
+        notes = os.path.join(HERE, name)
+        if os.path.exists(notes):
+            with open(notes) as f:
+                text += "\n" + f.read()
     with open(os.path.join(ROOT, "BENCHMARKS.md"), "w") as f:
         f.write(text)
 
