@@ -20,6 +20,7 @@
 use core::ffi::c_void;
 use core::mem::{offset_of, size_of};
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use nginx_sys::{
     ngx_int_t, ngx_msec_t, ngx_queue_t, ngx_rbtree_insert, ngx_rbtree_key_t, ngx_rbtree_node_t,
@@ -29,6 +30,8 @@ use nginx_sys::{
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{EdgeLink, LookupResult};
 use shortlink_core::Fingerprint;
+
+mod front;
 
 /// Per-zone settings, from `shortlink_zone`.
 pub struct ZoneConf {
@@ -47,6 +50,9 @@ struct Shared {
     /// [`LAYOUT`]: a zone kept across a reload must have been made by this
     /// layout of the module.
     magic: u64,
+    /// Bumped by every purge or replacement: workers' front caches
+    /// (`front.rs`) trust only entries copied under the current value.
+    generation: AtomicU64,
     /// `bucket_mask + 1` chain heads.
     buckets: *mut *mut LinkNode,
     bucket_mask: usize,
@@ -65,8 +71,8 @@ struct Shared {
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE02");
-/// A hit requeues its entry at most this often.
+const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE03");
+/// A hit requeues its entry at most this often; front-cache slots live as long.
 const REQUEUE_MS: ngx_msec_t = 1000;
 /// Zone bytes per hash bucket (about one entry per 256 bytes, load ~0.5).
 const BYTES_PER_BUCKET: usize = 512;
@@ -198,6 +204,24 @@ impl LinkCache {
         device: DeviceClass,
         copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
     ) -> Cached {
+        let h = hash(code) as u64;
+        let generation = self.generation();
+        let mut copy = Some(copy);
+        if let Some(found) = front::get(code, h, generation, now, |f| {
+            let target = (copy.take()?)(&f.target)?;
+            Some(Hit {
+                id: f.id,
+                status: (f.status != 0).then_some(f.status),
+                expires_at: (f.expires_at != i64::MIN).then_some(f.expires_at),
+                disabled: f.disabled,
+                target,
+            })
+        }) {
+            return found.map_or(Cached::Miss, Cached::Found);
+        }
+        let Some(copy) = copy else {
+            return Cached::Miss;
+        };
         let lock = Locked::new(self.pool);
         let shared = lock.shared();
         let Some(node) = find_link(shared, code) else {
@@ -237,7 +261,20 @@ impl LinkCache {
                     DeviceClass::Other => T_MAIN,
                 };
                 // SAFETY: the node's data holds code_len + sum(lens) bytes.
-                let Some(target) = copy(unsafe { node_field(node, which) }) else {
+                let bytes = unsafe { node_field(node, which) };
+                if n.lens[T_DESKTOP..].iter().all(|&l| l == 0) && code.len() <= front::MAX_CODE {
+                    let generation = shared.generation.load(Ordering::Acquire);
+                    let link = front::Front {
+                        id: n.id,
+                        status: n.status,
+                        expires_at: n.expires_at,
+                        disabled: n.disabled,
+                        fresh_until: n.fresh_until,
+                        target: bytes.into(),
+                    };
+                    front::put(code, h, generation, now, link);
+                }
+                let Some(target) = copy(bytes) else {
                     return Cached::Miss;
                 };
                 Cached::Found(Hit {
@@ -284,7 +321,8 @@ impl LinkCache {
 
         let lock = Locked::new(self.pool);
         if let Some(old) = find_link(lock.shared(), code) {
-            // SAFETY: a live node of our tree.
+            lock.shared().generation.fetch_add(1, Ordering::AcqRel);
+            // SAFETY: a live node of our table.
             unsafe { remove_link(&lock, old) };
         }
         let Some(mem) = alloc_evicting(&lock, size) else {
@@ -337,11 +375,22 @@ impl LinkCache {
         let lock = Locked::new(self.pool);
         match find_link(lock.shared(), code) {
             Some(node) => {
-                // SAFETY: a live node of our tree.
+                lock.shared().generation.fetch_add(1, Ordering::AcqRel);
+                // SAFETY: a live node of our table.
                 unsafe { remove_link(&lock, node) };
                 true
             }
             None => false,
+        }
+    }
+
+    /// The zone's generation: read without the lock, one atomic load.
+    fn generation(&self) -> u64 {
+        // SAFETY: init_zone stored the header in pool->data; the counter is atomic.
+        unsafe {
+            (*(*self.pool.as_ptr()).data.cast::<Shared>())
+                .generation
+                .load(Ordering::Acquire)
         }
     }
 
@@ -545,6 +594,7 @@ fn alias_nodes(shared: &Shared) -> Vec<*mut AliasNode> {
 /// Empties the links tree and the LRU of the locked zone.
 fn purge_links(lock: &Locked) -> usize {
     let shared = lock.shared();
+    shared.generation.fetch_add(1, Ordering::AcqRel);
     let mut nodes = Vec::with_capacity(shared.entries);
     let mut q = shared.lru.next;
     while !ptr::eq(q, &shared.lru) {
