@@ -172,6 +172,7 @@ http {{
         listen 127.0.0.1:{self.nginx_port} reuseport backlog=4096;
         location / {{ shortlink on; }}
         location /nc/ {{ shortlink on; shortlink_clicks off; }}
+        location /z/ {{ shortlink on; shortlink_clicks off; add_header X-Cache $shortlink_cache_status; }}
         location /r/ {{ return 302 https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id=00000001; }}
 {map_location}
         location /api/ {{
@@ -230,6 +231,28 @@ http {{
             self.daemon.wait(20)
         except subprocess.TimeoutExpired:
             self.daemon.kill()
+
+
+def zone_entries_per_mib(stack, codes, zone_kib):
+    """Fills a zone of `zone_kib` through the edge, then counts the links
+    still cached, newest first (the LRU keeps the most recent)."""
+    stack.start_nginx(f"{zone_kib}k")
+    conn = http.client.HTTPConnection("127.0.0.1", stack.nginx_port, timeout=30)
+
+    def cache_status(code):
+        conn.request("GET", "/z/" + code)
+        r = conn.getresponse()
+        r.read()
+        return r.getheader("X-Cache")
+
+    for code in codes:
+        cache_status(code)
+    held = 0
+    for code in reversed(codes):
+        if cache_status(code) != "HIT":
+            break
+        held += 1
+    return held * 1024 / zone_kib
 
 
 def wrk(url, seconds, connections, script=None, env=None):
@@ -416,6 +439,17 @@ def main():
         # (reported by counting HITs in a newest-first pass would need a
         # smaller zone; see the miss scenario's zone below)
 
+        # --- how many ~100-byte links a MiB of zone holds
+        zone_kib = 256 if smoke else 1024
+        per_mib = zone_entries_per_mib(stack, hot[: (2000 if smoke else 10_000)], zone_kib)
+        results.append({
+            "scenario": "zone_entries",
+            "description": f"links of a {len(TARGET.format(0))}-byte URL held by a {zone_kib} KiB zone, per MiB",
+            "items": round(per_mib), "items_per_s": round(per_mib),
+            "entries_per_mib": round(per_mib),
+        })
+        stack.start_nginx("64m")
+
         # --- creation through nginx over keep-alive
         create_script = os.path.join(HERE, "create.lua")
         api_url = f"http://127.0.0.1:{stack.nginx_api_port()}"
@@ -516,7 +550,12 @@ def write_markdown(doc):
                 f"| {r['scenario']} | {r['description']} | {r['rps']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
                 f"{r['cpu_us_per_req']:.1f} | {r.get('ratio_vs_return302', '')} | {r.get('cpu_ratio_vs_return302', '')} |"
             )
-    items = [f"| {r['scenario']} | {r['description']} | {r['items_per_s']:,.0f} |" for r in doc["scenarios"] if "rps" not in r]
+    items = [
+        f"| {r['scenario']} | {r['description']} | {r['items_per_s']:,.0f} |"
+        for r in doc["scenarios"]
+        if "rps" not in r and "entries_per_mib" not in r
+    ]
+    zone = next((r for r in doc["scenarios"] if "entries_per_mib" in r), None)
     m = doc["machine"]
     nc = next(r for r in doc["scenarios"] if r["scenario"] == "hot_no_clicks")
     inv = next(r for r in doc["scenarios"] if r["scenario"] == "invalid")
@@ -544,6 +583,7 @@ figure. Each figure is the median of {doc['settings']['runs']} runs; ratios are 
 
 * Click counting costs {nc['click_cost_pct']}% of requests/s and {nc['click_cpu_cost_pct']}% of CPU per request
   (hot vs `shortlink_clicks off`).
+* The shared zone holds {zone['entries_per_mib'] if zone else 'n/a'} links per MiB ({zone['description'] if zone else ''}).
 * The invalid flood made {inv['daemon_lookups_during_run']:.0f} daemon lookups (from `shortlinkd_ipc_lookups_total`).
 * Miss path: {miss['lookup_share'] * 100:.1f}% of requests went to the daemon.
 
