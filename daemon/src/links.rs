@@ -744,19 +744,40 @@ async fn resolve_id(app: &App, code: &str) -> Result<u64, LinkError> {
     }
 }
 
-/// The current link behind a code or alias, fresh from the database.
+/// The current link behind a code or alias, fresh from the database, with
+/// every acknowledged click in its totals (folded or not).
 pub async fn get(app: &App, code: &str) -> Result<Link, LinkError> {
-    let link = match codes::resolve(&app.codec, code) {
-        CodeRef::Id(id) => app.store.read(move |c| table::by_id(c, id)).await?,
-        CodeRef::Alias(alias) => app.store.read(move |c| table::by_alias(c, &alias)).await?,
-        CodeRef::Invalid => None,
+    let by = match codes::resolve(&app.codec, code) {
+        CodeRef::Id(id) => Ok(id),
+        CodeRef::Alias(alias) => Err(alias),
+        CodeRef::Invalid => return Err(LinkError::NotFound(code.to_string())),
     };
+    let link = app
+        .store
+        .read_counted(move |c, clicks| {
+            let link = match &by {
+                Ok(id) => table::by_id(c, *id)?,
+                Err(alias) => table::by_alias(c, alias)?,
+            };
+            Ok(link.map(|mut l| {
+                clicks.apply(&mut l);
+                l
+            }))
+        })
+        .await?;
     link.ok_or_else(|| LinkError::NotFound(code.to_string()))
 }
 
-/// One page of links.
+/// One page of links, with every acknowledged click in their totals.
 pub async fn list(app: &App, query: ListQuery) -> Result<Vec<Link>, LinkError> {
-    Ok(app.store.read(move |c| table::list(c, &query)).await?)
+    Ok(app
+        .store
+        .read_counted(move |c, clicks| {
+            let mut links = table::list(c, &query)?;
+            links.iter_mut().for_each(|l| clicks.apply(l));
+            Ok(links)
+        })
+        .await?)
 }
 
 fn invalidations(app: &App, link: &Link) -> Vec<Event> {
@@ -851,6 +872,7 @@ pub async fn update(app: &SharedApp, code: &str, patch: UpdateLink) -> Result<Li
     let now = unix_now();
     let app2 = Arc::clone(app);
     let code_owned = code.to_string();
+    let pending = Arc::clone(app.store.pending_clicks());
     let (old, new) = app
         .store
         .write(move |c| {
@@ -862,7 +884,14 @@ pub async fn update(app: &SharedApp, code: &str, patch: UpdateLink) -> Result<Li
                 return Ok(Err(e));
             }
             match table::update(c, &new) {
-                Ok(()) => Ok(Ok((old, new))),
+                Ok(()) => {
+                    // The reply shows every acknowledged click.
+                    crate::store::clicks::with_overlay(c, &pending, |_, clicks| {
+                        clicks.apply(&mut new);
+                        Ok(())
+                    })?;
+                    Ok(Ok((old, new)))
+                }
                 Err(StoreError::Conflict(_)) => Ok(Err(LinkError::AliasTaken(
                     new.alias.clone().unwrap_or_default(),
                 ))),

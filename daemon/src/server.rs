@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use crate::app::SharedApp;
 use crate::config::Config;
 use crate::store::{self, unix_now, StoreError};
-use crate::{api, ipc, spool};
+use crate::{api, ipc, spool, stats};
 
 /// How long shutdown waits for in-flight work.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -271,6 +271,7 @@ pub async fn run(
         }));
     }
     let maintenance = tokio::spawn(maintenance(Arc::clone(&app), token.clone()));
+    let folds = tokio::spawn(stats::fold_loop(Arc::clone(&app), token.clone()));
 
     tracing::info!(
         ipc = %app.config.ipc_path().display(),
@@ -288,9 +289,25 @@ pub async fn run(
         tracker.close();
         tracker.wait().await;
         let _ = maintenance.await;
+        let _ = folds.await;
     };
     if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {
         tracing::warn!("in-flight work did not finish within {DRAIN_TIMEOUT:?}; closing anyway");
+    }
+    // Every acknowledged click into the tables (what is left would be
+    // folded from the click log at the next start anyway).
+    match stats::fold(&app).await {
+        Ok(f) if f.batches > 0 => {
+            tracing::info!(
+                batches = f.batches,
+                clicks = f.counted,
+                "folded pending clicks"
+            )
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::error!(error = %e, "cannot fold pending clicks; they stay in the click log")
+        }
     }
     let store = app.store.clone();
     let _ = tokio::task::spawn_blocking(move || store.close()).await;

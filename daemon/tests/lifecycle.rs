@@ -63,6 +63,79 @@ async fn sigkill_loses_nothing_acknowledged() {
     }
 }
 
+/// Clicks acknowledged across several folds, then SIGKILL the moment the
+/// last ack is in (some batches folded into the tables, the rest only in
+/// the click log): after a restart every acknowledged click is counted
+/// once, in the totals and in the hourly stats, also when every batch is
+/// sent again (as workers do with batches whose ack they did not get), and
+/// after the recovered batches are folded and the daemon restarted again.
+#[tokio::test]
+async fn sigkill_between_folds_counts_every_acked_click_once() {
+    let mut d = Daemon::start().await;
+    let mut links = Vec::new();
+    for i in 0..3 {
+        let v = d.create(json!({"url": format!("https://e.com/{i}")})).await;
+        links.push((
+            v["code"].as_str().unwrap().to_string(),
+            v["id"].as_u64().unwrap(),
+        ));
+    }
+    let mut sent = Vec::new();
+    let mut expected = [0i64; 3];
+    let mut c = d.ipc().await;
+    // Spread over more than one fold interval.
+    let rounds = 24u8;
+    let pause = shortlinkd::stats::FOLD_EVERY * 3 / rounds as u32;
+    for i in 0..rounds {
+        let mut b = batch(150 + i, links[0].1, 1 + i as u32 % 3, i % 5 == 0);
+        b.clicks
+            .push(batch(0, links[(i % 2 + 1) as usize].1, 2, false).clicks[0].clone());
+        expected[0] += (1 + i as u32 % 3) as i64;
+        expected[(i % 2 + 1) as usize] += 2;
+        c.clicks(i as u32, b.clone()).await;
+        sent.push(b);
+        tokio::time::sleep(pause).await;
+    }
+    d.kill9();
+    d.spawn().await;
+    check_clicks(&d, &links, expected).await;
+    // Everything sent again: acknowledged, not counted.
+    let mut c = d.ipc().await;
+    for (i, b) in sent.iter().enumerate() {
+        c.clicks(1000 + i as u32, b.clone()).await;
+    }
+    check_clicks(&d, &links, expected).await;
+    assert_eq!(
+        d.metric("shortlinkd_click_batches_duplicate_total").await,
+        rounds as f64
+    );
+    // Past a fold, and across a clean restart.
+    tokio::time::sleep(shortlinkd::stats::FOLD_EVERY * 2).await;
+    check_clicks(&d, &links, expected).await;
+    assert!(d.sigterm().success());
+    d.spawn().await;
+    check_clicks(&d, &links, expected).await;
+}
+
+/// Totals, stats totals and series sums of each link are `expected`.
+async fn check_clicks(d: &Daemon, links: &[(String, u64)], expected: [i64; 3]) {
+    for ((code, _), want) in links.iter().zip(expected) {
+        let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+        assert_eq!(l["clicks"], want, "{code}: {l}");
+        let (_, st) = d
+            .req("GET", &format!("/api/v1/links/{code}/stats"), None)
+            .await;
+        assert_eq!(st["total"], want, "{code}: {st}");
+        let series: i64 = st["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["clicks"].as_i64().unwrap())
+            .sum();
+        assert_eq!(series, want, "{code}");
+    }
+}
+
 #[tokio::test]
 async fn sigterm_finishes_and_closes_cleanly() {
     let mut d = Daemon::start().await;

@@ -22,9 +22,11 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
-use tokio::sync::oneshot;
+use shortlink_core::ipc::ClickBatch;
+use tokio::sync::{oneshot, Notify};
 
 pub use cache::LinkCache;
+use clicks::{ClickOverlay, FoldOutcome, PendingClicks};
 
 /// Most jobs grouped into one write transaction.
 const MAX_GROUP: usize = 512;
@@ -97,6 +99,12 @@ struct Inner {
     /// Hot links, shared by the API and the IPC lookups.
     cache: LinkCache,
     stats: StoreStats,
+    /// Acknowledged clicks not folded into the tables yet.
+    pending: Arc<PendingClicks>,
+    /// One fold at a time.
+    fold_lock: tokio::sync::Mutex<()>,
+    /// Woken when the pending clicks should be folded early.
+    fold_wake: Notify,
 }
 
 /// Handle to the database threads; clone freely.
@@ -114,7 +122,10 @@ impl std::fmt::Debug for Store {
 }
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(include_str!("schema_v1.sql"))])
+    Migrations::new(vec![
+        M::up(include_str!("schema_v1.sql")),
+        M::up(include_str!("schema_v2.sql")),
+    ])
 }
 
 /// Bytes of the database file SQLite may map into memory for reading.
@@ -160,6 +171,15 @@ impl Store {
         // write (creates, click acks) for that long.
         writer_conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         migrations().to_latest(&mut writer_conn)?;
+        // Clicks acknowledged before a crash and not folded yet.
+        let pending = Arc::new(PendingClicks::default());
+        let recovered = clicks::recover(&writer_conn, &pending)?;
+        if recovered > 0 {
+            tracing::info!(
+                batches = recovered,
+                "click batches acknowledged before the last stop are pending a fold"
+            );
+        }
 
         let bulk_conn = Connection::open(path)?;
         configure(&bulk_conn)?;
@@ -190,6 +210,9 @@ impl Store {
                 reader_count: reader_conns.len(),
                 cache: LinkCache::new(cache_size),
                 stats: StoreStats::default(),
+                pending,
+                fold_lock: tokio::sync::Mutex::new(()),
+                fold_wake: Notify::new(),
             });
             let weak = Arc::downgrade(&stats_holder);
             threads.push(
@@ -228,7 +251,7 @@ impl Store {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.send_write(f, false).await
+        self.send_write(f, false, |r| r).await
     }
 
     /// Like [`Store::write`] for one big job (thousands of rows): it gets a
@@ -240,13 +263,16 @@ impl Store {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.send_write(f, true).await
+        self.send_write(f, true, |r| r).await
     }
 
-    async fn send_write<T, F>(&self, f: F, bulk: bool) -> StoreResult<T>
+    /// `after` runs on the writer thread with the job's final result (after
+    /// the commit, or with the error), before the next transaction begins.
+    async fn send_write<T, F, H>(&self, f: F, bulk: bool, after: H) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
+        H: FnOnce(StoreResult<T>) -> StoreResult<T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
         let job: WriteJob = Box::new(move |conn| {
@@ -257,10 +283,11 @@ impl Store {
             };
             let ok = result.is_ok();
             let deliver: Deliver = Box::new(move |commit_error| {
-                let _ = tx.send(match commit_error {
+                let result = match commit_error {
                     Some(e) => Err(e),
                     None => result,
-                });
+                };
+                let _ = tx.send(after(result));
             });
             (ok, deliver)
         });
@@ -293,6 +320,82 @@ impl Store {
             .send(ReadMsg::Job(job))
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Like [`Store::read`], with the acknowledged clicks not folded into
+    /// the tables yet: what `f` reads plus the overlay is every click
+    /// acknowledged before the read, each once.
+    pub async fn read_counted<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        F: FnOnce(&Connection, &ClickOverlay<'_>) -> StoreResult<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let pending = Arc::clone(&self.inner.pending);
+        self.read(move |c| clicks::with_overlay(c, &pending, f))
+            .await
+    }
+
+    /// Makes click batches durable and counts them: each new batch id is
+    /// recorded and the batch appended to `click_log` in one transaction
+    /// (grouped with other writes); after the commit the batch is added to
+    /// the pending clicks, which readers see at once. Resolves after that:
+    /// the caller may acknowledge. `true` per batch counted, `false` per
+    /// duplicate.
+    pub async fn append_clicks(
+        &self,
+        batches: Vec<ClickBatch>,
+        now: i64,
+    ) -> StoreResult<Vec<bool>> {
+        let pending = Arc::clone(&self.inner.pending);
+        let (_, seqs) = self
+            .send_write(
+                move |c| clicks::append_batches(c, &batches, now).map(|seqs| (batches, seqs)),
+                false,
+                move |r| {
+                    if let Ok((batches, seqs)) = &r {
+                        let new: Vec<(i64, &ClickBatch)> = seqs
+                            .iter()
+                            .zip(batches)
+                            .filter_map(|(s, b)| s.map(|s| (s, b)))
+                            .collect();
+                        pending.add_committed(&new, now);
+                    }
+                    r
+                },
+            )
+            .await?;
+        Ok(seqs.iter().map(Option::is_some).collect())
+    }
+
+    /// Writes the pending clicks to `clicks` and the link totals, and
+    /// deletes the `click_log` rows they came from, in one transaction.
+    pub async fn fold_clicks(&self) -> StoreResult<FoldOutcome> {
+        let _one = self.inner.fold_lock.lock().await;
+        if self.inner.pending.is_empty() {
+            return Ok(FoldOutcome::default());
+        }
+        let pending = Arc::clone(&self.inner.pending);
+        let after = Arc::clone(&pending);
+        self.send_write(
+            move |c| clicks::fold_job(c, &pending),
+            false,
+            move |r| {
+                after.finish_fold(r.is_ok());
+                r
+            },
+        )
+        .await
+    }
+
+    /// The acknowledged clicks not folded yet.
+    pub fn pending_clicks(&self) -> &Arc<PendingClicks> {
+        &self.inner.pending
+    }
+
+    /// Notified when a fold should run before its time (see
+    /// `stats::fold_loop`).
+    pub fn fold_wake(&self) -> &Notify {
+        &self.inner.fold_wake
     }
 
     /// The cache of hot links.
