@@ -513,24 +513,14 @@ async fn admin_with(client: &Client, command: Command) -> Result<std::process::E
             let v = client.ok(Method::GET, "/api/v1/keys", None).await?;
             writeln!(out, "ID\tNAME\tPREFIX\tSCOPES\tSTATUS")?;
             for k in v["keys"].as_array().into_iter().flatten() {
-                let scopes: Vec<&str> = k["scopes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
                 writeln!(
                     out,
                     "{}\t{}\tslk_{}\t{}\t{}",
                     k["id"],
                     k["name"].as_str().unwrap_or(""),
                     k["prefix"].as_str().unwrap_or(""),
-                    scopes.join(","),
-                    if k["revoked_at"].is_null() {
-                        "active"
-                    } else {
-                        "revoked"
-                    }
+                    scopes_of(k),
+                    status_of(k)
                 )?;
             }
         }
@@ -555,24 +545,14 @@ async fn admin_with(client: &Client, command: Command) -> Result<std::process::E
             let v = client.ok(Method::GET, "/api/v1/apps", None).await?;
             writeln!(out, "ID\tAPP_ID\tNAME\tSCOPES\tSTATUS")?;
             for a in v["apps"].as_array().into_iter().flatten() {
-                let scopes: Vec<&str> = a["scopes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
                 writeln!(
                     out,
                     "{}\t{}\t{}\t{}\t{}",
                     a["id"],
                     a["app_id"].as_str().unwrap_or(""),
                     a["name"].as_str().unwrap_or(""),
-                    scopes.join(","),
-                    if a["revoked_at"].is_null() {
-                        "active"
-                    } else {
-                        "revoked"
-                    }
+                    scopes_of(a),
+                    status_of(a)
                 )?;
             }
         }
@@ -873,4 +853,24 @@ async fn export(client: &Client, file: &Path) -> Result<()> {
     w.flush()?;
     eprintln!("exported {n} links to {}", file.display());
     Ok(())
+}
+
+/// A key's or app's scopes, comma-separated, for the list commands.
+fn scopes_of(credential: &Value) -> String {
+    let scopes: Vec<&str> = credential["scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    scopes.join(",")
+}
+
+/// `active` or `revoked`, for the list commands.
+fn status_of(credential: &Value) -> &'static str {
+    if credential["revoked_at"].is_null() {
+        "active"
+    } else {
+        "revoked"
+    }
 }
