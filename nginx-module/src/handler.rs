@@ -69,7 +69,6 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let method = r.as_ref().method as u32;
     let log = r.log();
     let raw: *mut ngx_http_request_t = (r as *mut Request).cast();
-    let visitor = Visitor::of(r);
     let pool = r.pool();
     let header_only = r.header_only() || method == NGX_HTTP_HEAD;
 
@@ -79,29 +78,40 @@ fn handle(r: &mut Request) -> ngx_int_t {
 
     // Resumed after a lookup: answer from what the daemon said.
     if let Some(answer) = ctx.answer.take() {
-        ctx.waiting = false;
+        let code = ctx.code;
         let outcome = match answer {
             Answer::Result(LookupResult::Found(link)) => {
-                let device = visitor.device;
-                if ctx.id.is_none() {
-                    ctx.set_id(link.id);
+                let target = link.target_for(visitor(r).device).as_bytes();
+                // The zone never holds an unsafe target (see net.rs); a
+                // reply straight from the daemon is checked here.
+                if !is_header_safe(target) {
+                    error!(
+                        log,
+                        "shortlink: target of code \"{}\" is not a safe Location value, refusing it", code
+                    );
+                    return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+                }
+                let Some(target) = pool_copy(&pool, target) else {
+                    return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+                };
+                if let Some(ctx) = RequestCtx::get_or_init(r) {
+                    if ctx.id.is_none() {
+                        ctx.set_id(link.id);
+                    }
                 }
                 Outcome::Redirect(Hit {
                     id: link.id,
                     status: link.status,
                     expires_at: link.expires_at,
                     disabled: link.disabled,
-                    target: match pool_copy(&pool, link.target_for(device).as_bytes()) {
-                        Some(t) => t,
-                        None => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
-                    },
+                    target,
                 })
             }
             Answer::Result(LookupResult::NotFound) => Outcome::NotFound,
             Answer::Result(LookupResult::Gone) => Outcome::Gone,
             Answer::TimedOut | Answer::Unavailable => Outcome::Unavailable,
         };
-        return respond(r, lcf, outcome, Some(&visitor), header_only);
+        return respond(r, lcf, outcome, header_only);
     }
 
     if method != NGX_HTTP_GET && method != NGX_HTTP_HEAD {
@@ -115,13 +125,10 @@ fn handle(r: &mut Request) -> ngx_int_t {
         unsafe { LinkCache::from_zone(z.zone) }
     });
 
-    if !ctx.generated {
-        // Not a generated code: only a possible alias (see `may_be_alias`) goes further.
-        if !ctx.alias_shaped {
-            ctx.status = CacheStatus::Invalid;
-            debug!(log, "shortlink: \"{}\" is not a valid code or alias", code);
-            return respond(r, lcf, Outcome::NotFound, None, header_only);
-        }
+    if ctx.status == CacheStatus::Invalid {
+        // Neither a generated code nor a possible alias (`RequestCtx::get_or_init`).
+        debug!(log, "shortlink: \"{}\" is not a valid code or alias", code);
+        return respond(r, lcf, Outcome::NotFound, header_only);
     }
 
     if main.pass.is_none() {
@@ -130,31 +137,36 @@ fn handle(r: &mut Request) -> ngx_int_t {
     }
 
     if let Some(cache) = cache {
-        let device = visitor.device;
         // SAFETY: reading nginx's cached clock on its own thread.
         let now = unsafe { nginx_sys::ngx_current_msec };
+        let device = visitor(r).device;
+        let Some(ctx) = RequestCtx::get_or_init(r) else {
+            return NGX_DECLINED as ngx_int_t;
+        };
         match cache.lookup(code.as_bytes(), now, device, |t| pool_copy(&pool, t)) {
             Cached::Found(hit) => {
                 ctx.status = CacheStatus::Hit;
                 if ctx.id.is_none() {
                     ctx.set_id(hit.id);
                 }
-                return respond(r, lcf, Outcome::Redirect(hit), Some(&visitor), header_only);
+                return respond(r, lcf, Outcome::Redirect(hit), header_only);
             }
             Cached::NotFound => {
                 ctx.status = CacheStatus::Negative;
-                return respond(r, lcf, Outcome::NotFound, None, header_only);
+                return respond(r, lcf, Outcome::NotFound, header_only);
             }
             Cached::Gone => {
                 ctx.status = CacheStatus::Negative;
-                return respond(r, lcf, Outcome::Gone, None, header_only);
+                return respond(r, lcf, Outcome::Gone, header_only);
             }
-            Cached::Miss => {}
+            Cached::Miss => ctx.status = CacheStatus::Miss,
         }
-        ctx.status = CacheStatus::Miss;
     } else {
         ctx.status = CacheStatus::Bypass;
     }
+    let Some(ctx) = RequestCtx::get_or_init(r) else {
+        return NGX_DECLINED as ngx_int_t;
+    };
 
     match with_link(|l| l.lookup(code.as_bytes(), raw)) {
         Some(Started::Waiting) => {
@@ -167,14 +179,22 @@ fn handle(r: &mut Request) -> ngx_int_t {
             }
             NGX_DONE as ngx_int_t
         }
-        Some(Started::Unavailable) | None => {
-            error!(
+        Some(Started::Unavailable) => {
+            // The outage itself is logged once by the link, not per request.
+            debug!(
                 log,
                 "shortlink: daemon unavailable while resolving code \"{}\", socket: unix:{}",
                 code,
                 main.pass.as_deref().unwrap_or("")
             );
-            respond(r, lcf, Outcome::Unavailable, None, header_only)
+            respond(r, lcf, Outcome::Unavailable, header_only)
+        }
+        None => {
+            error!(
+                log,
+                "shortlink: no daemon link in this worker while resolving code \"{}\"", code
+            );
+            respond(r, lcf, Outcome::Unavailable, header_only)
         }
     }
 }
@@ -209,11 +229,25 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
 }
 
 /// Who is asking, read from the request headers once per request.
+#[derive(Clone, Copy)]
 pub struct Visitor {
     device: DeviceClass,
     bot: bool,
     /// The `Referer` value (null data when absent), owned by the request.
     referer: ngx_str_t,
+}
+
+/// The request's visitor, read from its headers on first use and kept in
+/// its ctx: only answers that need it (a found link, a counted click) pay.
+fn visitor(r: &mut Request) -> Visitor {
+    if let Some(v) = RequestCtx::get_or_init(r).and_then(|c| c.visitor) {
+        return v;
+    }
+    let v = Visitor::of(r);
+    if let Some(ctx) = RequestCtx::get_or_init(r) {
+        ctx.visitor = Some(v);
+    }
+    v
 }
 
 impl Visitor {
@@ -286,13 +320,7 @@ fn not_allowed(r: &mut Request) -> ngx_int_t {
 }
 
 /// Sends the answer: a redirect, or 404/410/503 (or the fallback).
-fn respond(
-    r: &mut Request,
-    lcf: &LocConf,
-    outcome: Outcome,
-    visitor: Option<&Visitor>,
-    header_only: bool,
-) -> ngx_int_t {
+fn respond(r: &mut Request, lcf: &LocConf, outcome: Outcome, header_only: bool) -> ngx_int_t {
     let fallback = lcf.fallback.as_ref().and_then(|f| f.as_deref());
     let (status, target, count) = match outcome {
         Outcome::Redirect(hit) => {
@@ -314,35 +342,31 @@ fn respond(
         Outcome::Gone => return fallback_or(r, lcf, fallback, NGX_HTTP_GONE),
         Outcome::Unavailable => return fallback_or(r, lcf, fallback, NGX_HTTP_SERVICE_UNAVAILABLE),
     };
-    if !is_header_safe(target.as_bytes()) {
-        let log = r.log();
-        let code = RequestCtx::get_or_init(r)
-            .map(|c| c.code)
-            .unwrap_or_default();
-        error!(
-            log,
-            "shortlink: target of code \"{}\" is not a safe Location value, refusing it", code
-        );
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    }
-    if let (Some(id), false, true, Some(v)) = (count, header_only, lcf.clicks == 1, visitor) {
+    if let (Some(id), false, true) = (count, header_only, lcf.clicks == 1) {
+        let v = visitor(r);
         let now = nginx_sys::ngx_time() as i64;
         let referer = (v.referer.len > 0).then(|| v.referer.as_bytes());
         with_link(|l| l.clicks().record(id, now, v.device, v.bot, referer));
     }
-    let location = target;
     if let Some(ctx) = RequestCtx::get_or_init(r) {
-        ctx.target = location;
+        ctx.target = target;
     }
-    redirect(r, lcf, status, location)
+    redirect(r, lcf, status, target)
 }
 
 fn fallback_or(r: &mut Request, lcf: &LocConf, fallback: Option<&str>, status: u32) -> ngx_int_t {
     match fallback {
-        Some(url) => match pool_copy(&r.pool(), url.as_bytes()) {
-            Some(location) => redirect(r, lcf, 302, location),
-            None => NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
-        },
+        // The URL lives in the location's configuration, which outlives
+        // the request: no copy.
+        Some(url) => redirect(
+            r,
+            lcf,
+            302,
+            ngx_str_t {
+                len: url.len(),
+                data: url.as_ptr() as *mut u8,
+            },
+        ),
         None => status as ngx_int_t,
     }
 }

@@ -54,8 +54,6 @@ pub struct RequestCtx {
     id_text: [u8; 20],
     id_len: u8,
     pub status: CacheStatus,
-    /// The path is not a generated code but has the shape of an alias.
-    pub alias_shaped: bool,
     /// The daemon's answer, once a suspended request is resumed.
     pub answer: Option<Answer>,
     /// Waiting in the daemon link's list (removed on drop if still there).
@@ -64,6 +62,8 @@ pub struct RequestCtx {
     pub request: *mut ngx_http_request_t,
     /// The `Location` sent, for `$shortlink_target`.
     pub target: ngx_str_t,
+    /// Device class, bot flag and referrer, once something needed them.
+    pub visitor: Option<crate::handler::Visitor>,
 }
 
 impl Drop for RequestCtx {
@@ -115,23 +115,22 @@ impl RequestCtx {
             id_text: [0; 20],
             id_len: 0,
             status: CacheStatus::Unset,
-            alias_shaped: false,
             answer: None,
             waiting: false,
             request: (r as *mut Request).cast(),
             target: ngx_str_t::default(),
+            visitor: None,
         };
         // Only the check character here: the id comes with the cached entry,
         // and is decoded only if a variable asks for it first.
-        match codec.verify(code.as_bytes()) {
-            Ok(()) => ctx.generated = true,
-            Err(_)
-                if shortlink_core::alias::is_alias_shaped(code.as_bytes())
-                    && may_be_alias(main, code.as_bytes()) =>
-            {
-                ctx.alias_shaped = true
-            }
-            Err(_) => ctx.status = CacheStatus::Invalid,
+        // A string that is not a generated code goes on only if it may be an
+        // alias; everything else is INVALID from here on.
+        if codec.verify(code.as_bytes()).is_ok() {
+            ctx.generated = true;
+        } else if !(shortlink_core::alias::is_alias_shaped(code.as_bytes())
+            && may_be_alias(main, code.as_bytes()))
+        {
+            ctx.status = CacheStatus::Invalid;
         }
         let ptr = r.pool().allocate(ctx);
         if ptr.is_null() {

@@ -52,9 +52,7 @@ unsafe extern "C" fn get(
         let r = unsafe { Request::from_ngx_http_request(r) };
         let ctx = RequestCtx::get_or_init(r)?;
         let value: &[u8] = match data {
-            CODE if ctx.generated || ctx.status != crate::request::CacheStatus::Invalid => {
-                ctx.code.as_bytes()
-            }
+            CODE if ctx.status != crate::request::CacheStatus::Invalid => ctx.code.as_bytes(),
             TARGET => ctx.target.as_bytes(),
             ID => ctx.id_text(),
             CACHE_STATUS => ctx.status.as_bytes(),

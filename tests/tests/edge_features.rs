@@ -33,6 +33,12 @@ fn aliases_resolve_and_unknown_aliases_cost_no_lookup() {
         .daemon
         .create(json!({"url": "https://example.com/summer", "alias": "summer-sale"}));
     assert_eq!(code, "summer-sale");
+    // The alias reaches the zone's alias set through worker 0's event
+    // stream: another worker may see it a few milliseconds after the reply.
+    assert!(eventually(Duration::from_millis(500), || s
+        .get("summer-sale", &[])
+        .status
+        == 302));
     let r = s.get("summer-sale", &[]);
     assert_eq!(r.status, 302, "{}", r.body_text());
     assert_eq!(r.header("Location"), Some("https://example.com/summer"));

@@ -133,8 +133,6 @@ pub struct DaemonLink {
     /// Alias snapshot in progress: its generation and whether all fitted.
     snapshot: Option<(u64, bool)>,
     alias_generation: u64,
-    /// Lookups sent, for `$shortlink_*` debugging and tests.
-    pub lookups_sent: u64,
 }
 
 const MIN_BACKOFF: ngx_msec_t = 100;
@@ -167,7 +165,6 @@ impl DaemonLink {
             lookups: HashMap::new(),
             snapshot: None,
             alias_generation: 0,
-            lookups_sent: 0,
         });
         for (ev, handler) in [
             (
@@ -211,7 +208,6 @@ impl DaemonLink {
         if !self.send(&request) {
             return Started::Unavailable;
         }
-        self.lookups_sent += 1;
         self.inflight.insert(id, Inflight::Lookup(code.to_vec()));
         let mut wait = Box::new(LookupWait {
             code: code.to_vec(),
@@ -526,7 +522,18 @@ impl DaemonLink {
             }
             Reply::Lookup { id, result } => {
                 if let Some(Inflight::Lookup(code)) = self.inflight.remove(&id) {
-                    if let Some(cache) = self.conf.cache {
+                    let unsafe_target = match &result {
+                        LookupResult::Found(link) => !targets_are_header_safe(link),
+                        _ => false,
+                    };
+                    if unsafe_target {
+                        // Never cached: each request then refuses it with 500.
+                        error!(
+                            self.log,
+                            "shortlink: the daemon sent a target for \"{}\" that is not a safe Location value; not caching it",
+                            String::from_utf8_lossy(&code)
+                        );
+                    } else if let Some(cache) = self.conf.cache {
                         let ttl = match result {
                             LookupResult::Found(_) => self.conf.ttl,
                             _ => self.conf.negative_ttl,
@@ -689,6 +696,22 @@ impl DaemonLink {
             self.conn = ptr::null_mut();
         }
     }
+}
+
+/// True when every target of `link` can go into a `Location` header as it is,
+/// so hits served from the zone need no check.
+fn targets_are_header_safe(link: &shortlink_core::ipc::EdgeLink) -> bool {
+    let t = &link.targets;
+    [
+        Some(&link.target),
+        t.desktop.as_ref(),
+        t.mobile.as_ref(),
+        t.ios.as_ref(),
+        t.android.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .all(|v| shortlink_core::target::is_header_safe(v.as_bytes()))
 }
 
 fn guarded(ev: *mut ngx_event_t, f: impl FnOnce(&mut DaemonLink, *mut ngx_event_t)) {
