@@ -2,18 +2,22 @@
 PORT ?= 8080
 export PORT
 
-.PHONY: deps build test unit e2e lint demo stop clean module module-debian e2e-debian bench bench-smoke
+.PHONY: deps build test unit e2e lint demo stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke
 
-## Install the Debian packages the build and tests need (idempotent).
+## Check the Rust toolchain and install the Debian packages the build, the
+## demo and the tests need (idempotent). Targets that need less install
+## only their groups (scripts/deps.sh build|demo|test|bench|browser).
 deps:
 	@scripts/deps.sh
 
 ## Release build: build/sbin/nginx, build/modules/ngx_http_shortlink_module.so, build/bin/shortlinkd.
-build: deps
+build:
+	@scripts/deps.sh build
 	@scripts/build.sh
 
-## Everything: formatting, clippy, unit tests and the end-to-end suite.
-test: build lint unit e2e e2e-debian bench-smoke
+## Everything: formatting, clippy, unit tests, the end-to-end suite (vendored
+## and Debian's nginx) and the Debian packages installed and serving.
+test: deps build lint unit e2e e2e-debian deb-test bench-smoke fuzz-smoke
 
 lint:
 	cargo fmt --all -- --check
@@ -22,35 +26,59 @@ lint:
 unit:
 	cargo test --workspace --exclude shortlink-e2e
 
-e2e: build
-	cargo test --release -p shortlink-e2e -- --test-threads=2
+# --no-fail-fast: a failing file (the fault suite, say) does not hide the others.
+e2e: deps build
+	cargo test --release -p shortlink-e2e --no-fail-fast -- --test-threads=2
 
 ## The module for an nginx you already run, from its configured source tree
 ## (./configure with that binary's `nginx -V` arguments and --with-compat):
 ##   make module NGINX_SRC=/path/to/nginx-1.x.y   ->  build/module/ngx_http_shortlink_module.so
-module: deps
+module:
+	@scripts/deps.sh build
 	@scripts/module.sh "$(NGINX_SRC)"
 
 ## The module for Debian's own nginx (/usr/sbin/nginx, packages nginx-core and
 ## nginx-dev, installed if missing)  ->  build/debian/ngx_http_shortlink_module.so
-module-debian: deps
+module-debian:
+	@scripts/deps.sh build
 	@scripts/debian-nginx.sh
 
 ## The end-to-end suite against Debian's /usr/sbin/nginx and that module.
-e2e-debian: build module-debian
+e2e-debian: deps build module-debian
 	SHORTLINK_NGINX=/usr/sbin/nginx SHORTLINK_MODULE=$(CURDIR)/build/debian/ngx_http_shortlink_module.so \
-	  cargo test --release -p shortlink-e2e -- --test-threads=2
+	  cargo test --release -p shortlink-e2e --no-fail-fast -- --test-threads=2
+
+## Debian 12 packages into build/deb/: shortlinkd (daemon, unit, config, user,
+## directories, key) and libnginx-mod-http-shortlink (for Debian's nginx).
+deb: build module-debian
+	@scripts/deb.sh
+
+## Installs both packages on this machine (as root; CI's machine is a
+## throwaway), serves a link through them with /usr/sbin/nginx, then purges.
+deb-test: deb
+	@scripts/deps.sh demo
+	@scripts/deb-test.sh
+
+## Every core/fuzz target for FUZZ_RUNS executions (default 10 million each).
+FUZZ_RUNS ?= 10000000
+fuzz:
+	scripts/fuzz.sh runs $(FUZZ_RUNS)
+
+## Every core/fuzz target for 20 s: part of make test.
+fuzz-smoke:
+	scripts/fuzz.sh smoke 20
 
 ## Benchmarks against nginx's own `return 302`: bench/results.json and BENCHMARKS.md.
-bench: build
+bench: deps build
 	python3 bench/bench.py
 
 ## A few seconds of every benchmark scenario: keeps the harness from rotting.
-bench-smoke: build
+bench-smoke: deps build
 	python3 bench/bench.py --smoke
 
 ## Start the product on 127.0.0.1:$(PORT) in the background; `make stop` stops it.
 demo: build
+	@scripts/deps.sh demo
 	@scripts/demo.sh
 
 stop:

@@ -84,7 +84,12 @@ class Stack:
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(os.path.join(out, "logs"))
         os.makedirs(os.path.join(out, "spool"))
-        os.chmod(os.path.join(out, "spool"), 0o1777)
+        # The workers' spool, theirs alone: nobody:nogroup 0770 as root.
+        if os.getuid() == 0:
+            shutil.chown(os.path.join(out, "spool"), "nobody", "nogroup")
+            os.chmod(os.path.join(out, "spool"), 0o770)
+        else:
+            os.chmod(os.path.join(out, "spool"), 0o700)
         os.chmod(out, 0o755)
         self.key = os.path.join(out, "key")
         self.api_port = free_port()

@@ -4,7 +4,8 @@
 # background; creates an API key and a sample link and shows them working.
 # `scripts/demo.sh stop` stops both and keeps the data. Running it again
 # reuses the key, the API key and the database, and restarts cleanly.
-set -euo pipefail
+# A failed step is reported with its name and the last lines of its log.
+set -eEuo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 port=${PORT:-8080}
@@ -12,6 +13,33 @@ dir=$root/var/demo
 nginx=$root/build/sbin/nginx
 daemon=$root/build/bin/shortlinkd
 base="http://127.0.0.1:$port"
+
+# The step under way and the log that tells about it, for the report below.
+step="starting"
+step_log=""
+at() {
+  step=$1
+  step_log=${2:-}
+}
+# set -e stops at the first failed command; say which step it was in and
+# show its log instead of exiting without a word. (Subshells and command
+# substitutions inherit the trap: only the top level reports.)
+on_error() {
+  local status=$?
+  [ "$BASH_SUBSHELL" -eq 0 ] || exit "$status"
+  echo "make demo: FAILED while $step (exit $status)" >&2
+  if [ -n "$step_log" ]; then
+    echo "---- last lines of ${step_log#"$root"/}:" >&2
+    tail -n 20 "$step_log" >&2 2>/dev/null || echo "(no log yet)" >&2
+  fi
+  echo "make stop stops what this run started." >&2
+  exit "$status"
+}
+trap on_error ERR
+fail() {
+  echo "$1" >&2
+  false
+}
 
 daemon_args=(--data-dir "$dir/data" --key-file "$dir/key" --ipc-socket "$dir/ipc.sock"
   --api-socket "$dir/api.sock" --spool-dir "$dir/spool" --base-url "$base")
@@ -35,18 +63,34 @@ if [ "${1:-}" = stop ]; then
   exit 0
 fi
 
+at "preparing $dir (stopping the previous run, directories, key)"
 stop_all
 mkdir -p "$dir/logs" "$dir/data" "$dir/spool"
-chmod 1777 "$dir/spool"   # nginx workers write undeliverable clicks here
+# nginx workers write undeliverable clicks here, and nobody else may: as
+# root the workers run as nobody:nogroup (below), otherwise as this user.
+if [ "$(id -u)" -eq 0 ]; then
+  chown nobody:nogroup "$dir/spool"
+  chmod 0770 "$dir/spool"
+else
+  chmod 0700 "$dir/spool"
+fi
 [ -f "$dir/key" ] || "$daemon" keygen "$dir/key"
 
+at "starting shortlinkd" "$dir/logs/shortlinkd.log"
 "$daemon" serve "${daemon_args[@]}" >> "$dir/logs/shortlinkd.log" 2>&1 &
 echo $! > "$dir/shortlinkd.pid"
+healthy=""
 for _ in $(seq 100); do
-  curl -sf --unix-socket "$dir/api.sock" http://localhost/api/v1/health >/dev/null 2>&1 && break
+  if curl -sf --unix-socket "$dir/api.sock" http://localhost/api/v1/health >/dev/null 2>&1; then
+    healthy=1
+    break
+  fi
+  kill -0 "$(cat "$dir/shortlinkd.pid")" 2>/dev/null || fail "shortlinkd exited"
   sleep 0.1
 done
+[ -n "$healthy" ] || fail "shortlinkd did not answer on $dir/api.sock within 10 s"
 
+at "writing and checking $dir/nginx.conf" "$dir/logs/error.log"
 user=""
 [ "$(id -u)" -eq 0 ] && user="user nobody nogroup;"
 cat > "$dir/nginx.conf" <<CONF
@@ -74,7 +118,11 @@ http {
         location /api/ {
             proxy_pass http://unix:$dir/api.sock;
             proxy_set_header X-Shortlink-Base http://\$host:\$server_port;
+            client_max_body_size 32m;
+            error_page 413 = @shortlink_api_too_large;
+            error_page 502 503 504 = @shortlink_api_unavailable;
         }
+        include $root/conf/nginx/shortlink-api-errors.conf;
         location = /metrics {
             allow 127.0.0.1;
             deny all;
@@ -93,15 +141,26 @@ http {
 }
 CONF
 "$nginx" -p "$dir" -c "$dir/nginx.conf" -t -q
+at "starting nginx on 127.0.0.1:$port" "$dir/logs/error.log"
 "$nginx" -p "$dir" -c "$dir/nginx.conf"
-for _ in $(seq 50); do curl -s -o /dev/null "$base/api/v1/health" && break; sleep 0.1; done
+healthy=""
+for _ in $(seq 50); do
+  if curl -s -o /dev/null "$base/api/v1/health"; then
+    healthy=1
+    break
+  fi
+  sleep 0.1
+done
+[ -n "$healthy" ] || fail "nginx does not answer on $base within 5 s"
 
+at "creating the demo API key" "$dir/logs/shortlinkd.log"
 if [ ! -s "$dir/api-key" ]; then
   (umask 077; "$daemon" key create --name demo --scopes links:write,links:read,stats:read,admin "${daemon_args[@]}" > "$dir/api-key")
 fi
 chmod 600 "$dir/api-key"
 api_key=$(cat "$dir/api-key")
 
+at "creating the sample link through nginx" "$dir/logs/error.log"
 reply=$(curl -sf -X POST "$base/api/v1/links" -H "X-Api-Key: $api_key" -H 'Content-Type: application/json' \
   -d '{"url": "https://nginx.org/en/docs/", "dedupe": true}')
 short_url=$(echo "$reply" | sed 's/.*"short_url":"\([^"]*\)".*/\1/')
@@ -126,6 +185,7 @@ shortlink is running: nginx on $base, shortlinkd on SQLite in $dir/data (logs in
 
 Stop with: make stop
 MSG
+at "following the sample link" "$dir/logs/error.log"
 echo
 echo "\$ curl -si $short_url | grep -E '^(HTTP|Location)'"
 curl -si "$short_url" | grep -E '^(HTTP|Location)'

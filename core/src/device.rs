@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use memchr::memmem::Finder;
+use aho_corasick::AhoCorasick;
 use serde::{Deserialize, Serialize};
 
 /// Device class of a click, also used to pick a device-specific target.
@@ -42,6 +42,34 @@ impl DeviceClass {
         }
     }
 
+    /// The device-specific targets a visitor of this class may be sent to,
+    /// most specific first: iOS and Android fall back to `Mobile`, the others
+    /// have only their own. When none of them is set, the link's main target
+    /// answers. The one home of this rule: the daemon's answers and the nginx
+    /// zone's entries both pick through [`DeviceClass::pick_target`].
+    pub const fn target_order(self) -> &'static [DeviceClass] {
+        match self {
+            DeviceClass::Ios => &[DeviceClass::Ios, DeviceClass::Mobile],
+            DeviceClass::Android => &[DeviceClass::Android, DeviceClass::Mobile],
+            DeviceClass::Mobile => &[DeviceClass::Mobile],
+            DeviceClass::Desktop => &[DeviceClass::Desktop],
+            DeviceClass::Other => &[],
+        }
+    }
+
+    /// Whose target a visitor of this class gets, given which classes have
+    /// one (`has`): the first of [`DeviceClass::target_order`] that has one,
+    /// else `Other`, which stands for the link's main target.
+    #[inline]
+    pub fn pick_target(self, has: impl Fn(DeviceClass) -> bool) -> DeviceClass {
+        let order = self.target_order();
+        order
+            .iter()
+            .copied()
+            .find(|&class| has(class))
+            .unwrap_or(DeviceClass::Other)
+    }
+
     /// Inverse of [`DeviceClass::as_str`].
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -55,72 +83,164 @@ impl DeviceClass {
     }
 }
 
+/// Crawlers, link-preview fetchers (chat apps unfurling a pasted link) and
+/// HTTP libraries: none of them is a person following a link, so none may
+/// consume a visit of a `max_visits` link. Matched anywhere, any case.
 const BOT_MARKERS: &[&str] = &[
+    // crawlers and monitors
     "bot",
     "crawl",
     "spider",
     "slurp",
-    "facebookexternalhit",
-    "embedly",
-    "preview",
+    "archiver",
     "headlesschrome",
     "lighthouse",
+    "pingdom",
+    "uptime",
+    "monitor",
+    "feedfetcher",
+    "mediapartners-google",
+    "google-inspectiontool",
+    "google-read-aloud",
+    // link previews in chat and social apps
+    "facebookexternalhit",
+    "facebot",
+    "whatsapp",
+    "slack",
+    "skypeuripreview",
+    "embedly",
+    "iframely",
+    "preview",
+    "vkshare",
+    "pinterest",
+    "tumblr",
+    "snap url preview",
+    "outbrain",
+    "nuzzel",
+    // HTTP libraries and command-line tools
+    "curl/",
+    "wget/",
+    "python-requests",
+    "python-urllib",
+    "python-httpx",
+    "aiohttp",
+    "go-http-client",
+    "okhttp",
+    "java/",
+    "apache-httpclient",
+    "libwww-perl",
+    "lwp::",
+    "node-fetch",
+    "undici",
+    "axios/",
+    "guzzlehttp",
+    "ruby",
+    "faraday",
+    "httpie",
+    "postmanruntime",
+    "insomnia",
+    "dart:io",
+    "reqwest",
+    "winhttp",
+    "windowspowershell",
+    "libcurl",
+    "scrapy",
 ];
+/// Windows Phone and KaiOS feature-phone browsers name Android and iPhone in their
+/// `User-Agent` to get mobile pages, but are neither.
+const OTHER_MOBILE_MARKERS: &[&str] = &["windows phone", "iemobile", "kaios"];
 const IOS_MARKERS: &[&str] = &["iphone", "ipad", "ipod"];
-const MOBILE_MARKERS: &[&str] = &["mobile", "windows phone", "opera mini"];
+const ANDROID_MARKERS: &[&str] = &["android"];
+const MOBILE_MARKERS: &[&str] = &[
+    "mobile",
+    "opera mini",
+    "midp",
+    "j2me",
+    "nokia",
+    "symbian",
+    "series40",
+    "blackberry",
+    "bb10",
+    "tablet",
+    "kindle",
+    "silk/",
+];
 const DESKTOP_MARKERS: &[&str] = &["windows", "macintosh", "x11", "cros"];
 
 /// Only this much of a `User-Agent` is looked at.
 const UA_PREFIX: usize = 512;
 
-/// SIMD substring searchers, built once per process.
+/// What a marker says about the agent; the index of its list.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Kind {
+    Bot,
+    OtherMobile,
+    Ios,
+    Android,
+    Mobile,
+    Desktop,
+}
+
+const KINDS: [(Kind, &[&str]); 6] = [
+    (Kind::Bot, BOT_MARKERS),
+    (Kind::OtherMobile, OTHER_MOBILE_MARKERS),
+    (Kind::Ios, IOS_MARKERS),
+    (Kind::Android, ANDROID_MARKERS),
+    (Kind::Mobile, MOBILE_MARKERS),
+    (Kind::Desktop, DESKTOP_MARKERS),
+];
+
+/// One automaton over every marker (one pass over the header, any case),
+/// and the kind of each pattern, built once per process.
 struct Markers {
-    bot: Vec<Finder<'static>>,
-    ios: Vec<Finder<'static>>,
-    android: Finder<'static>,
-    mobile: Vec<Finder<'static>>,
-    desktop: Vec<Finder<'static>>,
+    automaton: AhoCorasick,
+    kinds: Vec<Kind>,
 }
 
 static MARKERS: LazyLock<Markers> = LazyLock::new(|| {
-    let all = |list: &[&'static str]| list.iter().map(|m| Finder::new(m.as_bytes())).collect();
-    Markers {
-        bot: all(BOT_MARKERS),
-        ios: all(IOS_MARKERS),
-        android: Finder::new(b"android"),
-        mobile: all(MOBILE_MARKERS),
-        desktop: all(DESKTOP_MARKERS),
+    let mut patterns = Vec::new();
+    let mut kinds = Vec::new();
+    for (kind, list) in KINDS {
+        for marker in list {
+            patterns.push(*marker);
+            kinds.push(kind);
+        }
     }
+    let automaton = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(&patterns)
+        .unwrap_or_else(|e| panic!("the built-in User-Agent markers form an automaton: {e}"));
+    Markers { automaton, kinds }
 });
 
 /// Device class and bot flag of a `User-Agent` value (`None`: no header).
 /// Case-insensitive; looks at the first 512 bytes; no allocation.
 pub fn classify(user_agent: Option<&[u8]>) -> (DeviceClass, bool) {
     let ua = match user_agent {
-        Some(ua) if !ua.is_empty() => ua,
+        Some(ua) if !ua.is_empty() => &ua[..ua.len().min(UA_PREFIX)],
         _ => return (DeviceClass::Other, false),
     };
-    let mut buf = [0u8; UA_PREFIX];
-    let len = ua.len().min(UA_PREFIX);
-    for (dst, src) in buf.iter_mut().zip(&ua[..len]) {
-        *dst = src.to_ascii_lowercase();
-    }
-    let ua = &buf[..len];
     let m = &*MARKERS;
-    let any = |list: &[Finder<'static>]| list.iter().any(|f| f.find(ua).is_some());
-    let bot = any(&m.bot);
-    let class = if any(&m.ios) {
-        DeviceClass::Ios
-    } else if m.android.find(ua).is_some() {
-        DeviceClass::Android
-    } else if any(&m.mobile) {
+    let mut seen = 0u8;
+    for found in m.automaton.find_overlapping_iter(ua) {
+        seen |= 1 << m.kinds[found.pattern().as_usize()] as u8;
+    }
+    let has = |kind: Kind| seen & (1 << kind as u8) != 0;
+    let class = if has(Kind::OtherMobile) {
         DeviceClass::Mobile
-    } else if any(&m.desktop) {
+    } else if has(Kind::Ios) {
+        DeviceClass::Ios
+    } else if has(Kind::Android) {
+        DeviceClass::Android
+    } else if has(Kind::Mobile) {
+        DeviceClass::Mobile
+    } else if has(Kind::Desktop) {
         DeviceClass::Desktop
     } else {
         DeviceClass::Other
     };
-    (class, bot)
+    (class, has(Kind::Bot))
 }
 
 /// The host part of a `Referer` value, without port or user info; `None`
@@ -162,47 +282,99 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// Real `User-Agent` strings, as sent by browsers, preview fetchers,
+    /// crawlers, libraries and phones.
+    const AGENTS: &[(&str, DeviceClass, bool)] = &[
+        // browsers: people
+        ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1", DeviceClass::Ios, false),
+        ("Mozilla/5.0 (iPad; CPU OS 16_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.6 Mobile/15E148 Safari/604.1", DeviceClass::Ios, false),
+        ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/119.0.6045.109 Mobile/15E148 Safari/604.1", DeviceClass::Ios, false),
+        ("Mozilla/5.0 (iPhone; CPU iPhone OS 16_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 [FBAN/FBIOS;FBAV/420.0.0.33.107]", DeviceClass::Ios, false),
+        ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36", DeviceClass::Android, false),
+        ("Mozilla/5.0 (Linux; Android 13; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Mobile Safari/537.36", DeviceClass::Android, false),
+        ("Mozilla/5.0 (Android 14; Mobile; rv:121.0) Gecko/121.0 Firefox/121.0", DeviceClass::Android, false),
+        ("Mozilla/5.0 (Linux; Android 12; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0.0.0 Safari/537.36", DeviceClass::Android, false),
+        ("Mozilla/5.0 (Linux; Android 10; K; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/118.0.0.0 Mobile Safari/537.36 Instagram 309.1.0.41.113 Android", DeviceClass::Android, false),
+        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", DeviceClass::Desktop, false),
+        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.0.0", DeviceClass::Desktop, false),
+        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0", DeviceClass::Desktop, false),
+        ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15", DeviceClass::Desktop, false),
+        ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", DeviceClass::Desktop, false),
+        ("Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0", DeviceClass::Desktop, false),
+        ("Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", DeviceClass::Desktop, false),
+        // feature phones and Windows Phone: mobile, not iOS or Android
+        ("Opera/9.80 (J2ME/MIDP; Opera Mini/9.80 (S60; SymbOS; Opera Mobi/23.348; U; en) Presto/2.5.25 Version/10.54", DeviceClass::Mobile, false),
+        ("Nokia6300/2.0 (05.00) Profile/MIDP-2.0 Configuration/CLDC-1.1", DeviceClass::Mobile, false),
+        ("NokiaC3-00/5.0 (08.63) Profile/MIDP-2.1 Configuration/CLDC-1.1 Mozilla/5.0 AppleWebKit/420+ (KHTML, like Gecko) Safari/420+", DeviceClass::Mobile, false),
+        ("Mozilla/5.0 (Series40; Nokia501/11.1.1/java_runtime_version=Nokia_Asha_1_1_1; Profile/MIDP-2.1 Configuration/CLDC-1.1) Gecko/20100401 S40OviBrowser/3.1.1.0.27", DeviceClass::Mobile, false),
+        ("Mozilla/5.0 (Mobile; Windows Phone 8.1; Android 4.0; ARM; Trident/7.0; Touch; rv:11.0; IEMobile/11.0; NOKIA; Lumia 635) like iPhone OS 7_0_3 Mac OS X AppleWebKit/537 (KHTML, like Gecko) Mobile Safari/537", DeviceClass::Mobile, false),
+        ("Mozilla/5.0 (Windows Phone 10.0; Android 6.0.1; Microsoft; Lumia 950) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/52.0.2743.116 Mobile Safari/537.36 Edge/15.14977", DeviceClass::Mobile, false),
+        ("Mozilla/5.0 (Mobile; LYF/F300B/LYF-F300B-001-01-15-130718-i;Android; rv:48.0) Gecko/48.0 Firefox/48.0 KAIOS/2.5", DeviceClass::Mobile, false),
+        ("Mozilla/5.0 (BB10; Touch) AppleWebKit/537.10+ (KHTML, like Gecko) Version/10.0.9.2372 Mobile Safari/537.10+", DeviceClass::Mobile, false),
+        // link-preview fetchers: never people
+        ("WhatsApp/2.23.20.0 A", DeviceClass::Other, true),
+        ("WhatsApp/2.2348.50 i", DeviceClass::Other, true),
+        ("facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0", DeviceClass::Desktop, true),
+        ("TelegramBot (like TwitterBot)", DeviceClass::Other, true),
+        ("Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", DeviceClass::Other, true),
+        ("Slack-ImgProxy (+https://api.slack.com/robots)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)", DeviceClass::Other, true),
+        ("LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (Windows NT 6.1; WOW64) SkypeUriPreview Preview/0.5 skype-url-preview@microsoft.com", DeviceClass::Desktop, true),
+        ("Twitterbot/1.0", DeviceClass::Other, true),
+        ("Mozilla/5.0 (compatible; Embedly/0.2; +http://support.embed.ly/)", DeviceClass::Other, true),
+        ("Pinterest/0.2 (+https://www.pinterest.com/bot.html)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (compatible; vkShare; +http://vk.com/dev/Share)", DeviceClass::Other, true),
+        // crawlers
+        ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.71 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", DeviceClass::Android, true),
+        ("Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (compatible; Baiduspider/2.0; +http://www.baidu.com/search/spider.html)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (compatible; Yahoo! Slurp; http://help.yahoo.com/help/us/ysearch/slurp)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1; +http://www.apple.com/go/applebot)", DeviceClass::Desktop, true),
+        ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36", DeviceClass::Desktop, true),
+        // HTTP libraries and tools
+        ("curl/8.5.0", DeviceClass::Other, true),
+        ("Wget/1.21.3", DeviceClass::Other, true),
+        ("python-requests/2.31.0", DeviceClass::Other, true),
+        ("Python-urllib/3.11", DeviceClass::Other, true),
+        ("python-httpx/0.25.2", DeviceClass::Other, true),
+        ("Python/3.11 aiohttp/3.9.1", DeviceClass::Other, true),
+        ("Go-http-client/1.1", DeviceClass::Other, true),
+        ("Go-http-client/2.0", DeviceClass::Other, true),
+        ("okhttp/4.12.0", DeviceClass::Other, true),
+        ("Java/17.0.9", DeviceClass::Other, true),
+        ("Apache-HttpClient/4.5.14 (Java/17.0.9)", DeviceClass::Other, true),
+        ("libwww-perl/6.72", DeviceClass::Other, true),
+        ("node-fetch/1.0 (+https://github.com/bitinn/node-fetch)", DeviceClass::Other, true),
+        ("axios/1.6.2", DeviceClass::Other, true),
+        ("PostmanRuntime/7.36.0", DeviceClass::Other, true),
+        ("Dart/3.2 (dart:io)", DeviceClass::Other, true),
+        ("Mozilla/5.0 (Windows NT; Windows NT 10.0; en-US) WindowsPowerShell/5.1.19041.3570", DeviceClass::Desktop, true),
+    ];
+
     #[test]
-    fn classifies_common_agents() {
-        let cases: &[(&str, DeviceClass, bool)] = &[
-            (
-                "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148",
-                DeviceClass::Ios,
-                false,
-            ),
-            (
-                "Mozilla/5.0 (Linux; Android 14; Pixel 8) Mobile Safari/537.36",
-                DeviceClass::Android,
-                false,
-            ),
-            (
-                "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0",
-                DeviceClass::Desktop,
-                false,
-            ),
-            (
-                "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) Safari/605.1.15",
-                DeviceClass::Desktop,
-                false,
-            ),
-            (
-                "Opera/9.80 (J2ME/MIDP; Opera Mini/9.80) Presto",
-                DeviceClass::Mobile,
-                false,
-            ),
-            (
-                "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-                DeviceClass::Other,
-                true,
-            ),
-            ("facebookexternalhit/1.1", DeviceClass::Other, true),
-            ("curl/8.5.0", DeviceClass::Other, false),
-        ];
-        for (ua, class, bot) in cases {
+    fn classifies_real_agents() {
+        assert!(AGENTS.len() >= 40);
+        for (ua, class, bot) in AGENTS {
             assert_eq!(classify(Some(ua.as_bytes())), (*class, *bot), "{ua}");
         }
         assert_eq!(classify(None), (DeviceClass::Other, false));
         assert_eq!(classify(Some(b"")), (DeviceClass::Other, false));
+        assert_eq!(
+            classify(Some(b"SomethingNew/1.0")),
+            (DeviceClass::Other, false)
+        );
+    }
+
+    #[test]
+    fn only_the_first_512_bytes_count() {
+        let mut ua = "Mozilla/5.0 (Windows NT 10.0) ".to_string();
+        ua.push_str(&"x".repeat(600));
+        ua.push_str(" Googlebot/2.1");
+        assert_eq!(classify(Some(ua.as_bytes())), (DeviceClass::Desktop, false));
     }
 
     #[test]
@@ -213,6 +385,23 @@ mod tests {
             assert_eq!(DeviceClass::parse(c.as_str()), Some(c));
         }
         assert_eq!(DeviceClass::from_u8(200), DeviceClass::Other);
+    }
+
+    #[test]
+    fn device_targets_fall_back_to_mobile_then_main() {
+        use DeviceClass::*;
+        let only = |set: &'static [DeviceClass]| move |c: DeviceClass| set.contains(&c);
+        assert_eq!(Ios.pick_target(only(&[Ios, Mobile])), Ios);
+        assert_eq!(Ios.pick_target(only(&[Mobile, Android])), Mobile);
+        assert_eq!(Android.pick_target(only(&[Mobile])), Mobile);
+        assert_eq!(Android.pick_target(only(&[Ios, Desktop])), Other);
+        assert_eq!(Mobile.pick_target(only(&[Ios, Android])), Other);
+        assert_eq!(Desktop.pick_target(only(&[Desktop, Mobile])), Desktop);
+        assert_eq!(Desktop.pick_target(only(&[Mobile])), Other);
+        assert_eq!(Other.pick_target(|_| true), Other);
+        for class in [Other, Desktop, Mobile, Ios, Android] {
+            assert!(!class.target_order().contains(&Other));
+        }
     }
 
     #[test]

@@ -3,10 +3,13 @@
 //!
 //! Every frame is a 4-byte big-endian payload length followed by a postcard
 //! payload. The client opens with [`Request::Hello`]; the server answers
-//! [`Reply::Welcome`] or [`Reply::Refused`] (then closes). After that the
-//! client may have many requests in flight, each with its own request id;
-//! replies come back in any order. Events ([`Reply::Event`]) are pushed to
-//! clients that sent [`Request::Subscribe`].
+//! [`Reply::Challenge`] or [`Reply::Refused`] (then closes). The client
+//! proves it holds the deployment key with [`Request::Auth`]; the server
+//! answers [`Reply::Welcome`] with its own proof, or [`Reply::Refused`] (see
+//! [`crate::handshake`]). After that the client may have many requests in
+//! flight, each with its own request id; replies come back in any order.
+//! Events ([`Reply::Event`]) are pushed to clients that sent
+//! [`Request::Subscribe`].
 //!
 //! Enum variants are only ever appended, never reordered: postcard encodes
 //! the variant index. Anything incompatible bumps [`PROTOCOL_VERSION`].
@@ -18,10 +21,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::device::DeviceClass;
+use crate::handshake::{Nonce, Proof};
 use crate::key::Fingerprint;
+use crate::redirect::RedirectStatus;
 
-/// Version of this protocol; the handshake refuses any other.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// Version of this protocol; the handshake refuses any other. Version 2
+/// added the challenge-response ([`Request::Auth`], [`Reply::Challenge`],
+/// the daemon's proof in [`Reply::Welcome`]) and [`Reply::ClicksRefused`].
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Largest payload either side accepts; bigger frames close the connection.
 pub const MAX_FRAME: usize = 1 << 20;
 /// Bytes of the length prefix.
@@ -42,6 +49,10 @@ pub enum Request {
     Subscribe { id: u32 },
     /// Liveness check.
     Ping { id: u32 },
+    /// Answer to [`Reply::Challenge`]: the client's own nonce and its proof
+    /// of the key over both nonces and its pid
+    /// ([`crate::handshake::LinkAuth::edge_proof`]).
+    Auth { nonce: Nonce, proof: Proof },
 }
 
 /// The client's half of the handshake.
@@ -57,10 +68,13 @@ pub struct Hello {
 /// Server to client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Reply {
-    /// Handshake accepted.
+    /// Handshake accepted: the client proved it holds the key, and `proof`
+    /// is the daemon's ([`crate::handshake::LinkAuth::daemon_proof`]), which
+    /// the client checks before trusting anything else on the connection.
     Welcome {
         protocol: u16,
         fingerprint: Fingerprint,
+        proof: Proof,
     },
     /// Handshake refused; the server closes the connection after this.
     Refused { reason: String },
@@ -76,6 +90,17 @@ pub enum Reply {
     Error { id: u32, message: String },
     /// Pushed without a request.
     Event(Event),
+    /// Answer to a hello the server accepts: prove you hold the key.
+    Challenge { nonce: Nonce },
+    /// The batch breaks the click bounds (`ClickBatch::validate`) and is
+    /// not counted; sending it again can never succeed, so the client
+    /// drops it. (A batch the store could not take gets [`Reply::Error`]
+    /// and is retried.)
+    ClicksRefused {
+        id: u32,
+        batch_id: BatchId,
+        reason: String,
+    },
 }
 
 /// Result of a lookup.
@@ -94,9 +119,9 @@ pub enum LookupResult {
 pub struct EdgeLink {
     pub id: u64,
     pub target: String,
-    /// The link's own redirect status (301, 302, 307, 308); `None` uses the
-    /// location's `shortlink_redirect`.
-    pub status: Option<u16>,
+    /// The link's own redirect status; `None` uses the location's
+    /// `shortlink_redirect`.
+    pub status: Option<RedirectStatus>,
     /// Unix seconds after which the link is gone.
     pub expires_at: Option<i64>,
     pub targets: DeviceTargets,
@@ -120,16 +145,23 @@ pub struct DeviceTargets {
 }
 
 impl DeviceTargets {
-    /// iOS and Android fall back to `mobile`; the rest have no fallback here.
-    pub fn for_device(&self, device: DeviceClass) -> Option<&str> {
-        let specific = match device {
-            DeviceClass::Ios => self.ios.as_deref().or(self.mobile.as_deref()),
-            DeviceClass::Android => self.android.as_deref().or(self.mobile.as_deref()),
-            DeviceClass::Mobile => self.mobile.as_deref(),
+    /// The target set for exactly `class` (`Other` has none of its own); an
+    /// empty one counts as unset, as it does in the nginx zone.
+    pub fn get(&self, class: DeviceClass) -> Option<&str> {
+        let target = match class {
             DeviceClass::Desktop => self.desktop.as_deref(),
+            DeviceClass::Mobile => self.mobile.as_deref(),
+            DeviceClass::Ios => self.ios.as_deref(),
+            DeviceClass::Android => self.android.as_deref(),
             DeviceClass::Other => None,
         };
-        specific
+        target.filter(|t| !t.is_empty())
+    }
+
+    /// The device-specific target for `device`, by
+    /// [`DeviceClass::pick_target`]; `None` means the main target.
+    pub fn for_device(&self, device: DeviceClass) -> Option<&str> {
+        self.get(device.pick_target(|class| self.get(class).is_some()))
     }
 
     /// True when no device-specific target is set.
@@ -332,6 +364,61 @@ mod tests {
     }
 
     #[test]
+    fn variants_keep_their_wire_index() {
+        // postcard writes the variant index first: appended variants never
+        // move the old ones.
+        let index = |bytes: Vec<u8>| bytes[HEADER_LEN];
+        let reqs = [
+            (Request::Ping { id: 1 }, 4),
+            (
+                Request::Auth {
+                    nonce: [1; 16],
+                    proof: [2; 32],
+                },
+                5,
+            ),
+        ];
+        for (req, i) in reqs {
+            assert_eq!(index(frame(&req).unwrap()), i, "{req:?}");
+            assert_eq!(
+                read_frame::<Request>(&frame(&req).unwrap())
+                    .unwrap()
+                    .unwrap()
+                    .0,
+                req
+            );
+        }
+        let replies = [
+            (
+                Reply::Refused {
+                    reason: String::new(),
+                },
+                1,
+            ),
+            (Reply::Event(Event::AliasSnapshotEnd), 7),
+            (Reply::Challenge { nonce: [3; 16] }, 8),
+            (
+                Reply::ClicksRefused {
+                    id: 1,
+                    batch_id: BatchId([4; 16]),
+                    reason: "count".into(),
+                },
+                9,
+            ),
+        ];
+        for (reply, i) in replies {
+            assert_eq!(index(frame(&reply).unwrap()), i, "{reply:?}");
+            assert_eq!(
+                read_frame::<Reply>(&frame(&reply).unwrap())
+                    .unwrap()
+                    .unwrap()
+                    .0,
+                reply
+            );
+        }
+    }
+
+    #[test]
     fn partial_frames_wait_for_more() {
         let buf = frame(&Reply::Pong { id: 9 }).unwrap();
         for cut in 0..buf.len() {
@@ -425,6 +512,18 @@ mod tests {
             "https://example.com/"
         );
         assert_eq!(link.target_for(DeviceClass::Other), "https://example.com/");
+        let empty_ios = EdgeLink {
+            targets: DeviceTargets {
+                ios: Some(String::new()),
+                ..link.targets.clone()
+            },
+            ..link.clone()
+        };
+        assert_eq!(
+            empty_ios.target_for(DeviceClass::Ios),
+            "https://m.example.com/",
+            "an empty target counts as unset"
+        );
     }
 
     proptest! {

@@ -5,13 +5,18 @@
 //! functions (`Codec::decode`, `device::classify`) never allocate.
 
 pub mod alias;
+pub mod clicks;
 pub mod codec;
 pub mod device;
+pub mod handshake;
 pub mod ipc;
 pub mod key;
+pub mod redirect;
+pub mod spool;
 pub mod target;
 
 pub use alias::{validate_alias, AliasError};
 pub use codec::{Code, CodeError, Codec, MAX_CODE_LEN, MIN_CODE_LEN};
 pub use key::{DeploymentKey, Fingerprint, KeyError};
-pub use target::{validate_target, TargetError, TargetRules};
+pub use redirect::{NotARedirect, RedirectStatus};
+pub use target::{validate_target, HostSet, NormalHost, TargetError, TargetPolicy, TargetRules};

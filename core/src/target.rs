@@ -57,69 +57,265 @@ pub enum TargetError {
     HostNotAllowed(String),
     #[error("url host \"{0}\" is in the list of blocked target domains")]
     HostBlocked(String),
+    #[error("url host \"{0}\" is not a host: {1}")]
+    BadHost(String, &'static str),
+    #[error("host list entry \"{entry}\" is not a host name or address: {reason}")]
+    BadHostEntry { entry: String, reason: String },
 }
 
 /// Validates and normalises a target URL: returns the text to store, with the
-/// host lower-cased and IDN hosts in punycode.
+/// host lower-cased and IDN hosts in punycode. Compiles `rules` first; a
+/// caller that validates many targets compiles once with
+/// [`TargetRules::compile`] and uses [`TargetPolicy::validate`].
 pub fn validate_target(raw: &str, rules: &TargetRules) -> Result<String, TargetError> {
-    if raw.is_empty() {
-        return Err(TargetError::Empty);
-    }
-    if raw.len() > rules.max_len {
-        return Err(TargetError::TooLong {
-            len: raw.len(),
-            max: rules.max_len,
-        });
-    }
-    for (pos, ch) in raw.char_indices() {
-        if ch.is_control() {
-            return Err(TargetError::ControlChar {
-                pos,
-                byte: raw.as_bytes()[pos],
-            });
-        }
-        if ch.is_whitespace() {
-            return Err(TargetError::Whitespace { pos });
-        }
-    }
-    let url = url::Url::parse(raw).map_err(|e| TargetError::NotAbsolute(e.to_string()))?;
-    if !rules.schemes.iter().any(|s| s == url.scheme()) {
-        return Err(TargetError::Scheme(
-            url.scheme().to_string(),
-            rules.schemes.join(", "),
-        ));
-    }
-    let host = match url.host_str() {
-        Some(h) if !h.is_empty() => h.to_ascii_lowercase(),
-        _ => return Err(TargetError::NoHost),
-    };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(TargetError::Credentials);
-    }
-    if !rules.allow_hosts.is_empty() && !rules.allow_hosts.iter().any(|d| host_matches(&host, d)) {
-        return Err(TargetError::HostNotAllowed(host));
-    }
-    if rules.block_hosts.iter().any(|d| host_matches(&host, d)) {
-        return Err(TargetError::HostBlocked(host));
-    }
-    let normalized = String::from(url);
-    if normalized.len() > rules.max_len {
-        return Err(TargetError::TooLong {
-            len: normalized.len(),
-            max: rules.max_len,
-        });
-    }
-    debug_assert!(is_header_safe(normalized.as_bytes()));
-    Ok(normalized)
+    rules.compile()?.validate(raw)
 }
 
-/// True when `host` is `domain` or a subdomain of it.
-fn host_matches(host: &str, domain: &str) -> bool {
-    let domain = domain.trim_start_matches('.');
-    host.eq_ignore_ascii_case(domain)
-        || (host.len() > domain.len()
-            && host.as_bytes()[host.len() - domain.len() - 1] == b'.'
-            && host[host.len() - domain.len()..].eq_ignore_ascii_case(domain))
+impl TargetRules {
+    /// Normalises the host lists once, so every later match compares normal
+    /// forms; an entry that is not a host names itself in the error.
+    pub fn compile(&self) -> Result<TargetPolicy, TargetError> {
+        Ok(TargetPolicy {
+            max_len: self.max_len,
+            schemes: self.schemes.clone(),
+            allow: HostSet::parse(&self.allow_hosts)?,
+            block: HostSet::parse(&self.block_hosts)?,
+        })
+    }
+}
+
+/// [`TargetRules`] with the host lists in normal form: what validation runs on.
+#[derive(Debug, Clone, Default)]
+pub struct TargetPolicy {
+    max_len: usize,
+    schemes: Vec<String>,
+    allow: HostSet,
+    block: HostSet,
+}
+
+impl TargetPolicy {
+    /// Validates and normalises a target URL (see [`validate_target`]).
+    pub fn validate(&self, raw: &str) -> Result<String, TargetError> {
+        if raw.is_empty() {
+            return Err(TargetError::Empty);
+        }
+        if raw.len() > self.max_len {
+            return Err(TargetError::TooLong {
+                len: raw.len(),
+                max: self.max_len,
+            });
+        }
+        for (pos, ch) in raw.char_indices() {
+            if ch.is_control() {
+                return Err(TargetError::ControlChar {
+                    pos,
+                    byte: raw.as_bytes()[pos],
+                });
+            }
+            if ch.is_whitespace() {
+                return Err(TargetError::Whitespace { pos });
+            }
+        }
+        let url = url::Url::parse(raw).map_err(|e| TargetError::NotAbsolute(e.to_string()))?;
+        if !self.schemes.iter().any(|s| s == url.scheme()) {
+            return Err(TargetError::Scheme(
+                url.scheme().to_string(),
+                self.schemes.join(", "),
+            ));
+        }
+        let host = match url.host() {
+            Some(host) => NormalHost::from_url_host(host).map_err(|why| {
+                TargetError::BadHost(url.host_str().unwrap_or_default().into(), why)
+            })?,
+            None => return Err(TargetError::NoHost),
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(TargetError::Credentials);
+        }
+        if !self.allow.is_empty() && !self.allow.matches(&host) {
+            return Err(TargetError::HostNotAllowed(host.name));
+        }
+        if self.block.matches(&host) {
+            return Err(TargetError::HostBlocked(host.name));
+        }
+        let normalized = String::from(url);
+        if normalized.len() > self.max_len {
+            return Err(TargetError::TooLong {
+                len: normalized.len(),
+                max: self.max_len,
+            });
+        }
+        debug_assert!(is_header_safe(normalized.as_bytes()));
+        Ok(normalized)
+    }
+
+    /// True when the host of `url` is in the block list (or outside a
+    /// non-empty allow list): for re-checking stored links against a list.
+    pub fn refuses_host(&self, url: &str) -> bool {
+        let Ok(url) = url::Url::parse(url) else {
+            return false;
+        };
+        let Some(Ok(host)) = url.host().map(NormalHost::from_url_host) else {
+            return false;
+        };
+        (!self.allow.is_empty() && !self.allow.matches(&host)) || self.block.matches(&host)
+    }
+}
+
+/// A host in the one form every comparison uses: what the URL parser makes
+/// of it (lower case, IDN in punycode, percent-escapes decoded, IPv4 in
+/// dotted decimal, IPv6 in brackets), without the trailing dot of a fully
+/// qualified name, without port or user info.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormalHost {
+    /// The normal form.
+    pub name: String,
+    /// Addresses match exactly; names also match their subdomains.
+    pub is_domain: bool,
+}
+
+impl NormalHost {
+    /// The normal form of a host the URL parser produced. The trailing dots
+    /// go, and what is left is parsed again (without them "0.." reads as
+    /// 0.0.0.0, "p.4.." is no host at all), so the result is a fixed point.
+    fn from_url_host(host: url::Host<&str>) -> Result<NormalHost, &'static str> {
+        let name = match host {
+            url::Host::Domain(d) => d.trim_end_matches('.'),
+            url::Host::Ipv4(a) => return Ok(NormalHost::address(a.into())),
+            url::Host::Ipv6(a) => return Ok(NormalHost::address(a.into())),
+        };
+        if name.is_empty() {
+            return Err("it has no host");
+        }
+        let normal = match url::Host::parse(name) {
+            Ok(url::Host::Domain(d)) => NormalHost {
+                name: d.to_ascii_lowercase(),
+                is_domain: true,
+            },
+            Ok(url::Host::Ipv4(a)) => NormalHost::address(a.into()),
+            Ok(url::Host::Ipv6(a)) => NormalHost::address(a.into()),
+            Err(_) => return Err("it is not a valid host name"),
+        };
+        if normal.is_domain && (normal.name.starts_with('.') || normal.name.contains("..")) {
+            return Err("it has an empty label");
+        }
+        if normal.is_domain
+            && !normal
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+        {
+            return Err("a host name has only letters, digits, \"-\", \"_\" and dots");
+        }
+        Ok(normal)
+    }
+
+    fn address(ip: std::net::IpAddr) -> NormalHost {
+        let name = match ip {
+            std::net::IpAddr::V4(a) => a.to_string(),
+            std::net::IpAddr::V6(a) => format!("[{a}]"),
+        };
+        NormalHost {
+            name,
+            is_domain: false,
+        }
+    }
+
+    /// Normalises a host as an operator or a header gives it: a name or an
+    /// address, optionally with a port, a trailing dot, or a leading `*.` or
+    /// `.` (all mean "this domain and its subdomains").
+    pub fn parse(text: &str) -> Result<NormalHost, TargetError> {
+        let bad = |reason: &str| TargetError::BadHostEntry {
+            entry: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let trimmed = text.trim();
+        let bare = trimmed
+            .strip_prefix("*.")
+            .or_else(|| trimmed.strip_prefix('.'))
+            .unwrap_or(trimmed);
+        if bare.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if bare.contains('*') {
+            return Err(bad("\"*\" may only open the entry, as \"*.\""));
+        }
+        if bare
+            .bytes()
+            .any(|b| b.is_ascii_control() || b"/?#@\\ ".contains(&b))
+        {
+            return Err(bad("only a host (and a port) may be given"));
+        }
+        // Parse as the authority of a URL, so a list entry normalises exactly
+        // like the host of a target.
+        let url = url::Url::parse(&format!("http://{bare}/")).map_err(|e| bad(&e.to_string()))?;
+        let host = url.host().ok_or_else(|| bad("it has no host"))?;
+        NormalHost::from_url_host(host).map_err(bad)
+    }
+}
+
+/// A set of hosts in normal form; a domain entry also covers its
+/// subdomains. Lookups cost one hash probe per label of the host, whatever
+/// the size of the set.
+#[derive(Debug, Clone, Default)]
+pub struct HostSet {
+    domains: std::collections::HashSet<String>,
+    addresses: std::collections::HashSet<String>,
+}
+
+impl HostSet {
+    /// Normalises every entry; the first bad one is the error.
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<HostSet, TargetError> {
+        let mut set = HostSet::default();
+        for entry in entries {
+            set.insert(NormalHost::parse(entry.as_ref())?);
+        }
+        Ok(set)
+    }
+
+    /// Adds a host.
+    pub fn insert(&mut self, host: NormalHost) {
+        if host.is_domain {
+            self.domains.insert(host.name);
+        } else {
+            self.addresses.insert(host.name);
+        }
+    }
+
+    /// True when the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty() && self.addresses.is_empty()
+    }
+
+    /// Entries in the set.
+    pub fn len(&self) -> usize {
+        self.domains.len() + self.addresses.len()
+    }
+
+    /// True when `host` is an entry or a subdomain of a domain entry.
+    pub fn matches(&self, host: &NormalHost) -> bool {
+        if !host.is_domain {
+            return self.addresses.contains(&host.name);
+        }
+        let mut rest = host.name.as_str();
+        loop {
+            if self.domains.contains(rest) {
+                return true;
+            }
+            match rest.find('.') {
+                Some(dot) => rest = &rest[dot + 1..],
+                None => return false,
+            }
+        }
+    }
+
+    /// True when the host of a URL matches (see [`HostSet::matches`]).
+    pub fn matches_url(&self, url: &str) -> bool {
+        url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host().map(NormalHost::from_url_host))
+            .is_some_and(|h| h.is_ok_and(|h| self.matches(&h)))
+    }
 }
 
 /// True when `value` can go into a response header as it is: visible ASCII
@@ -232,6 +428,90 @@ mod tests {
             validate_target("https://x.bad.example.com/", &rules),
             Err(TargetError::HostBlocked("x.bad.example.com".into()))
         );
+    }
+
+    #[test]
+    fn lists_match_the_normal_form_of_the_host() {
+        let rules = TargetRules {
+            block_hosts: vec![
+                "Evil.COM.".into(),
+                "*.bücher.example".into(),
+                "10.0.0.1".into(),
+            ],
+            ..TargetRules::default()
+        };
+        let policy = rules.compile().unwrap();
+        for raw in [
+            "https://evil.com/",
+            "https://evil.com./",
+            "https://a.evil.com./x",
+            "https://EVIL.com:8443/",
+            "https://ev%69l.com/",
+            "https://evil%2Ecom/",
+            "https://xn--bcher-kva.example/",
+            "https://www.BÜCHER.example./",
+            "http://10.0.0.1/",
+            "http://0x0a.0.0.1/",
+            "http://167772161/",
+        ] {
+            assert!(
+                matches!(policy.validate(raw), Err(TargetError::HostBlocked(_))),
+                "{raw} passed the block list: {:?}",
+                policy.validate(raw)
+            );
+            assert!(policy.refuses_host(raw), "{raw}");
+        }
+        for raw in [
+            "https://notevil.com/",
+            "https://evil.com.example.org/",
+            "http://10.0.0.10/",
+            "http://110.0.0.1/",
+        ] {
+            assert!(policy.validate(raw).is_ok(), "{raw}");
+            assert!(!policy.refuses_host(raw), "{raw}");
+        }
+        let allow = TargetRules {
+            allow_hosts: vec!["example.com".into()],
+            ..TargetRules::default()
+        }
+        .compile()
+        .unwrap();
+        assert!(allow.validate("https://www.example.com./").is_ok());
+        assert!(matches!(
+            allow.validate("https://example.com.evil.org/"),
+            Err(TargetError::HostNotAllowed(_))
+        ));
+    }
+
+    #[test]
+    fn bad_list_entries_name_themselves() {
+        for entry in [
+            "",
+            "https://evil.com/",
+            "evil.com/path",
+            "a b",
+            "user@evil.com",
+            "*.",
+            "..&",
+            "a..b",
+        ] {
+            let rules = TargetRules {
+                block_hosts: vec![entry.into()],
+                ..TargetRules::default()
+            };
+            match rules.compile() {
+                Err(TargetError::BadHostEntry { entry: e, .. }) => assert_eq!(e, entry),
+                other => panic!("{entry:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            NormalHost::parse("Evil.COM.:443").unwrap(),
+            NormalHost {
+                name: "evil.com".into(),
+                is_domain: true
+            }
+        );
+        assert_eq!(NormalHost::parse("[::1]").unwrap().name, "[::1]");
     }
 
     #[test]

@@ -1,16 +1,20 @@
-//! The daemon's shared state: configuration, codec, store, id allocator,
-//! event hub, metrics and credential caches.
+//! The daemon's shared state: configuration, codec, link rules, store, id
+//! allocator, event hub, metrics and credential caches.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use shortlink_core::handshake::LinkAuth;
+use shortlink_core::spool::SpoolSeal;
 use shortlink_core::{Codec, DeploymentKey, Fingerprint};
 
-use crate::api::auth::AuthCache;
+use crate::auth::AuthCache;
 use crate::config::Config;
+use crate::edge::Edge;
 use crate::events::EventHub;
 use crate::ids::IdSegments;
+use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
@@ -23,14 +27,18 @@ pub enum AppError {
     /// The database could not be opened.
     #[error("cannot open the database {path}: {source}")]
     Store {
+        /// The database file.
         path: String,
+        /// Why it could not be opened.
         #[source]
         source: StoreError,
     },
     /// A directory could not be created.
     #[error("cannot create {path}: {source}")]
     Dir {
+        /// The directory.
         path: String,
+        /// Why it could not be created.
         #[source]
         source: std::io::Error,
     },
@@ -38,20 +46,28 @@ pub enum AppError {
 
 /// Shared by every task; hand out `Arc<App>`.
 pub struct App {
+    /// The settings the daemon was started with.
     pub config: Config,
     /// Encoder and decoder of generated codes.
     pub codec: Codec,
     /// Sent in the IPC handshake.
     pub fingerprint: Fingerprint,
+    /// Proves the daemon holds the key to the workers, and checks that they do.
+    pub link_auth: LinkAuth,
+    /// Checks that spool files were written by a holder of the key.
+    pub spool_seal: SpoolSeal,
+    /// Links, keys, users and clicks.
     pub store: Store,
+    /// Ids for new links, leased from the store in segments.
     pub ids: Arc<IdSegments>,
     /// Subscribed nginx workers.
     pub hub: EventHub,
+    /// Counters for `/metrics`.
     pub metrics: Metrics,
     /// Verified API keys and apps, and recently used signatures.
     pub auth: AuthCache,
-    /// Aliases refused by name (built-in plus configured).
-    pub reserved: Vec<String>,
+    /// What link requests are judged by (from the config and the key).
+    pub rules: LinkRules,
     /// When the process started, for `/api/v1/health`.
     pub started: Instant,
 }
@@ -97,18 +113,38 @@ impl App {
             segment_size.unwrap_or(config.segment_size),
             config.segments_in_memory,
         );
+        let codec = Codec::new(key);
         Ok(Arc::new(App {
-            codec: Codec::new(key),
+            rules: LinkRules::new(&config, codec.clone()),
+            codec,
             fingerprint: key.fingerprint(),
+            link_auth: LinkAuth::new(key),
+            spool_seal: SpoolSeal::new(key),
             store,
             ids,
             hub: EventHub::default(),
             metrics: Metrics::default(),
             auth: AuthCache::default(),
-            reserved: config.reserved(),
             started: Instant::now(),
             config,
         }))
+    }
+
+    /// The one path by which the nginx workers learn that links changed.
+    pub fn edge(&self) -> Edge<'_> {
+        Edge::new(&self.codec, self.store.cache(), &self.hub)
+    }
+
+    /// The link operations (create, edit, import, edge lookups) over this
+    /// state.
+    pub fn links(&self) -> Links<'_> {
+        Links {
+            rules: &self.rules,
+            store: &self.store,
+            ids: &self.ids,
+            edge: self.edge(),
+            metrics: &self.metrics,
+        }
     }
 }
 

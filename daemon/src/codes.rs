@@ -28,7 +28,13 @@ pub fn resolve(codec: &Codec, text: &str) -> CodeRef {
 
 /// The generated code of a link (always reaches it).
 pub fn generated(codec: &Codec, link: &Link) -> String {
-    codec.encode(link.id).as_str().to_string()
+    generated_for_id(codec, link.id)
+}
+
+/// The generated code of a link id, for callers that hold only the id (the
+/// click fold's changed links).
+pub fn generated_for_id(codec: &Codec, id: u64) -> String {
+    codec.encode(id).as_str().to_string()
 }
 
 /// The code shown in API replies: the alias when set, else the generated code.

@@ -2,18 +2,25 @@
 //! workers.
 //!
 //! [`EventHub::publish`] waits until every subscriber's connection has
-//! written the events (or a short timeout passed), so a change is pushed to
-//! the edge before the HTTP reply that made it.
+//! written the events, so a change is pushed to the edge before the HTTP
+//! reply that made it. A subscriber that falls behind never makes an edit
+//! wait: one whose writer has made no progress for the flush timeout, or
+//! whose queue is full, is cut off at once (before anything is sent to it),
+//! and one that does not take an event within the flush timeout is cut off
+//! then. Its connection closes; the worker reconnects, drops what it may
+//! have missed and takes a fresh snapshot. Link changes are published by
+//! [`crate::edge::Edge`] only.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use shortlink_core::ipc::{self, Event, Reply, ALIAS_CHUNK};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
-/// Messages queued per subscriber before it is dropped as too slow.
+/// Messages queued per subscriber before it is cut off as too slow.
 pub const SUBSCRIBER_QUEUE: usize = 4096;
 
 /// Frames for one connection's writer, with an optional "written" signal.
@@ -25,15 +32,68 @@ pub struct Outgoing {
     pub ack: Option<oneshot::Sender<()>>,
 }
 
+/// What the hub sees of a connection's writer, and how it stops it: since
+/// when its current write has waited for the socket to take bytes (0: not
+/// waiting), and a token that makes it drop what it holds and stop.
+#[derive(Debug, Default)]
+pub struct WriterWatch {
+    waiting_since_ms: AtomicU64,
+    abort: CancellationToken,
+}
+
+/// Milliseconds on a process-wide monotonic clock, never 0.
+fn clock_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+}
+
+impl WriterWatch {
+    /// A write is about to wait for the socket.
+    pub fn waiting(&self) {
+        self.waiting_since_ms.store(clock_ms(), Ordering::Relaxed);
+    }
+
+    /// The socket took bytes.
+    pub fn progressed(&self) {
+        self.waiting_since_ms.store(0, Ordering::Relaxed);
+    }
+
+    /// How long the writer has been stuck on one write.
+    pub fn stalled_for(&self) -> Duration {
+        match self.waiting_since_ms.load(Ordering::Relaxed) {
+            0 => Duration::ZERO,
+            since => Duration::from_millis(clock_ms().saturating_sub(since)),
+        }
+    }
+
+    /// Tells the writer to give up (its peer does not read).
+    pub fn abort(&self) {
+        self.abort.cancel();
+    }
+
+    /// Resolves once [`WriterWatch::abort`] was called.
+    pub async fn aborted(&self) {
+        self.abort.cancelled().await
+    }
+}
+
+/// What the hub holds of one subscribed connection.
+struct Subscriber {
+    tx: mpsc::Sender<Outgoing>,
+    writer: Arc<WriterWatch>,
+    /// Closes the whole connection when the subscriber is cut off.
+    closed: CancellationToken,
+}
+
 /// The set of subscribed connections.
 pub struct EventHub {
-    subscribers: Mutex<HashMap<u64, mpsc::Sender<Outgoing>>>,
+    subscribers: Mutex<HashMap<u64, Subscriber>>,
     next_id: AtomicU64,
-    /// How long a publish waits for slow subscribers.
+    /// How long a publish waits for a subscriber to write its events.
     flush_timeout: Duration,
     /// Events published.
     pub published: AtomicU64,
-    /// Subscribers dropped because their queue was full.
+    /// Subscribers cut off for falling behind.
     pub dropped: AtomicU64,
 }
 
@@ -63,12 +123,25 @@ impl EventHub {
         }
     }
 
-    /// Registers a subscriber; events published from now on queue up in
-    /// the receiver.
+    /// Registers a subscriber with a writer and close token of its own.
     pub fn subscribe(&self) -> (u64, mpsc::Receiver<Outgoing>) {
+        self.subscribe_connection(Arc::default(), CancellationToken::new())
+    }
+
+    /// Registers the connection whose writer reports to `writer` and which
+    /// `closed` shuts; events published from now on queue up in the
+    /// receiver.
+    pub fn subscribe_connection(
+        &self,
+        writer: Arc<WriterWatch>,
+        closed: CancellationToken,
+    ) -> (u64, mpsc::Receiver<Outgoing>) {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_QUEUE);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.subscribers.lock().expect("hub lock").insert(id, tx);
+        self.subscribers
+            .lock()
+            .expect("hub lock")
+            .insert(id, Subscriber { tx, writer, closed });
         (id, rx)
     }
 
@@ -87,8 +160,23 @@ impl EventHub {
         self.len() == 0
     }
 
+    /// Removes a subscriber that fell behind and closes its connection.
+    fn cut_off(&self, subs: &mut HashMap<u64, Subscriber>, id: u64, why: &str) {
+        if let Some(sub) = subs.remove(&id) {
+            sub.closed.cancel();
+            sub.writer.abort();
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                subscriber = id,
+                reason = why,
+                "cutting off an IPC subscriber that fell behind; it resyncs when it reconnects"
+            );
+        }
+    }
+
     /// Sends `events` to every subscriber and waits until each has written
-    /// them (bounded by the flush timeout).
+    /// them (bounded by the flush timeout); never waits on one that is
+    /// already behind.
     pub async fn publish(&self, events: Vec<Event>) {
         if events.is_empty() {
             return;
@@ -99,46 +187,49 @@ impl EventHub {
         let mut acks = Vec::new();
         {
             let mut subs = self.subscribers.lock().expect("hub lock");
-            let mut slow = Vec::new();
-            for (&id, tx) in subs.iter() {
+            let mut behind = Vec::new();
+            for (&id, sub) in subs.iter() {
+                if sub.writer.stalled_for() >= self.flush_timeout {
+                    behind.push((id, "its connection has taken nothing for the flush timeout"));
+                    continue;
+                }
                 let (ack_tx, ack_rx) = oneshot::channel();
                 let msg = Outgoing {
                     frames: frames.clone(),
                     ack: Some(ack_tx),
                 };
-                match tx.try_send(msg) {
-                    Ok(()) => acks.push(ack_rx),
-                    Err(mpsc::error::TrySendError::Full(_)) => slow.push(id),
-                    Err(mpsc::error::TrySendError::Closed(_)) => slow.push(id),
+                match sub.tx.try_send(msg) {
+                    Ok(()) => acks.push((id, ack_rx)),
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        behind.push((id, "its queue is full"))
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => behind.push((id, "it is gone")),
                 }
             }
-            for id in slow {
-                // Dropping the sender closes that connection: a subscriber
-                // that missed events must resubscribe for a fresh snapshot.
-                subs.remove(&id);
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(
-                    subscriber = id,
-                    "dropping an IPC subscriber that cannot keep up with events"
-                );
+            for (id, why) in behind {
+                self.cut_off(&mut subs, id, why);
             }
         }
         if acks.is_empty() {
             return;
         }
-        let all = futures_join(acks);
-        if tokio::time::timeout(self.flush_timeout, all).await.is_err() {
-            tracing::warn!(
-                timeout_ms = self.flush_timeout.as_millis() as u64,
-                "an IPC subscriber did not take events in time; replying anyway"
-            );
+        let deadline = tokio::time::Instant::now() + self.flush_timeout;
+        let mut late = Vec::new();
+        for (id, ack) in acks {
+            if tokio::time::timeout_at(deadline, ack).await.is_err() {
+                late.push(id);
+            }
         }
-    }
-}
-
-async fn futures_join(acks: Vec<oneshot::Receiver<()>>) {
-    for ack in acks {
-        let _ = ack.await;
+        if !late.is_empty() {
+            let mut subs = self.subscribers.lock().expect("hub lock");
+            for id in late {
+                self.cut_off(
+                    &mut subs,
+                    id,
+                    "it did not take events within the flush timeout",
+                );
+            }
+        }
     }
 }
 
@@ -227,6 +318,39 @@ mod tests {
             waited >= Duration::from_millis(300) && waited < Duration::from_millis(1000),
             "{waited:?}"
         );
+        // ... once: then it is cut off, and no later edit waits on it.
+        assert!(hub.is_empty());
+        assert_eq!(hub.dropped.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_whose_socket_takes_nothing_is_cut_off_before_any_wait() {
+        let hub = EventHub::new(Duration::from_millis(50));
+        let (writer, closed) = (Arc::new(WriterWatch::default()), CancellationToken::new());
+        let (_id, mut stuck) = hub.subscribe_connection(writer.clone(), closed.clone());
+        let (_h, mut healthy) = hub.subscribe();
+        let acker = tokio::spawn(async move {
+            while let Some(msg) = healthy.recv().await {
+                msg.ack.unwrap().send(()).unwrap();
+            }
+        });
+        writer.waiting();
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert!(writer.stalled_for() >= Duration::from_millis(50));
+        // The healthy subscriber acks at once, so this publish returns as
+        // soon as its write is done: the stuck one got nothing to wait on.
+        hub.publish(vec![Event::AliasSnapshotEnd]).await;
+        assert!(stuck.try_recv().is_err(), "nothing was queued for it");
+        assert!(closed.is_cancelled(), "its connection is closed");
+        tokio::time::timeout(Duration::from_secs(1), writer.aborted())
+            .await
+            .expect("its writer is told to stop");
+        assert_eq!(hub.len(), 1);
+        assert_eq!(hub.dropped.load(Ordering::Relaxed), 1);
+        writer.progressed();
+        assert_eq!(writer.stalled_for(), Duration::ZERO);
+        drop(hub);
+        acker.await.unwrap();
     }
 
     #[test]

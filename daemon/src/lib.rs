@@ -1,16 +1,23 @@
 //! shortlinkd: the daemon that owns shortlink's data.
 //!
-//! It stores links in SQLite ([`store`]), hands out ids from leased
-//! segments ([`ids`]), serves the HTTP API ([`api`]) and the IPC protocol
-//! the nginx module speaks ([`ipc`]), counts clicks ([`stats`], [`spool`])
-//! and carries the command line ([`cli`]) and the admin UI ([`admin`]).
+//! It stores links in SQLite ([`store`]), judges and changes them
+//! ([`links`]), hands out ids from leased segments ([`ids`]), tells the
+//! nginx workers what changed ([`edge`], [`events`]), serves the HTTP API
+//! ([`api`]) and the IPC protocol the nginx module speaks ([`ipc`]), counts
+//! clicks ([`stats`], [`spool`]) and carries the command line ([`cli`]) and
+//! the admin UI ([`admin`]). Callers are authenticated in [`auth`]; API
+//! keys, apps and admin users are managed in [`credentials`] and [`users`].
 
 pub mod admin;
 pub mod api;
 pub mod app;
+pub mod auth;
+pub mod base_url;
 pub mod cli;
 pub mod codes;
 pub mod config;
+pub mod credentials;
+pub mod edge;
 pub mod events;
 pub mod ids;
 pub mod ipc;
@@ -20,3 +27,4 @@ pub mod server;
 pub mod spool;
 pub mod stats;
 pub mod store;
+pub mod users;

@@ -1,112 +1,214 @@
-//! Counters exported at `/metrics` in the Prometheus text format.
+//! The daemon's own counters, registered once in a `prometheus-client`
+//! registry that `GET /metrics` encodes (see `api/metrics.rs`, which adds
+//! the values other parts own: cache, ids, store, event hub, uptime).
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
-/// Process-wide counters. Counters only go up; gauges are marked as such.
-#[derive(Debug, Default)]
+/// Prefix of every metric name.
+pub const PREFIX: &str = "shortlinkd";
+
+/// Labels of `shortlinkd_http_requests_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct HttpLabels {
+    method: String,
+    status: u16,
+}
+
+/// Labels of `shortlinkd_ipc_lookup_results_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LookupLabels {
+    result: &'static str,
+}
+
+/// Process-wide counters; cloned handles share their values with the
+/// registry.
+#[derive(Debug)]
 pub struct Metrics {
     /// Lookups received over IPC.
-    pub ipc_lookups: AtomicU64,
+    pub ipc_lookups: Counter,
     /// IPC lookups answered `Found`.
-    pub ipc_lookups_found: AtomicU64,
+    pub ipc_lookups_found: Counter,
     /// IPC lookups answered `NotFound`.
-    pub ipc_lookups_not_found: AtomicU64,
+    pub ipc_lookups_not_found: Counter,
     /// IPC lookups answered `Gone`.
-    pub ipc_lookups_gone: AtomicU64,
+    pub ipc_lookups_gone: Counter,
     /// Click batches received (IPC and spool), duplicates included.
-    pub click_batches: AtomicU64,
+    pub click_batches: Counter,
     /// Click batches that had been counted before.
-    pub click_batches_duplicate: AtomicU64,
+    pub click_batches_duplicate: Counter,
     /// Clicks counted.
-    pub clicks: AtomicU64,
-    /// Open IPC connections (gauge).
-    pub ipc_connections: AtomicI64,
+    pub clicks: Counter,
+    /// Open IPC connections.
+    pub ipc_connections: Gauge,
     /// IPC connections closed for a protocol error (bad frame, bad order).
-    pub ipc_protocol_errors: AtomicU64,
+    pub ipc_protocol_errors: Counter,
     /// IPC handshakes refused (protocol or key mismatch).
-    pub ipc_handshakes_refused: AtomicU64,
+    pub ipc_handshakes_refused: Counter,
     /// Spool files imported.
-    pub spool_files: AtomicU64,
+    pub spool_files: Counter,
     /// Spool files set aside as `*.bad`.
-    pub spool_files_bad: AtomicU64,
+    pub spool_files_bad: Counter,
     /// Links created.
-    pub links_created: AtomicU64,
+    pub links_created: Counter,
     /// Requests that failed with a server-side error (5xx, IPC errors).
-    pub errors: AtomicU64,
+    pub errors: Counter,
     /// HTTP requests by method and status.
-    http: Mutex<BTreeMap<(String, u16), u64>>,
+    http_requests: Family<HttpLabels, Counter>,
+    /// Everything above, for the exposition.
+    registry: Registry,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let lookup_results = Family::<LookupLabels, Counter>::default();
+        // Created up front (so all three show from the start) and kept as
+        // handles, so counting a result needs no label lookup.
+        let result = |result| {
+            lookup_results
+                .get_or_create(&LookupLabels { result })
+                .clone()
+        };
+        let m = Self {
+            ipc_lookups: Counter::default(),
+            ipc_lookups_found: result("found"),
+            ipc_lookups_not_found: result("not_found"),
+            ipc_lookups_gone: result("gone"),
+            click_batches: Counter::default(),
+            click_batches_duplicate: Counter::default(),
+            clicks: Counter::default(),
+            ipc_connections: Gauge::default(),
+            ipc_protocol_errors: Counter::default(),
+            ipc_handshakes_refused: Counter::default(),
+            spool_files: Counter::default(),
+            spool_files_bad: Counter::default(),
+            links_created: Counter::default(),
+            errors: Counter::default(),
+            http_requests: Family::default(),
+            registry: Registry::with_prefix(PREFIX),
+        };
+        m.registered(lookup_results)
+    }
 }
 
 impl Metrics {
+    /// Registers every metric (the registry holds clones sharing the values).
+    fn registered(mut self, lookup_results: Family<LookupLabels, Counter>) -> Self {
+        let counters = [
+            (
+                "ipc_lookups",
+                "Lookups received over IPC",
+                &self.ipc_lookups,
+            ),
+            (
+                "click_batches",
+                "Click batches received (IPC and spool), re-sent duplicates included",
+                &self.click_batches,
+            ),
+            (
+                "click_batches_duplicate",
+                "Click batches seen before and not counted again",
+                &self.click_batches_duplicate,
+            ),
+            ("clicks", "Clicks counted", &self.clicks),
+            (
+                "ipc_protocol_errors",
+                "IPC connections closed for a protocol error",
+                &self.ipc_protocol_errors,
+            ),
+            (
+                "ipc_handshakes_refused",
+                "IPC handshakes refused (protocol or key mismatch)",
+                &self.ipc_handshakes_refused,
+            ),
+            (
+                "errors",
+                "Server-side errors (HTTP 5xx, failed IPC requests)",
+                &self.errors,
+            ),
+            ("links_created", "Links created", &self.links_created),
+            (
+                "spool_files",
+                "Click spool files imported",
+                &self.spool_files,
+            ),
+            (
+                "spool_files_bad",
+                "Click spool files set aside as corrupt",
+                &self.spool_files_bad,
+            ),
+        ];
+        let r = &mut self.registry;
+        for (name, help, counter) in counters {
+            r.register(name, help, counter.clone());
+        }
+        r.register(
+            "ipc_lookup_results",
+            "IPC lookups by result",
+            lookup_results,
+        );
+        r.register(
+            "ipc_connections",
+            "Open IPC connections from nginx workers",
+            self.ipc_connections.clone(),
+        );
+        r.register(
+            "http_requests",
+            "HTTP API requests answered, by method and status",
+            self.http_requests.clone(),
+        );
+        self
+    }
+
     /// Counts one answered HTTP request.
     pub fn http_request(&self, method: &str, status: u16) {
-        *self
-            .http
-            .lock()
-            .expect("metrics lock")
-            .entry((method.to_string(), status))
-            .or_default() += 1;
+        self.http_requests
+            .get_or_create(&HttpLabels {
+                method: method.to_string(),
+                status,
+            })
+            .inc();
         if status >= 500 {
-            self.errors.fetch_add(1, Ordering::Relaxed);
+            self.errors.inc();
         }
     }
 
-    /// HTTP requests counted so far, all statuses.
-    pub fn http_total(&self) -> u64 {
-        self.http.lock().expect("metrics lock").values().sum()
+    /// The registry holding every counter above.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 }
 
-/// Builds the exposition text.
-#[derive(Default)]
-pub struct Exposition {
-    out: String,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Exposition {
-    /// A metric with one unlabelled sample.
-    pub fn single(&mut self, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-        let _ = writeln!(
-            self.out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-        );
-    }
-
-    /// A metric with labelled samples.
-    pub fn labelled(&mut self, name: &str, kind: &str, help: &str, samples: &[(String, u64)]) {
-        let _ = writeln!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, value) in samples {
-            let _ = writeln!(self.out, "{name}{{{labels}}} {value}");
+    #[test]
+    fn names_labels_and_values() {
+        let m = Metrics::default();
+        m.ipc_lookups.inc();
+        m.ipc_lookups_gone.inc();
+        m.http_request("GET", 200);
+        m.http_request("POST", 503);
+        m.ipc_connections.inc();
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, m.registry()).unwrap();
+        for line in [
+            "# TYPE shortlinkd_ipc_lookups counter",
+            "shortlinkd_ipc_lookups_total 1",
+            "shortlinkd_ipc_lookup_results_total{result=\"found\"} 0",
+            "shortlinkd_ipc_lookup_results_total{result=\"gone\"} 1",
+            "shortlinkd_http_requests_total{method=\"GET\",status=\"200\"} 1",
+            "shortlinkd_http_requests_total{method=\"POST\",status=\"503\"} 1",
+            "shortlinkd_errors_total 1",
+            "# TYPE shortlinkd_ipc_connections gauge",
+            "shortlinkd_ipc_connections 1",
+            "# HELP shortlinkd_clicks Clicks counted.",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
         }
     }
-
-    /// The finished text.
-    pub fn finish(self) -> String {
-        self.out
-    }
-}
-
-/// Renders `metrics` plus the values passed in `extra`.
-pub fn render_http(metrics: &Metrics, e: &mut Exposition) {
-    let samples: Vec<(String, u64)> = metrics
-        .http
-        .lock()
-        .expect("metrics lock")
-        .iter()
-        .map(|((m, s), v)| (format!("method=\"{m}\",status=\"{s}\""), *v))
-        .collect();
-    e.labelled(
-        "shortlinkd_http_requests_total",
-        "counter",
-        "HTTP API requests answered, by method and status.",
-        &samples,
-    );
-}
-
-/// Shorthand for relaxed loads.
-pub fn get(c: &AtomicU64) -> u64 {
-    c.load(Ordering::Relaxed)
 }

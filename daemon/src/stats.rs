@@ -8,7 +8,6 @@
 //! [`FOLD_EVERY`] (or sooner when a lot is pending), and that is when
 //! visit limits and renew-on-access take effect and the edge is told.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
 use crate::app::{App, SharedApp};
-use crate::links::{self, LinkError};
+use crate::edge::LinkChange;
+use crate::links::LinkError;
 use crate::store::clicks::{self, FoldOutcome};
 use crate::store::{unix_now, StoreResult};
 
@@ -44,10 +44,9 @@ pub async fn ingest(app: &App, batches: Vec<ClickBatch>) -> StoreResult<Vec<bool
     let n = batches.len() as u64;
     let counted = app.store.append_clicks(batches, unix_now()).await?;
     let m = &app.metrics;
-    m.click_batches.fetch_add(n, Ordering::Relaxed);
+    m.click_batches.inc_by(n);
     let duplicates = counted.iter().filter(|c| !**c).count() as u64;
-    m.click_batches_duplicate
-        .fetch_add(duplicates, Ordering::Relaxed);
+    m.click_batches_duplicate.inc_by(duplicates);
     let (batches, rows) = app.store.pending_clicks().backlog();
     if batches >= FOLD_BATCHES || rows >= FOLD_ROWS {
         app.store.fold_wake().notify_one();
@@ -59,13 +58,15 @@ pub async fn ingest(app: &App, batches: Vec<ClickBatch>) -> StoreResult<Vec<bool
 /// links that reached their visit limit or were renewed.
 pub async fn fold(app: &App) -> StoreResult<FoldOutcome> {
     let outcome = app.store.fold_clicks().await?;
-    app.metrics
-        .clicks
-        .fetch_add(outcome.counted, Ordering::Relaxed);
-    if !outcome.changed.is_empty() {
-        let events = links::changed_events(app, &outcome.changed);
-        app.hub.publish(events).await;
-    }
+    app.metrics.clicks.inc_by(outcome.counted);
+    app.edge()
+        .links_changed(
+            outcome
+                .changed
+                .iter()
+                .map(|(id, alias)| LinkChange::in_place(*id, alias.as_deref())),
+        )
+        .await;
     Ok(outcome)
 }
 
@@ -82,7 +83,7 @@ pub async fn fold_loop(app: SharedApp, token: CancellationToken) {
             _ = app.store.fold_wake().notified() => {}
         }
         if let Err(e) = fold(&app).await {
-            app.metrics.errors.fetch_add(1, Ordering::Relaxed);
+            app.metrics.errors.inc();
             tracing::error!(error = %e, "cannot fold clicks into the tables; retrying later");
         }
     }
@@ -92,8 +93,10 @@ pub async fn fold_loop(app: SharedApp, token: CancellationToken) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Granularity {
+    /// One bucket per hour.
     #[default]
     Hour,
+    /// One bucket per day (UTC).
     Day,
 }
 
@@ -102,34 +105,44 @@ pub enum Granularity {
 pub struct Point {
     /// Bucket start, Unix seconds.
     pub t: i64,
+    /// Clicks in the bucket, bots included.
     pub clicks: i64,
 }
 
 /// Clicks from one referrer host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ReferrerCount {
+    /// Host of the `Referer`; empty when none was sent.
     pub host: String,
+    /// Clicks from it in the range.
     pub clicks: i64,
 }
 
 /// Clicks per device class.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct DeviceCounts {
+    /// Desktop browsers.
     pub desktop: i64,
+    /// Phones and tablets other than iOS and Android.
     pub mobile: i64,
+    /// iPhones and iPads.
     pub ios: i64,
+    /// Android devices.
     pub android: i64,
+    /// No `User-Agent`, or one that cannot be placed.
     pub other: i64,
 }
 
 /// Reply of `GET /api/v1/links/{code}/stats`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct StatsView {
+    /// The link's public code (alias or generated).
     pub code: String,
     /// Range start (inclusive), Unix seconds, aligned to the bucket.
     pub from: i64,
     /// Range end (exclusive), Unix seconds.
     pub to: i64,
+    /// Bucket size of `series`.
     pub granularity: Granularity,
     /// Clicks in the range, bots included.
     pub total: i64,
@@ -137,6 +150,7 @@ pub struct StatsView {
     pub bots: i64,
     /// Every bucket of the range, zeros included.
     pub series: Vec<Point>,
+    /// Clicks in the range by device class.
     pub devices: DeviceCounts,
     /// Top referrer hosts in the range.
     pub referrers: Vec<ReferrerCount>,
@@ -154,7 +168,7 @@ pub async fn query(
     to: Option<i64>,
     granularity: Granularity,
 ) -> Result<StatsView, LinkError> {
-    let link = links::get(app, code).await?;
+    let link = app.links().get(code).await?;
     let bucket = match granularity {
         Granularity::Hour => 3600,
         Granularity::Day => 86_400,

@@ -4,7 +4,7 @@ mod common;
 
 use common::{stdout, Daemon};
 use serde_json::json;
-use shortlinkd::api::auth::{sign, signing_string};
+use shortlinkd::auth::{sign, signing_string};
 use shortlinkd::store::unix_now;
 
 async fn key_with(d: &Daemon, scopes: &str) -> String {

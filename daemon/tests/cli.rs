@@ -137,11 +137,11 @@ fn users_from_stdin() {
             |r| r.get(0),
         )
         .unwrap();
-    assert!(shortlinkd::api::users::verify_password(
+    assert!(shortlinkd::users::verify_password(
         "a new long password",
         &hash
     ));
-    assert!(!shortlinkd::api::users::verify_password(
+    assert!(!shortlinkd::users::verify_password(
         "correct horse battery",
         &hash
     ));
@@ -248,4 +248,95 @@ async fn cli_changes_go_through_the_running_daemon() {
     let out = d.cli(&["app", "list"]);
     assert!(out.status.success());
     assert!(stdout(&out).starts_with("ID\tAPP_ID"));
+}
+
+/// Flags beat the environment, which beats the file, which beats the
+/// defaults; a flag may stand before or after the subcommand.
+#[test]
+fn settings_precedence() {
+    let dir = direct_dir();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "base_url = \"https://file.example\"\nmin_length = 8\n",
+    )
+    .unwrap();
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.arg("--data-dir").arg(dir.path()).args(args);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("SHORTLINKD_") {
+                cmd.env_remove(name);
+            }
+        }
+        let out = cmd
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (out.status.success(), stdout(&out), stderr(&out))
+    };
+    let config = file.to_str().unwrap();
+    let (ok, short, err) = run(&[], &["link", "create", "https://e.com/default"]);
+    assert!(ok, "{err}");
+    assert!(short.starts_with("http://localhost/"), "{short}");
+    let (ok, short, err) = run(
+        &[],
+        &["--config", config, "link", "create", "https://e.com/f"],
+    );
+    assert!(ok, "{err}");
+    assert!(short.starts_with("https://file.example/"), "{short}");
+    assert_eq!(short.trim().rsplit('/').next().unwrap().len(), 8, "{short}");
+    let env = [
+        ("SHORTLINKD_CONFIG", config),
+        ("SHORTLINKD_BASE_URL", "https://env.example"),
+    ];
+    let (ok, short, err) = run(&env, &["link", "create", "https://e.com/e"]);
+    assert!(ok, "{err}");
+    assert!(short.starts_with("https://env.example/"), "{short}");
+    assert_eq!(short.trim().rsplit('/').next().unwrap().len(), 8, "{short}");
+    for args in [
+        &[
+            "--base-url",
+            "https://flag.example",
+            "link",
+            "create",
+            "https://e.com/1",
+        ][..],
+        &[
+            "link",
+            "create",
+            "https://e.com/2",
+            "--base-url",
+            "https://flag.example",
+        ][..],
+        &[
+            "link",
+            "--base-url",
+            "https://flag.example",
+            "create",
+            "https://e.com/3",
+        ][..],
+    ] {
+        let (ok, short, err) = run(&env, args);
+        assert!(ok, "{args:?}: {err}");
+        assert!(
+            short.starts_with("https://flag.example/"),
+            "{args:?}: {short}"
+        );
+    }
+    // A comma-separated list from the environment.
+    let (ok, _, err) = run(
+        &[("SHORTLINKD_BLOCK_HOSTS", "x.example,e.com")],
+        &["link", "create", "https://e.com/blocked"],
+    );
+    assert!(!ok);
+    assert!(err.contains("invalid_url"), "{err}");
+    // A bad value names its flag; a bad file value names its key.
+    let (ok, _, err) = run(&[], &["link", "list", "--min-length", "x"]);
+    assert!(!ok);
+    assert!(err.contains("--min-length"), "{err}");
+    let (ok, _, err) = run(&[("SHORTLINKD_MIN_LENGTH", "40")], &["link", "list"]);
+    assert!(!ok);
+    assert!(err.contains("min_length"), "{err}");
 }

@@ -70,7 +70,7 @@ async fn lookups_found_not_found_and_gone() {
             LookupResult::Found(link) => {
                 assert_eq!(link.id, id);
                 assert_eq!(link.target, "https://e.com/a");
-                assert_eq!(link.status, Some(308));
+                assert_eq!(link.status.map(u16::from), Some(308));
                 assert_eq!(
                     link.targets.ios.as_deref(),
                     Some("https://apps.apple.com/x")
@@ -544,4 +544,242 @@ async fn batch_id_dedupe_survives_restart() {
     c.clicks(1, b).await;
     let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
     assert_eq!(l["clicks"], 4);
+}
+
+#[tokio::test]
+async fn a_client_with_the_fingerprint_but_not_the_key_is_refused() {
+    let d = Daemon::start().await;
+    let v = d
+        .create(json!({"url": "https://e.com/", "max_visits": 2}))
+        .await;
+    let (code, id) = (
+        v["code"].as_str().unwrap().to_string(),
+        v["id"].as_u64().unwrap(),
+    );
+    Box::pin(proof_under_another_key(&d)).await;
+    Box::pin(clicks_before_the_proof(&d, id)).await;
+    Box::pin(replayed_proof(&d)).await;
+    assert_eq!(
+        d.metric("shortlinkd_ipc_handshakes_refused_total").await,
+        2.0
+    );
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(l["clicks"], 0, "{l}");
+    assert_eq!(l["state"], "active", "{l}");
+    // The worker that holds the key is served.
+    let mut c = d.ipc().await;
+    assert!(matches!(c.lookup(1, &code).await, LookupResult::Found(_)));
+}
+
+/// The fingerprint is no secret: a hello with it gets a challenge, which
+/// only the key answers. The refusal is logged with the peer's pid.
+async fn proof_under_another_key(d: &Daemon) {
+    let mut c = Ipc::connect(&d.ipc_path()).await;
+    let challenge = match c.hello(d.fingerprint(), PROTOCOL_VERSION).await {
+        Reply::Challenge { nonce } => nonce,
+        r => panic!("expected a challenge, got {r:?}"),
+    };
+    let guess = DeploymentKey::generate().unwrap();
+    match c.auth(&guess, challenge).await {
+        (_, Some(Reply::Refused { reason })) => {
+            assert!(reason.contains("authentication failed"), "{reason}")
+        }
+        r => panic!("expected a refusal, got {r:?}"),
+    }
+    assert_eq!(c.recv().await, None, "refused connections are closed");
+    let log = d.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("refusing IPC client") && l.contains("authentication failed"))
+        .unwrap_or_else(|| panic!("no refusal logged:\n{log}"));
+    assert!(
+        line.contains(&format!("pid {}", std::process::id())),
+        "the peer pid is logged: {line}"
+    );
+}
+
+/// A client that skips the proof is closed before anything is served, and
+/// its clicks never count.
+async fn clicks_before_the_proof(d: &Daemon, id: u64) {
+    let mut c = Ipc::connect(&d.ipc_path()).await;
+    assert!(matches!(
+        c.hello(d.fingerprint(), PROTOCOL_VERSION).await,
+        Reply::Challenge { .. }
+    ));
+    c.send(&Request::Clicks {
+        id: 1,
+        batch: batch(1, id, 2, false),
+    })
+    .await;
+    assert_eq!(c.recv().await, None);
+}
+
+/// A proof recorded on one connection fails on the next: new nonces.
+async fn replayed_proof(d: &Daemon) {
+    let mut honest = Ipc::connect(&d.ipc_path()).await;
+    let Reply::Challenge { nonce: first } = honest.hello(d.fingerprint(), PROTOCOL_VERSION).await
+    else {
+        panic!("no challenge")
+    };
+    let (edge_nonce, reply) = honest.auth(&d.key, first).await;
+    assert!(matches!(reply, Some(Reply::Welcome { .. })), "{reply:?}");
+    let replayed = shortlink_core::handshake::LinkAuth::new(&d.key).edge_proof(
+        &first,
+        &edge_nonce,
+        std::process::id(),
+    );
+    let mut replay = Ipc::connect(&d.ipc_path()).await;
+    assert!(matches!(
+        replay.hello(d.fingerprint(), PROTOCOL_VERSION).await,
+        Reply::Challenge { .. }
+    ));
+    replay
+        .send(&Request::Auth {
+            nonce: edge_nonce,
+            proof: replayed,
+        })
+        .await;
+    assert!(
+        matches!(replay.recv().await, Some(Reply::Refused { .. })),
+        "a recorded proof does not pass a new challenge"
+    );
+}
+
+#[tokio::test]
+async fn forged_click_batches_are_refused_and_never_exhaust_a_link() {
+    let d = Daemon::start().await;
+    let v = d
+        .create(json!({"url": "https://e.com/", "max_visits": 3}))
+        .await;
+    let (code, id) = (
+        v["code"].as_str().unwrap().to_string(),
+        v["id"].as_u64().unwrap(),
+    );
+    let mut c = d.ipc().await;
+    let now_hour = (shortlinkd::store::unix_now() / 3600) as u32;
+    let forged = |n: u8, f: &dyn Fn(&mut shortlink_core::ipc::ClickCount)| {
+        let mut b = batch(n, id, 1, false);
+        f(&mut b.clicks[0]);
+        b
+    };
+    let cases: Vec<(ClickBatch, &str)> = vec![
+        (forged(1, &|c| c.count = u32::MAX), "count"),
+        (forged(2, &|c| c.hour = now_hour + 24 * 365), "hour"),
+        (forged(3, &|c| c.hour = u32::MAX), "hour"),
+        (
+            forged(4, &|c| c.referrer = Some("a".repeat(300))),
+            "referrer",
+        ),
+        (
+            forged(5, &|c| c.referrer = Some("Evil\r\nHost".into())),
+            "referrer",
+        ),
+    ];
+    for (i, (b, word)) in cases.into_iter().enumerate() {
+        let req_id = 100 + i as u32;
+        let batch_id = b.batch_id;
+        c.send(&Request::Clicks {
+            id: req_id,
+            batch: b,
+        })
+        .await;
+        match c.recv().await {
+            Some(Reply::ClicksRefused {
+                id: got,
+                batch_id: b,
+                reason,
+            }) => {
+                assert_eq!((got, b), (req_id, batch_id));
+                assert!(reason.contains(word), "{reason} lacks {word}");
+            }
+            r => panic!("expected a refusal for {word}, got {r:?}"),
+        }
+    }
+    // Nothing of them counted, and the connection still serves.
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(l["clicks"], 0, "{l}");
+    assert_eq!(l["state"], "active", "{l}");
+    assert!(matches!(c.lookup(9, &code).await, LookupResult::Found(_)));
+    c.clicks(10, batch(9, id, 2, false)).await;
+    tokio::time::sleep(shortlinkd::stats::FOLD_EVERY * 2).await;
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(
+        (l["clicks"].as_u64(), l["state"].as_str()),
+        (Some(2), Some("active")),
+        "{l}"
+    );
+    assert!(matches!(c.lookup(11, &code).await, LookupResult::Found(_)));
+    assert!(d.log().contains("refusing a click batch"));
+}
+
+#[tokio::test]
+async fn a_subscriber_that_stops_reading_never_slows_edits() {
+    let d = Daemon::start().await;
+    // A snapshot bigger than a socket buffer, so a subscriber that reads
+    // nothing leaves the daemon's writer stuck in the middle of it.
+    let links: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| json!({"url": format!("https://e.com/{i}"), "alias": format!("{}-{i:05}", "a".repeat(52))}))
+        .collect();
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/links/batch",
+            Some(json!({ "links": links })),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    d.create(json!({"url": "https://e.com/0", "alias": "edit-me"}))
+        .await;
+    let mut healthy = d.ipc().await;
+    assert_eq!(healthy.subscribe(1).await.len(), 10_001);
+    let mut slow = d.ipc().await;
+    slow.send(&Request::Subscribe { id: 1 }).await;
+    // Long enough for its writer to have made no progress for the flush
+    // timeout (500 ms).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(d.metric("shortlinkd_ipc_subscribers").await, 2.0);
+
+    let started = std::time::Instant::now();
+    let mut waited = 0;
+    for i in 0..50 {
+        let t = std::time::Instant::now();
+        let (s, _) = d
+            .req(
+                "PATCH",
+                "/api/v1/links/edit-me",
+                Some(json!({"url": format!("https://e.com/v{i}")})),
+            )
+            .await;
+        assert_eq!(s, 200);
+        if t.elapsed() >= Duration::from_millis(400) {
+            waited += 1;
+        }
+        // The healthy worker still has each invalidation before the reply.
+        let now = healthy.ready_now();
+        assert!(
+            now.contains(&Reply::Event(Event::Invalidate {
+                code: "edit-me".into()
+            })),
+            "edit {i}: {now:?}"
+        );
+    }
+    let total = started.elapsed();
+    println!("50 edits in {total:?}; {waited} waited on the slow subscriber");
+    assert!(waited <= 1, "{waited} edits waited on the slow subscriber");
+    assert!(total < Duration::from_secs(20), "{total:?}");
+    // It was cut off: its connection ends after what the socket held.
+    let mut closed = false;
+    for _ in 0..100 {
+        match slow.recv_timeout(Duration::from_secs(5)).await {
+            Ok(Some(_)) => continue,
+            Ok(None) => {
+                closed = true;
+                break;
+            }
+            Err(()) => break,
+        }
+    }
+    assert!(closed, "the slow subscriber was never disconnected");
+    assert_eq!(d.metric("shortlinkd_ipc_subscribers").await, 1.0);
+    assert!(d.log().contains("cutting off an IPC subscriber"));
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use common::{batch, eventually, stderr, Daemon};
 use serde_json::json;
 use shortlink_core::ipc::{self, BatchId, ClickBatch};
+use shortlink_core::spool::SpoolSeal;
 
 #[tokio::test]
 async fn sigkill_loses_nothing_acknowledged() {
@@ -211,12 +212,17 @@ async fn refuses_a_socket_held_by_a_live_daemon_and_clears_a_stale_one() {
     assert_eq!(mode(&d.data_dir().join("control.sock")), 0o600);
 }
 
-fn spool_bytes(batches: &[ClickBatch]) -> Vec<u8> {
+fn frames(batches: &[ClickBatch]) -> Vec<u8> {
     let mut out = Vec::new();
     for b in batches {
         ipc::write_frame(b, &mut out).unwrap();
     }
     out
+}
+
+/// A spool file as a worker writes it: sealed with the deployment key.
+fn spool_bytes(key: &shortlink_core::DeploymentKey, batches: &[ClickBatch]) -> Vec<u8> {
+    SpoolSeal::new(key).seal(&frames(batches))
 }
 
 #[tokio::test]
@@ -242,7 +248,7 @@ async fn spool_files_are_imported_once() {
         batch_id: BatchId([8; 16]),
         clicks: batch(0, id, 5, false).clicks,
     };
-    std::fs::write(&file, spool_bytes(&[shared, own])).unwrap();
+    std::fs::write(&file, spool_bytes(&d.key, &[shared, own])).unwrap();
     // A half-written file (no rename yet) is left alone.
     let tmp = spool.join("worker-2.spool.tmp");
     std::fs::write(&tmp, b"partial").unwrap();
@@ -256,11 +262,12 @@ async fn spool_files_are_imported_once() {
 
     // A corrupt file: the good batch before the damage counts, the file is
     // set aside as .bad.
-    let mut bytes = spool_bytes(&[ClickBatch {
+    let mut body = frames(&[ClickBatch {
         batch_id: BatchId([9; 16]),
         clicks: batch(0, id, 1, false).clicks,
     }]);
-    bytes.extend_from_slice(&[0, 0, 0, 3, 0xff, 0xff, 0xff]);
+    body.extend_from_slice(&[0, 0, 0, 3, 0xff, 0xff, 0xff]);
+    let bytes = SpoolSeal::new(&d.key).seal(&body);
     let bad = spool.join("worker-3.spool");
     std::fs::write(&bad, bytes).unwrap();
     let renamed = spool.join("worker-3.bad");
@@ -277,11 +284,114 @@ async fn spool_files_are_imported_once() {
         batch_id: BatchId([10; 16]),
         clicks: batch(0, id, 4, false).clicks,
     };
-    std::fs::write(spool.join("worker-4.spool"), spool_bytes(&[early])).unwrap();
+    std::fs::write(spool.join("worker-4.spool"), spool_bytes(&d.key, &[early])).unwrap();
     d.spawn().await;
     let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
     assert_eq!(l["clicks"], 12);
     assert!(!spool.join("worker-4.spool").exists());
+}
+
+/// Spool files another local user could have dropped: none of them counts,
+/// each is set aside once with its reason, and nothing secret reaches the log.
+#[tokio::test]
+async fn untrusted_spool_files_are_refused_and_set_aside() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "spool_interval = 1\n").unwrap();
+    let cfg_s = cfg.to_str().unwrap().to_string();
+    let d = Daemon::start_with(&["--config", &cfg_s]).await;
+    let v = d
+        .create(json!({"url": "https://e.com/limited", "max_visits": 5}))
+        .await;
+    let id = v["id"].as_u64().unwrap();
+    let code = v["code"].as_str().unwrap().to_string();
+    let spool = d.data_dir().join("spool");
+    let one = |n: u8, count: u32| ClickBatch {
+        batch_id: BatchId([n; 16]),
+        clicks: batch(0, id, count, false).clicks,
+    };
+    let key_path = d.data_dir().join("key");
+    let key_text = std::fs::read_to_string(&key_path).unwrap();
+    let mut cases: Vec<(&str, &str)> = Vec::new();
+
+    // Not sealed: what a forger without the key writes.
+    std::fs::write(spool.join("forged.spool"), frames(&[one(20, 3)])).unwrap();
+    cases.push(("forged", "bad magic"));
+    // Sealed, but with another deployment's key.
+    let other = shortlink_core::DeploymentKey::generate().unwrap();
+    std::fs::write(
+        spool.join("otherkey.spool"),
+        spool_bytes(&other, &[one(21, 3)]),
+    )
+    .unwrap();
+    cases.push(("otherkey", "seal does not match"));
+    // A symbolic link to the key file: never opened through.
+    std::os::unix::fs::symlink(&key_path, spool.join("link.spool")).unwrap();
+    cases.push(("link", "symbolic link"));
+    // Bigger than any worker writes (sparse: nothing is read).
+    let huge = std::fs::File::create(spool.join("huge.spool")).unwrap();
+    huge.set_len(shortlink_core::spool::MAX_SPOOL_FILE + 1)
+        .unwrap();
+    drop(huge);
+    cases.push(("huge", "more than the limit"));
+    // Sealed (as if a worker key leaked), but with counts no worker sends.
+    let mut forged = one(22, 3);
+    forged.clicks[0].count = u32::MAX;
+    std::fs::write(spool.join("counts.spool"), spool_bytes(&d.key, &[forged])).unwrap();
+    cases.push(("counts", "count 4294967295"));
+    let mut future = one(23, 1);
+    future.clicks[0].hour += 24 * 365;
+    std::fs::write(spool.join("future.spool"), spool_bytes(&d.key, &[future])).unwrap();
+    cases.push(("future", "hour"));
+    // Owned by a stranger (only root can make one).
+    if nix::unistd::geteuid().is_root() {
+        let p = spool.join("stranger.spool");
+        std::fs::write(&p, spool_bytes(&d.key, &[one(24, 3)])).unwrap();
+        std::os::unix::fs::chown(&p, Some(54_321), Some(54_321)).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        cases.push(("stranger", "uid 54321"));
+    }
+
+    for (name, _) in &cases {
+        let bad = spool.join(format!("{name}.bad"));
+        assert!(
+            eventually(Duration::from_secs(10), || async { bad.exists() }).await,
+            "{name}.spool was not set aside:\n{}",
+            d.log()
+        );
+        assert!(!spool.join(format!("{name}.spool")).exists(), "{name}");
+    }
+    let log = d.log();
+    for (name, reason) in &cases {
+        let line = log
+            .lines()
+            .find(|l| l.contains(&format!("{name}.spool")) && l.contains("refused"))
+            .unwrap_or_else(|| panic!("no refusal logged for {name}:\n{log}"));
+        assert!(line.contains(reason), "{name}: {line}");
+    }
+    assert!(!log.contains(key_text.trim()), "the key reached the log");
+    assert!(
+        !log.contains(&key_text.trim()[..16]),
+        "key bytes reached the log"
+    );
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(l["clicks"], 0, "a refused file was counted: {l}");
+    assert_eq!(l["state"], "active");
+    assert_eq!(
+        d.metric("shortlinkd_spool_files_bad_total").await,
+        cases.len() as f64
+    );
+    // The link itself is untouched, and a later sealed file still counts.
+    std::fs::write(spool.join("good.spool"), spool_bytes(&d.key, &[one(25, 2)])).unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            !spool.join("good.spool").exists()
+        })
+        .await
+    );
+    let (_, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(l["clicks"], 2);
 }
 
 #[tokio::test]

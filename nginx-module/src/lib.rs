@@ -1,8 +1,11 @@
 //! `ngx_http_shortlink_module`: answers short-link requests inside nginx.
 //!
 //! This file holds the module statics, the `HttpModule` impl and thin C
-//! callbacks; directives live in `conf/`, the request path in `handler.rs`,
-//! variables in `variables.rs`. The logic worth unit tests is in
+//! callbacks. Everything else sits in named folders: `conf/` (directives and
+//! typed settings), `handler/` (the request path), `request/` (a request's
+//! state and visitor), `cache/` (the shared zone), `net/` (the daemon link),
+//! with `clicks.rs`, `variables.rs`, `guard.rs` (no panic crosses into nginx)
+//! and `log.rs` beside them. The logic worth unit tests is in
 //! `shortlink-core`.
 
 use core::ffi::c_void;
@@ -20,11 +23,14 @@ use ngx::http::{
 mod cache;
 mod clicks;
 mod conf;
+mod guard;
 mod handler;
 mod log;
 mod net;
 mod request;
 mod variables;
+
+use guard::guard;
 
 /// Type-level handle for the module's configuration accessors.
 pub struct Module;
@@ -35,26 +41,38 @@ impl HttpModule for Module {
     }
 
     unsafe extern "C" fn preconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
-        // SAFETY: nginx passes the configuration being parsed.
-        unsafe { variables::register(cf) }
+        // SAFETY: nginx passes the configuration being parsed, live for the call.
+        let log = || unsafe { (*cf).log };
+        guard("preconfiguration", log, ERROR, || {
+            // SAFETY: as above.
+            unsafe { variables::register(cf) }
+        })
     }
 
     unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
-        // SAFETY: cf is the http configuration; the core main conf exists.
-        let Some(cmcf) = (unsafe { NgxHttpCoreModule::main_conf_mut(&*cf) }) else {
-            return NGX_ERROR as ngx_int_t;
-        };
-        let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PRECONTENT_PHASE as usize].handlers;
-        // SAFETY: the phase handler array is an ngx_array_t of handler pointers.
-        let slot = unsafe { ngx_array_push(phase) }.cast::<ngx_http_handler_pt>();
-        if slot.is_null() {
-            return NGX_ERROR as ngx_int_t;
-        }
-        // SAFETY: slot is a fresh element of the right type.
-        unsafe { *slot = Some(handler::precontent_handler) };
-        NGX_OK as ngx_int_t
+        // SAFETY: nginx passes the http configuration, live for the call.
+        let log = || unsafe { (*cf).log };
+        guard("postconfiguration", log, ERROR, || {
+            // SAFETY: cf is the http configuration; the core main conf exists.
+            let Some(cmcf) = (unsafe { NgxHttpCoreModule::main_conf_mut(&*cf) }) else {
+                return ERROR;
+            };
+            let phase =
+                &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PRECONTENT_PHASE as usize].handlers;
+            // SAFETY: the phase handler array is an ngx_array_t of handler pointers.
+            let slot = unsafe { ngx_array_push(phase) }.cast::<ngx_http_handler_pt>();
+            if slot.is_null() {
+                return ERROR;
+            }
+            // SAFETY: slot is a fresh element of the right type.
+            unsafe { *slot = Some(handler::precontent_handler) };
+            NGX_OK as ngx_int_t
+        })
     }
 }
+
+/// `NGX_ERROR` as callbacks return it.
+const ERROR: ngx_int_t = NGX_ERROR as ngx_int_t;
 
 impl Module {
     /// The module descriptor, usable where a `&'static` is needed.
@@ -89,54 +107,25 @@ pub(crate) unsafe fn main_conf_of(cf: &ngx_conf_t) -> Option<&'static conf::Main
 
 /// Worker start: open the link to the daemon (if `shortlink_pass` is set).
 extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
-    let started = std::panic::catch_unwind(|| {
-        // SAFETY: nginx passes the worker's cycle; its http conf is complete.
-        let Some(main) =
-            (unsafe { (*cycle).http_main_conf_unchecked::<conf::MainConf>(Module::module_ref()) })
-        else {
-            return;
-        };
-        // SAFETY: the conf lives as long as the cycle.
-        let main = unsafe { main.as_ref() };
-        let (Some(socket), Some(key)) = (main.pass.clone(), main.key.as_ref()) else {
-            return;
-        };
-        let zone = main.zone();
-        // SAFETY: the zone was initialised by the master before forking.
-        let cache = zone.and_then(|z| unsafe { cache::LinkCache::from_zone(z.zone) });
-        let started_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let link_conf = net::LinkConf {
-            socket,
-            fingerprint: key.fingerprint(),
-            connect_timeout: main.connect_timeout,
-            timeout: main.timeout,
-            flush_interval: main.flush_interval,
-            // SAFETY: ngx_worker is set before init_process runs.
-            subscribe: unsafe { nginx_sys::ngx_worker } == 0,
-            cache,
-            ttl: zone.map_or(0, |z| z.ttl),
-            negative_ttl: zone.map_or(0, |z| z.negative_ttl),
-            deliver: handler::deliver,
-            clicks: clicks::ClickBook::new(
-                std::process::id(),
-                started_ms,
-                main.spool.clone().map(Into::into),
-            ),
-        };
-        // SAFETY: the cycle log outlives the worker's event loop.
-        net::install(net::DaemonLink::new(link_conf, unsafe { (*cycle).log }));
-    });
-    if started.is_err() {
-        return NGX_ERROR as ngx_int_t;
-    }
-    NGX_OK as ngx_int_t
+    // SAFETY: nginx passes the worker's cycle, live for the worker's life.
+    let log = || unsafe { (*cycle).log };
+    guard("worker start", log, ERROR, || {
+        // SAFETY: as above; its http configuration is complete.
+        let main =
+            unsafe { (*cycle).http_main_conf_unchecked::<conf::MainConf>(Module::module_ref()) };
+        // SAFETY: the main conf lives as long as the cycle.
+        if let Some(main) = main.map(|m| unsafe { m.as_ref() }) {
+            net::start_worker(main, log(), handler::deliver);
+        }
+        NGX_OK as ngx_int_t
+    })
 }
 
 /// Worker exit: what could not be delivered goes to the spool.
-extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
-    let _ = std::panic::catch_unwind(|| {
+extern "C" fn exit_process(cycle: *mut ngx_cycle_t) {
+    // SAFETY: nginx passes the exiting worker's cycle.
+    let log = || unsafe { (*cycle).log };
+    guard("worker exit", log, (), || {
         if let Some(mut link) = net::uninstall() {
             link.shutdown();
         }

@@ -9,7 +9,6 @@ macro_rules! error {
 }
 
 /// `[warn]` line on the given `*mut ngx_log_t`.
-#[allow(unused_macros)]
 macro_rules! warning {
     ($log:expr, $($arg:tt)+) => {{
         ngx::ngx_log_error!(nginx_sys::NGX_LOG_WARN, $log, $($arg)+);
@@ -17,7 +16,6 @@ macro_rules! warning {
 }
 
 /// `[info]` line on the given `*mut ngx_log_t`.
-#[allow(unused_macros)]
 macro_rules! info {
     ($log:expr, $($arg:tt)+) => {{
         ngx::ngx_log_error!(nginx_sys::NGX_LOG_INFO, $log, $($arg)+);
@@ -33,6 +31,4 @@ macro_rules! debug {
     }};
 }
 
-pub(crate) use {debug, error};
-#[allow(unused_imports)]
-pub(crate) use {info, warning};
+pub(crate) use {debug, error, info, warning};

@@ -7,7 +7,8 @@ use nginx_sys::{
 use ngx::http::Request;
 use ngx::ngx_string;
 
-use crate::request::RequestCtx;
+use crate::guard::guard;
+use crate::request::{CacheStatus, RequestCtx};
 
 const CODE: usize = 0;
 const ID: usize = 1;
@@ -42,38 +43,41 @@ pub unsafe fn register(cf: *mut ngx_conf_t) -> ngx_int_t {
     NGX_OK as ngx_int_t
 }
 
+/// The variables' `get_handler`: points the value at bytes in the
+/// request's ctx (or a static), or marks it not found.
 unsafe extern "C" fn get(
     r: *mut ngx_http_request_t,
     v: *mut ngx_http_variable_value_t,
     data: usize,
 ) -> ngx_int_t {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    // SAFETY: nginx passes a live request, with its connection and log.
+    let log = || unsafe { (*(*r).connection).log };
+    guard("a variable", log, NGX_ERROR as ngx_int_t, || {
         // SAFETY: nginx passes a live request.
         let r = unsafe { Request::from_ngx_http_request(r) };
-        let ctx = RequestCtx::get_or_init(r)?;
-        let value: &[u8] = match data {
-            CODE if ctx.status != crate::request::CacheStatus::Invalid => ctx.code.as_bytes(),
-            TARGET => ctx.target.as_bytes(),
-            ID => ctx.id_text(),
-            CACHE_STATUS => ctx.status.as_bytes(),
-            _ => &[],
-        };
-        (!value.is_empty()).then_some((value.as_ptr(), value.len()))
-    }));
-    // SAFETY: v is the value slot nginx asked us to fill; the data points
-    // into the request-pool ctx or a static, both outliving the variable.
-    unsafe {
-        match result {
-            Ok(Some((ptr, len))) => {
-                (*v).data = ptr as *mut u8;
-                (*v).set_len(len as u32);
-                (*v).set_valid(1);
-                (*v).set_no_cacheable(0);
-                (*v).set_not_found(0);
+        let value = RequestCtx::get_or_init(r).and_then(|ctx| {
+            let value: &[u8] = match data {
+                CODE if ctx.status != CacheStatus::Invalid => ctx.code.as_bytes(),
+                TARGET => ctx.target.as_bytes(),
+                ID => ctx.id_text(),
+                CACHE_STATUS => ctx.status.as_bytes(),
+                _ => &[],
+            };
+            (!value.is_empty()).then_some((value.as_ptr(), value.len()))
+        });
+        // SAFETY: v is the value slot nginx asked us to fill; the data points
+        // into the request-pool ctx or a static, both outliving the variable.
+        let v = unsafe { &mut *v };
+        match value {
+            Some((ptr, len)) => {
+                v.data = ptr.cast_mut();
+                v.set_len(len as u32);
+                v.set_valid(1);
+                v.set_no_cacheable(0);
+                v.set_not_found(0);
             }
-            Ok(None) => (*v).set_not_found(1),
-            Err(_) => return NGX_ERROR as ngx_int_t,
+            None => v.set_not_found(1),
         }
-    }
-    NGX_OK as ngx_int_t
+        NGX_OK as ngx_int_t
+    })
 }

@@ -12,7 +12,6 @@
 //! `SHORTLINK_CHROMEDRIVER`. `SHORTLINK_TRACE=1` makes chromedriver log
 //! every command and DevTools message to `logs/chromedriver.log`.
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -63,7 +62,7 @@ impl Browser {
             .spawn()
             .expect("start chromedriver");
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !crate::listening(port) {
             assert!(
                 Instant::now() < deadline,
                 "chromedriver did not listen in 20 s"

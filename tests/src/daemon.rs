@@ -8,6 +8,36 @@ use std::time::{Duration, Instant};
 
 use crate::{daemon_bin, free_port, http, Response, Scratch};
 
+/// Gives a directory the nginx workers write to (the click spool) to them
+/// and nobody else: as root the workers run as `nobody:nogroup` (see
+/// `main_context`), so it is theirs with mode 0770; otherwise they run as
+/// this user, and it is 0700.
+pub fn give_to_workers(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: getuid(2) has no preconditions.
+    let mode = if unsafe { libc::getuid() } == 0 {
+        let (uid, gid) = workers_ids();
+        std::os::unix::fs::chown(dir, Some(uid), Some(gid)).unwrap();
+        0o770
+    } else {
+        0o700
+    };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The uid of `nobody` and the gid of `nogroup`, which the workers run as
+/// when nginx starts as root.
+pub fn workers_ids() -> (u32, u32) {
+    // SAFETY: getpwnam/getgrnam with NUL-terminated names; the fields are
+    // read at once, before another call could reuse the static buffers.
+    unsafe {
+        let pw = libc::getpwnam(c"nobody".as_ptr());
+        let gr = libc::getgrnam(c"nogroup".as_ptr());
+        assert!(!pw.is_null() && !gr.is_null(), "no nobody:nogroup");
+        ((*pw).pw_uid, (*gr).gr_gid)
+    }
+}
+
 /// A running daemon.
 pub struct Daemon {
     pub api_port: u16,
@@ -39,9 +69,7 @@ impl Daemon {
             child: None,
         };
         std::fs::create_dir_all(&d.spool).unwrap();
-        // nginx workers (nobody) write spool files the daemon (root) imports.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&d.spool, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        give_to_workers(&d.spool);
         d.spawn();
         let out = d
             .cli(&[
@@ -110,7 +138,7 @@ impl Daemon {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("shortlinkd exited with {status}:\n{}", self.log());
             }
-            if std::net::TcpStream::connect(("127.0.0.1", self.api_port)).is_ok()
+            if crate::listening(self.api_port)
                 && http(self.api_port, b"GET", b"/api/v1/health", &[], b"").status == 200
                 && self.ipc.exists()
             {
@@ -178,6 +206,31 @@ impl Daemon {
         assert_eq!(r.status, 200, "stats: {}", r.body_text());
         let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
         v["total"].as_u64().unwrap()
+    }
+
+    /// Clicks of every link, by code (every page of the list).
+    pub fn clicks_by_code(&self) -> std::collections::HashMap<String, u64> {
+        let mut out = std::collections::HashMap::new();
+        let mut cursor = String::new();
+        loop {
+            let r = self.api(
+                "GET",
+                &format!("/api/v1/links?limit=1000&cursor={cursor}"),
+                None,
+            );
+            assert_eq!(r.status, 200, "list: {}", r.body_text());
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            for l in v["links"].as_array().unwrap() {
+                out.insert(
+                    l["code"].as_str().unwrap().to_string(),
+                    l["clicks"].as_u64().unwrap(),
+                );
+            }
+            match v["next_cursor"].as_str() {
+                Some(c) => cursor = c.to_string(),
+                None => return out,
+            }
+        }
     }
 
     /// A Prometheus counter or gauge (summed over labels).

@@ -18,9 +18,10 @@ use shortlink_core::{Codec, DeploymentKey};
 
 mod browser;
 mod daemon;
+pub mod load;
 mod stack;
 pub use browser::Browser;
-pub use daemon::Daemon;
+pub use daemon::{give_to_workers, workers_ids, Daemon};
 pub use stack::{http_conf, Stack};
 
 /// The workspace root.
@@ -61,13 +62,30 @@ pub fn daemon_bin() -> PathBuf {
     binary("SHORTLINK_DAEMON", "build/bin/shortlinkd")
 }
 
-/// A free TCP port on loopback (bound and released; the race is harmless here).
+/// A free TCP port on loopback (bound and released). The kernel may hand the
+/// same ephemeral port to two tests running at once before either binds it,
+/// so a port is never given out twice in one test process.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
+}
+
+/// True when something listens on `port` on loopback. A connect to a free
+/// port in the ephemeral range can reach itself (TCP simultaneous open), so
+/// a connection whose two ends are the same address does not count.
+pub fn listening(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok_and(|s| s.local_addr().ok() != s.peer_addr().ok())
 }
 
 /// A fresh directory for one test, removed when dropped unless the test failed.
@@ -207,7 +225,7 @@ impl Nginx {
                         .unwrap_or_default()
                 );
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if listening(self.port) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -245,6 +263,59 @@ impl Nginx {
     /// The error log so far.
     pub fn error_log(&self) -> String {
         std::fs::read_to_string(self.prefix.join("logs/error.log")).unwrap_or_default()
+    }
+
+    /// Pids of the master's current worker processes (not those shutting
+    /// down after a reload).
+    pub fn workers(&self) -> Vec<u32> {
+        let master = self.pid();
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            if ppid == Some(master) && cmd.starts_with(b"nginx: worker process\0") {
+                out.push(pid);
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// SIGKILLs worker `pid` and waits until nginx has started one in its
+    /// place.
+    pub fn kill_worker(&self, pid: u32) {
+        let before = self.workers().len();
+        // SAFETY: plain kill(2) on a worker of our own nginx.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let now = self.workers();
+            if !now.contains(&pid) && now.len() >= before {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no worker replaced {pid}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// As [`Nginx::assert_clean_log`], for tests that kill workers on
+    /// purpose: nginx's `[alert]` that a worker "exited on signal 9" is
+    /// expected, nothing else at `[alert]` or above is.
+    pub fn assert_clean_log_but_killed_workers(&self) {
+        let log = self.error_log();
+        for line in log.lines() {
+            let killed = line.contains("[alert]") && line.contains("exited on signal 9");
+            for bad in ["[crit]", "[alert]", "[emerg]", "exited on signal"] {
+                assert!(killed || !line.contains(bad), "error log has {bad}: {line}");
+            }
+        }
     }
 
     /// Fails when the module made nginx log anything at `[crit]`, `[alert]`
@@ -344,7 +415,20 @@ pub fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Response {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to nginx");
+    try_http(port, method, target, headers, body).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// As [`http`], with `Err` for a refused or broken connection, for tests
+/// that expect them.
+pub fn try_http(
+    port: u16,
+    method: &[u8],
+    target: &[u8],
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Response, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))
+        .map_err(|e| format!("connect to port {port}: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut req = Vec::new();
     req.extend_from_slice(method);
@@ -362,10 +446,18 @@ pub fn http(
     }
     req.extend_from_slice(b"\r\n");
     req.extend_from_slice(body);
-    s.write_all(&req).unwrap();
+    s.write_all(&req)
+        .map_err(|e| format!("write request: {e}"))?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read response");
-    parse_response(&raw, method == b"HEAD")
+    s.read_to_end(&mut raw)
+        .map_err(|e| format!("read response: {e}"))?;
+    if !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        return Err(format!(
+            "no header end in {:?}",
+            String::from_utf8_lossy(&raw)
+        ));
+    }
+    Ok(parse_response(&raw, method == b"HEAD"))
 }
 
 fn parse_response(raw: &[u8], head: bool) -> Response {

@@ -271,6 +271,20 @@ fn clicks_made_while_the_daemon_is_down_reach_it_through_the_spool() {
         "no spool file written; nginx log:\n{}",
         s.nginx.error_log()
     );
+    // Sealed with the deployment key, in a directory only the workers write.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&s.daemon.spool)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o007, 0, "spool directory mode {mode:o}");
+    for e in std::fs::read_dir(&s.daemon.spool).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "spool") {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(bytes.starts_with(shortlink_core::spool::MAGIC), "{path:?}");
+        }
+    }
     s.daemon.restart();
     assert!(
         eventually(Duration::from_secs(15), || s.daemon.clicks(&code) >= 12),

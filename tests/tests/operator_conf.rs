@@ -18,7 +18,7 @@ fn operator_conf(
     domains: &str,
 ) -> String {
     let subst = |text: String| {
-        text.replace("/etc/shortlink/key", &key.display().to_string())
+        text.replace("/etc/shortlinkd/key", &key.display().to_string())
             .replace(
                 "unix:/run/shortlinkd/ipc.sock",
                 &format!("unix:{}", daemon.ipc.display()),
@@ -27,13 +27,17 @@ fn operator_conf(
                 "unix:/run/shortlinkd/api.sock",
                 &format!("unix:{}", scratch.path("api.sock").display()),
             )
-            .replace(
-                "/var/lib/shortlinkd/spool",
-                &daemon.spool.display().to_string(),
-            )
+            .replace("/var/spool/shortlinkd", &daemon.spool.display().to_string())
             .replace(
                 "/var/log/nginx/",
                 &format!("{}/logs/", scratch.dir.display()),
+            )
+            .replace(
+                "/etc/nginx/snippets/shortlink-api-errors.conf",
+                &root()
+                    .join("conf/nginx/shortlink-api-errors.conf")
+                    .display()
+                    .to_string(),
             )
             .replace("listen       80;", &format!("listen 127.0.0.1:{port};"))
             .replace("s.example.com s.example.net", domains)
@@ -82,15 +86,22 @@ fn create(port: u16, host: &str, key: &str, url: &str) -> serde_json::Value {
 fn shipped_snippets_serve_links_api_metrics_and_limit_floods() {
     let scratch = Scratch::new("operator-conf");
     let (key, _) = scratch.key();
-    // conf/shortlinkd.toml as shipped, its paths moved into the test's directory.
+    // conf/shortlinkd.toml as shipped, its paths moved into the test's
+    // directory and its socket group (www-data) the test's own: nogroup
+    // from the command line as root, the user's own group otherwise.
     let toml = std::fs::read_to_string(root().join("conf/shortlinkd.toml"))
         .unwrap()
         .replace(
             "/var/lib/shortlinkd",
             &scratch.path("data").display().to_string(),
         )
-        .replace("/etc/shortlink/key", &key.display().to_string())
-        .replace("/run/shortlinkd", &scratch.dir.display().to_string());
+        .replace(
+            "/var/spool/shortlinkd",
+            &scratch.path("spool").display().to_string(),
+        )
+        .replace("/etc/shortlinkd/key", &key.display().to_string())
+        .replace("/run/shortlinkd", &scratch.dir.display().to_string())
+        .replace("socket_group = \"www-data\"", "");
     std::fs::write(scratch.path("shortlinkd.toml"), toml).unwrap();
     let daemon = Daemon::start_with_config(&scratch, &key, Some(scratch.path("shortlinkd.toml")));
     let port = shortlink_e2e::free_port();
@@ -148,7 +159,40 @@ fn shipped_snippets_serve_links_api_metrics_and_limit_floods() {
         access.contains("cache=HIT") && access.contains("cache=INVALID"),
         "{access}"
     );
+
+    // Errors nginx makes in front of the API are JSON with a stable code.
+    let r = http(
+        port,
+        b"POST",
+        b"/api/v1/links/batch",
+        &[
+            ("Host", "s.example.com"),
+            ("X-Api-Key", &daemon.api_key),
+            ("Content-Type", "application/json"),
+            ("Content-Length", "40000000"),
+        ],
+        b"",
+    );
+    assert_json_error(&r, 413, "body_too_large");
+    let mut daemon = daemon;
+    daemon.kill();
+    let r = get(port, "s.example.com", "/api/v1/health");
+    assert_json_error(&r, 503, "daemon_unavailable");
+    assert_eq!(r.header("Retry-After"), Some("5"));
+    // Cached short links keep redirecting while the daemon is down.
+    assert_eq!(get(port, "s.example.com", &format!("/{code}")).status, 302);
     nginx.assert_clean_log();
+}
+
+fn assert_json_error(r: &shortlink_e2e::Response, status: u16, code: &str) {
+    assert_eq!(r.status, status, "{}", r.body_text());
+    assert_eq!(r.header("Content-Type"), Some("application/json"));
+    let v: serde_json::Value = serde_json::from_slice(&r.body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.body_text()));
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(v["error"]["message"]
+        .as_str()
+        .is_some_and(|m| !m.is_empty()));
 }
 
 #[test]

@@ -1,20 +1,19 @@
 //! API keys and signing apps: create (the secret is shown once), list with
-//! last use, revoke. Each action calls the API's own handler, so names,
-//! scopes and caches follow the API's rules.
+//! last use, revoke. Each action calls [`crate::credentials`], like the
+//! API, so names, scopes and caches follow one set of rules.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Extension, Json};
 use maud::{html, Markup};
 
 use super::session::Flash;
 use super::usage::Credential;
 use super::view::{self, FieldErrors, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
-use crate::api::auth::Scope;
-use crate::api::error::{ApiError, ApiJson};
-use crate::api::keys::{self as api, NewCredential};
+use crate::auth::Scope;
+use crate::credentials::{self, CredentialError};
+use crate::store::StoreError;
 
 /// What a create form held, kept on errors.
 #[derive(Debug, Default, Clone)]
@@ -32,13 +31,40 @@ struct FormState {
     app_errors: FieldErrors,
 }
 
-fn api_errors(e: ApiError) -> Result<FieldErrors, AdminError> {
-    if e.status != StatusCode::UNPROCESSABLE_ENTITY {
-        return Err(e.into());
+impl From<CredentialError> for AdminError {
+    fn from(e: CredentialError) -> Self {
+        match e {
+            CredentialError::Store(StoreError::NotFound(what)) => {
+                AdminError::NotFound(format!("{what} not found"))
+            }
+            CredentialError::Store(StoreError::Closed) => {
+                AdminError::Internal("the daemon is shutting down".into())
+            }
+            CredentialError::Store(e) => AdminError::Internal(e.to_string()),
+            CredentialError::Denied(e) => AdminError::Status(StatusCode::FORBIDDEN, e.to_string()),
+            e => AdminError::Status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        }
     }
+}
+
+/// The form fields a refused credential names; other errors stay errors.
+fn field_errors(e: CredentialError) -> Result<FieldErrors, AdminError> {
+    let field = match e {
+        CredentialError::InvalidName => "name",
+        CredentialError::InvalidScopes(_) => "scopes",
+        e => return Err(e.into()),
+    };
     let mut errors = FieldErrors::new();
-    errors.insert(e.field.unwrap_or_else(|| "name".into()), e.message);
+    errors.insert(field.into(), e.to_string());
     Ok(errors)
+}
+
+fn scope_names(scopes: &[Scope]) -> String {
+    scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn last_use(uses: &std::collections::HashMap<Credential, i64>, c: Credential) -> String {
@@ -83,8 +109,8 @@ async fn render(
     flash: Option<&Flash>,
 ) -> Result<Page, AdminError> {
     let p = a.principal();
-    let Json(keys) = api::list_keys(State(admin.app.clone()), Extension(p.clone())).await?;
-    let Json(apps) = api::list_apps(State(admin.app.clone()), Extension(p)).await?;
+    let keys = credentials::list_keys(&admin.app, &p).await?;
+    let apps = credentials::list_apps(&admin.app, &p).await?;
     let uses = admin.uses.all(&admin.app).await?;
     let key_form = with_default_scopes(&forms.key);
     let app_form = with_default_scopes(&forms.app);
@@ -108,12 +134,12 @@ async fn render(
             table.keys id="keys" {
                 thead { tr { th { "Id" } th { "Name" } th { "Key starts" } th { "Scopes" } th { "Created" } th { "Last used" } th { "" } } }
                 tbody {
-                    @for k in &keys.keys {
+                    @for k in &keys {
                         tr data-key-id=(k.id) data-key-name=(k.name) .revoked[k.revoked_at.is_some()] {
                             td { (k.id) }
                             td { (k.name) }
                             td { code { "slk_" (k.prefix) "…" } }
-                            td { (k.scopes.join(", ")) }
+                            td { (scope_names(&k.scopes)) }
                             td.time { (view::time(k.created_at)) }
                             td.time.last-used { (last_use(&uses, Credential::Key(k.prefix.clone()))) }
                             td {
@@ -144,11 +170,11 @@ async fn render(
             table.keys id="apps-table" {
                 thead { tr { th { "App id" } th { "Name" } th { "Scopes" } th { "Created" } th { "Last used" } th { "" } } }
                 tbody {
-                    @for ap in &apps.apps {
+                    @for ap in &apps {
                         tr data-app-id=(ap.app_id) .revoked[ap.revoked_at.is_some()] {
                             td { code { (ap.app_id) } }
                             td { (ap.name) }
-                            td { (ap.scopes.join(", ")) }
+                            td { (scope_names(&ap.scopes)) }
                             td.time { (view::time(ap.created_at)) }
                             td.time.last-used { (last_use(&uses, Credential::App(ap.app_id.clone()))) }
                             td {
@@ -189,18 +215,8 @@ pub async fn create_key(
     fields: FormFields,
 ) -> Result<Response, AdminError> {
     let form = credential_form(&fields);
-    let req = NewCredential {
-        name: form.name.clone(),
-        scopes: form.scopes.clone(),
-    };
-    match api::create_key(
-        State(admin.app.clone()),
-        Extension(a.principal()),
-        ApiJson(req),
-    )
-    .await
-    {
-        Ok((_, Json(created))) => {
+    match credentials::create_key(&admin.app, &a.principal(), &form.name, &form.scopes).await {
+        Ok(created) => {
             admin.sessions.set_flash(
                 &a.token,
                 Flash {
@@ -213,7 +229,7 @@ pub async fn create_key(
         Err(e) => {
             let forms = FormState {
                 key: form,
-                key_errors: api_errors(e)?,
+                key_errors: field_errors(e)?,
                 ..FormState::default()
             };
             let page = render(&admin, &a, &forms, None).await?;
@@ -228,7 +244,7 @@ pub async fn revoke_key(
     a: Authed,
     Path(id): Path<i64>,
 ) -> Result<Redirect, AdminError> {
-    api::revoke_key(State(admin.app.clone()), Extension(a.principal()), Path(id)).await?;
+    credentials::revoke_key(&admin.app, &a.principal(), id).await?;
     admin.sessions.set_flash(
         &a.token,
         Flash {
@@ -246,18 +262,8 @@ pub async fn create_app(
     fields: FormFields,
 ) -> Result<Response, AdminError> {
     let form = credential_form(&fields);
-    let req = NewCredential {
-        name: form.name.clone(),
-        scopes: form.scopes.clone(),
-    };
-    match api::create_app(
-        State(admin.app.clone()),
-        Extension(a.principal()),
-        ApiJson(req),
-    )
-    .await
-    {
-        Ok((_, Json(created))) => {
+    match credentials::create_app(&admin.app, &a.principal(), &form.name, &form.scopes).await {
+        Ok(created) => {
             admin.sessions.set_flash(
                 &a.token,
                 Flash {
@@ -265,7 +271,7 @@ pub async fn create_app(
                         "App \"{}\" created. App id: {}. Its secret:",
                         created.app.name, created.app.app_id
                     ),
-                    secret: Some(created.secret),
+                    secret: Some(created.secret.reveal().to_string()),
                 },
             );
             Ok(Redirect::to("/admin/keys#apps").into_response())
@@ -273,7 +279,7 @@ pub async fn create_app(
         Err(e) => {
             let forms = FormState {
                 app: form,
-                app_errors: api_errors(e)?,
+                app_errors: field_errors(e)?,
                 ..FormState::default()
             };
             let page = render(&admin, &a, &forms, None).await?;
@@ -288,12 +294,7 @@ pub async fn revoke_app(
     a: Authed,
     Path(app_id): Path<String>,
 ) -> Result<Redirect, AdminError> {
-    api::revoke_app(
-        State(admin.app.clone()),
-        Extension(a.principal()),
-        Path(app_id.clone()),
-    )
-    .await?;
+    credentials::revoke_app(&admin.app, &a.principal(), &app_id).await?;
     admin.sessions.set_flash(
         &a.token,
         Flash {
@@ -302,4 +303,34 @@ pub async fn revoke_app(
         },
     );
     Ok(Redirect::to("/admin/keys#apps"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::{AuthError, ScopeError};
+
+    #[test]
+    fn refused_credentials_name_their_form_field() {
+        let name = field_errors(CredentialError::InvalidName).unwrap();
+        assert_eq!(
+            name.get("name").map(String::as_str),
+            Some("name must be 1 to 100 characters without control characters")
+        );
+        let scopes = field_errors(CredentialError::InvalidScopes(ScopeError::Empty)).unwrap();
+        assert_eq!(
+            scopes.get("scopes").map(String::as_str),
+            Some("at least one scope is needed")
+        );
+        let missing = CredentialError::Store(StoreError::NotFound("API key 9".into()));
+        assert!(matches!(
+            field_errors(missing),
+            Err(AdminError::NotFound(m)) if m == "API key 9 not found"
+        ));
+        let denied = CredentialError::Denied(AuthError::InsufficientScope(Scope::Admin));
+        assert!(matches!(
+            AdminError::from(denied),
+            AdminError::Status(StatusCode::FORBIDDEN, _)
+        ));
+    }
 }

@@ -1,6 +1,5 @@
 //! Sign-in and sign-out.
 
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use axum::extract::State;
@@ -8,21 +7,22 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 
-use super::lockout::Subject;
 use super::session::{self, LOGIN_COOKIE, SESSION_COOKIE};
 use super::view::{self, FieldErrors, Nav};
 use super::{base_for, AdminError, AdminState, Authed, FormFields};
-use crate::api::users::{hash_password, verify_password};
-use crate::store::users;
+use crate::users::{self, SignInError, UserError};
 
 /// Lifetime of the sign-in form's CSRF cookie, in seconds.
 const LOGIN_COOKIE_AGE: u64 = 3600;
 
-/// A hash to verify against when the user does not exist, so a wrong name
-/// takes as long as a wrong password.
-fn dummy_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| hash_password("no such user, no such password").unwrap_or_default())
+impl From<UserError> for AdminError {
+    fn from(e: UserError) -> Self {
+        match e {
+            UserError::Store(e) => e.into(),
+            UserError::Hashing(m) => AdminError::Internal(m),
+            e => AdminError::Status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        }
+    }
 }
 
 fn secure(admin: &AdminState, headers: &HeaderMap) -> bool {
@@ -94,50 +94,43 @@ pub async fn submit(
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
     let csrf = form.get("csrf");
-    let mut subjects = vec![Subject::user(&name)];
-    if let Some(addr) = client_addr(&headers) {
-        subjects.push(Subject::Addr(addr));
-    }
     let refuse =
         |status: StatusCode, msg: &str| (status, page(&csrf, &name, Some(msg))).into_response();
 
-    if let Err(wait) = admin.throttle.check(&subjects, Instant::now()) {
-        tracing::warn!(user = %name, "admin sign-in refused: locked out");
-        return Ok(refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!(
-                "Too many failed sign-ins. Try again in {} seconds.",
-                wait.as_secs().max(1)
-            ),
-        ));
-    }
-    let n = name.clone();
-    let user = admin.app.store.read(move |c| users::by_name(c, &n)).await?;
-    let hash = user
-        .as_ref()
-        .map(|u| u.password_hash.clone())
-        .unwrap_or_else(|| dummy_hash().to_string());
-    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .map_err(|e| AdminError::Internal(e.to_string()))?;
-    let Some(user) = user.filter(|_| ok) else {
-        let locked = admin.throttle.failed(&subjects, Instant::now());
-        tracing::warn!(user = %name, "admin sign-in failed");
-        let msg = match locked {
-            Some(d) => format!(
-                "Wrong user name or password. Too many failures: sign-in is locked for {} seconds.",
-                d.as_secs()
-            ),
-            None => "Wrong user name or password.".to_string(),
-        };
-        return Ok(refuse(StatusCode::UNAUTHORIZED, &msg));
+    let signed_in = users::sign_in(
+        &admin.app,
+        &admin.throttle,
+        &name,
+        password,
+        client_addr(&headers),
+    )
+    .await;
+    let user = match signed_in {
+        Ok(user) => user,
+        Err(SignInError::LockedOut(wait)) => {
+            return Ok(refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too many failed sign-ins. Try again in {} seconds.",
+                    wait.as_secs().max(1)
+                ),
+            ))
+        }
+        Err(SignInError::Rejected { locked_for }) => {
+            let msg = match locked_for {
+                Some(d) => format!(
+                    "Wrong user name or password. Too many failures: sign-in is locked for {} seconds.",
+                    d.as_secs()
+                ),
+                None => "Wrong user name or password.".to_string(),
+            };
+            return Ok(refuse(StatusCode::UNAUTHORIZED, &msg));
+        }
+        Err(SignInError::User(e)) => return Err(e.into()),
     };
-    admin.throttle.succeeded(&Subject::user(&name));
-    let token = admin.sessions.create(
-        &user.name,
-        session::account_version(&user.password_hash),
-        Instant::now(),
-    );
+    let token = admin
+        .sessions
+        .create(&user.name, user.version, Instant::now());
     let secure = secure(&admin, &headers);
     tracing::info!(user = %user.name, "admin signed in");
     let mut resp = Redirect::to("/admin/links").into_response();

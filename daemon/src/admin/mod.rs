@@ -4,17 +4,16 @@
 //! JavaScript (copy buttons, delete confirmation) and the stylesheet are
 //! embedded in the binary; charts and QR codes are SVG made here. Every
 //! change goes through the same functions as the API ([`crate::links`],
-//! the key handlers in [`crate::api::keys`]), so validation and edge
+//! [`crate::credentials`], [`crate::users`]), so validation and edge
 //! invalidation are the API's own.
 //!
-//! Security: see [`session`] (cookies, CSRF) and [`lockout`] (failed
-//! sign-ins). Every state-changing request is a POST checked by
+//! Security: see [`session`] (cookies, CSRF) and [`crate::users::lockout`]
+//! (failed sign-ins). Every state-changing request is a POST checked by
 //! [`require_csrf`] before any handler runs.
 
 pub mod charts;
 pub mod keys;
 pub mod links;
-pub mod lockout;
 pub mod login;
 pub mod qr;
 pub mod session;
@@ -33,13 +32,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::api::auth::Principal;
-use crate::api::base_url;
-use crate::api::error::ApiError;
 use crate::app::SharedApp;
+use crate::auth::Principal;
+use crate::base_url;
 use crate::links::LinkError;
-use crate::store::{users, StoreError};
-use lockout::LoginThrottle;
+use crate::store::StoreError;
+use crate::users::{self, LoginThrottle};
 use session::{SessionInfo, Sessions};
 use usage::CredentialUse;
 
@@ -216,9 +214,7 @@ impl Authed {
     /// The API principal the admin user acts as: every scope, named after
     /// the user so logs and `created_by` say who did it.
     pub fn principal(&self) -> Principal {
-        let mut p = Principal::local();
-        p.who = format!("user:{}", self.user);
-        p
+        Principal::admin_user(&self.user)
     }
 }
 
@@ -242,14 +238,10 @@ impl FromRequestParts<AdminState> for Authed {
             .get(token, Instant::now())
             .ok_or_else(to_login)?;
         // A password change (or a removed account) ends the session.
-        let name = s.user.clone();
-        let account = admin
-            .app
-            .store
-            .read(move |c| users::by_name(c, &name))
+        let account = users::find(&admin.app, &s.user)
             .await
             .map_err(|e| AdminError::from(e).into_response())?;
-        if account.is_none_or(|a| session::account_version(&a.password_hash) != s.account_version) {
+        if account.is_none_or(|a| a.version != s.account_version) {
             admin.sessions.remove(token);
             tracing::info!(user = %s.user, "admin session ended: the account changed");
             return Err(to_login());
@@ -355,16 +347,6 @@ impl From<LinkError> for AdminError {
             }
             LinkError::Store(e) => e.into(),
             e => AdminError::Status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
-        }
-    }
-}
-
-impl From<ApiError> for AdminError {
-    fn from(e: ApiError) -> Self {
-        match e.status {
-            StatusCode::NOT_FOUND => AdminError::NotFound(e.message),
-            s if s.is_server_error() => AdminError::Internal(e.message),
-            s => AdminError::Status(s, e.message),
         }
     }
 }

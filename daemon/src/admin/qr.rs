@@ -1,81 +1,58 @@
-//! QR codes of short URLs, as SVG (shown on the page and downloadable) and
-//! PNG (downloadable). Rendered here from the module matrix so no image
-//! library is needed.
+//! QR codes of short URLs, drawn by the `qrcode` crate's own renderers: SVG
+//! (shown on the page and downloadable) and PNG (downloadable, encoded by
+//! `image`).
 
-use qrcode::{Color, EcLevel, QrCode};
+use std::io::Cursor;
 
-/// Light modules around the code, as the standard asks.
-const QUIET_ZONE: usize = 4;
+use image::{ImageFormat, Luma};
+use qrcode::render::svg;
+use qrcode::{EcLevel, QrCode};
 
-/// Why a QR code could not be made (the text is too long for any version).
+/// What the SVG renderer puts before `<svg`: needed by neither the page,
+/// which embeds the SVG inline, nor the `image/svg+xml` download.
+const XML_DECLARATION: &str = r#"<?xml version="1.0" standalone="yes"?>"#;
+
+/// Why a QR code could not be made.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot encode this URL as a QR code: {0}")]
-pub struct QrError(String);
-
-/// The module matrix (true = dark) and its width, quiet zone included.
-fn matrix(text: &str) -> Result<(Vec<bool>, usize), QrError> {
-    let code = QrCode::with_error_correction_level(text.as_bytes(), EcLevel::M)
-        .map_err(|e| QrError(e.to_string()))?;
-    let inner = code.width();
-    let width = inner + 2 * QUIET_ZONE;
-    let mut m = vec![false; width * width];
-    for (i, c) in code.to_colors().into_iter().enumerate() {
-        let (x, y) = (i % inner, i / inner);
-        m[(y + QUIET_ZONE) * width + x + QUIET_ZONE] = c == Color::Dark;
-    }
-    Ok((m, width))
+pub enum QrError {
+    /// The text is too long for any QR version.
+    #[error("cannot encode this URL as a QR code: {0}")]
+    Encode(#[from] qrcode::types::QrError),
+    /// The PNG encoder failed.
+    #[error("cannot write the QR code as PNG: {0}")]
+    Png(#[from] image::ImageError),
 }
 
-/// An SVG of the code, one unit per module, scaled by the viewer.
+fn code(text: &str) -> Result<QrCode, QrError> {
+    Ok(QrCode::with_error_correction_level(
+        text.as_bytes(),
+        EcLevel::M,
+    )?)
+}
+
+/// An SVG of the code (quiet zone included), one unit per module, scaled
+/// by the viewer.
 pub fn svg(text: &str) -> Result<String, QrError> {
-    let (m, w) = matrix(text)?;
-    let mut path = String::new();
-    for y in 0..w {
-        let mut x = 0;
-        while x < w {
-            if !m[y * w + x] {
-                x += 1;
-                continue;
-            }
-            // One rectangle per horizontal run of dark modules.
-            let run = (x..w).take_while(|&i| m[y * w + i]).count();
-            path.push_str(&format!("M{x} {y}h{run}v1h-{run}z"));
-            x += run;
-        }
-    }
-    Ok(format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {w}\" width=\"{px}\" height=\"{px}\" \
-         shape-rendering=\"crispEdges\"><rect width=\"{w}\" height=\"{w}\" fill=\"#fff\"/>\
-         <path fill=\"#000\" d=\"{path}\"/></svg>",
-        px = w * 6
-    ))
+    let svg = code(text)?
+        .render::<svg::Color<'_>>()
+        .module_dimensions(1, 1)
+        .build();
+    Ok(match svg.strip_prefix(XML_DECLARATION) {
+        Some(svg) => svg.to_string(),
+        None => svg,
+    })
 }
 
-/// A grayscale PNG of the code, `scale` pixels per module.
-pub fn png(text: &str, scale: usize) -> Result<Vec<u8>, QrError> {
-    let (m, w) = matrix(text)?;
-    let side = w * scale;
-    let mut pixels = Vec::with_capacity(side * side);
-    for y in 0..side {
-        for x in 0..side {
-            pixels.push(if m[(y / scale) * w + x / scale] {
-                0
-            } else {
-                255
-            });
-        }
-    }
-    let mut out = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut out, side as u32, side as u32);
-        enc.set_color(png::ColorType::Grayscale);
-        enc.set_depth(png::BitDepth::Eight);
-        let mut writer = enc.write_header().map_err(|e| QrError(e.to_string()))?;
-        writer
-            .write_image_data(&pixels)
-            .map_err(|e| QrError(e.to_string()))?;
-    }
-    Ok(out)
+/// A grayscale PNG of the code (quiet zone included), `scale` pixels per
+/// module.
+pub fn png(text: &str, scale: u32) -> Result<Vec<u8>, QrError> {
+    let image = code(text)?
+        .render::<Luma<u8>>()
+        .module_dimensions(scale, scale)
+        .build();
+    let mut out = Cursor::new(Vec::new());
+    image.write_to(&mut out, ImageFormat::Png)?;
+    Ok(out.into_inner())
 }
 
 #[cfg(test)]
@@ -88,7 +65,13 @@ mod tests {
         assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
         // Version 3 (29 modules) plus the quiet zone.
         assert!(s.contains("viewBox=\"0 0 37 37\""), "{s}");
-        assert!(s.contains("M4 4h7v1h-7z"), "finder pattern's top row: {s}");
+        // The finder pattern's top row: 7 dark modules from (4, 4), then
+        // its light separator.
+        for x in 4..11 {
+            assert!(s.contains(&format!("M{x} 4h1v1H{x}V4")), "x={x}: {s}");
+        }
+        assert!(!s.contains("M11 4h1v1H11V4"), "{s}");
+        assert!(!s.contains("M3 4h1v1H3V4"), "quiet zone: {s}");
         let p = png("https://s.example.com/aZ3kQ9x", 4).unwrap();
         assert_eq!(&p[..8], b"\x89PNG\r\n\x1a\n");
         // IHDR width: 37 modules * 4 px.

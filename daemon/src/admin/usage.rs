@@ -4,8 +4,7 @@
 //! every request the auth middleware let through (any status but 401). The
 //! time is kept in memory and written to the `credential_use` table at most
 //! once a minute per credential, off the request path, so the API's
-//! throughput does not change. The table is the admin UI's own and created
-//! on first write.
+//! throughput does not change.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,10 +13,10 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
-use rusqlite::{params, Connection};
 
 use crate::app::SharedApp;
-use crate::store::{unix_now, StoreResult};
+use crate::auth::key_prefix;
+use crate::store::{keys, unix_now, StoreResult};
 
 /// Stored times are refreshed after this many seconds.
 pub const WRITE_EVERY: i64 = 60;
@@ -50,8 +49,7 @@ impl Credential {
     pub fn of(headers: &axum::http::HeaderMap) -> Option<Credential> {
         let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::trim);
         if let Some(key) = h("x-api-key") {
-            let rest = key.strip_prefix("slk_")?;
-            return rest.get(..12).map(|p| Credential::Key(p.to_string()));
+            return key_prefix(key).map(|p| Credential::Key(p.to_string()));
         }
         h("x-app-id")
             .filter(|a| !a.is_empty() && a.len() <= 100)
@@ -71,44 +69,20 @@ pub struct CredentialUse {
     seen: Mutex<HashMap<Credential, Seen>>,
 }
 
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS credential_use (\
-    kind TEXT NOT NULL, ident TEXT NOT NULL, last_used_at INTEGER NOT NULL, \
-    PRIMARY KEY (kind, ident)) WITHOUT ROWID";
-
-fn store_use(conn: &Connection, c: &Credential, at: i64) -> StoreResult<()> {
-    conn.execute_batch(CREATE)?;
-    conn.execute(
-        "INSERT INTO credential_use (kind, ident, last_used_at) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (kind, ident) DO UPDATE SET last_used_at = max(last_used_at, excluded.last_used_at)",
-        params![c.kind(), c.ident(), at],
-    )?;
-    Ok(())
-}
-
-fn stored(conn: &Connection) -> StoreResult<HashMap<Credential, i64>> {
-    let mut st = match conn.prepare("SELECT kind, ident, last_used_at FROM credential_use") {
-        Ok(st) => st,
-        // Nothing was ever used.
-        Err(e) if e.to_string().contains("no such table") => return Ok(HashMap::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let rows = st.query_map([], |r| {
-        let kind: String = r.get(0)?;
-        let ident: String = r.get(1)?;
-        let at: i64 = r.get(2)?;
-        Ok((kind, ident, at))
-    })?;
-    let mut out = HashMap::new();
-    for row in rows {
-        let (kind, ident, at) = row?;
-        let c = if kind == "key" {
-            Credential::Key(ident)
-        } else {
-            Credential::App(ident)
-        };
-        out.insert(c, at);
-    }
-    Ok(out)
+/// Every stored last use, by credential.
+async fn stored(app: &SharedApp) -> StoreResult<HashMap<Credential, i64>> {
+    let rows = app.store.read(keys::last_uses).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(kind, ident, at)| {
+            let c = if kind == "key" {
+                Credential::Key(ident)
+            } else {
+                Credential::App(ident)
+            };
+            (c, at)
+        })
+        .collect())
 }
 
 impl CredentialUse {
@@ -140,7 +114,7 @@ impl CredentialUse {
 
     /// Last use of every credential: stored times, newer ones from memory.
     pub async fn all(&self, app: &SharedApp) -> StoreResult<HashMap<Credential, i64>> {
-        let mut out = app.store.read(stored).await?;
+        let mut out = stored(app).await?;
         for (c, s) in self.seen.lock().expect("credential use").iter() {
             let e = out.entry(c.clone()).or_insert(s.last);
             *e = (*e).max(s.last);
@@ -152,7 +126,9 @@ impl CredentialUse {
 /// State of the [`track`] layer.
 #[derive(Clone)]
 pub struct Tracker {
+    /// Where the last uses are stored.
     pub app: SharedApp,
+    /// The admin UI's record of last uses, shared with the keys page.
     pub uses: Arc<CredentialUse>,
 }
 
@@ -173,7 +149,11 @@ pub async fn track(State(t): State<Tracker>, req: Request, next: Next) -> Respon
             if t.uses.note(&c, now) {
                 let app = t.app.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = app.store.write(move |conn| store_use(conn, &c, now)).await {
+                    let stored = app
+                        .store
+                        .write(move |conn| keys::record_use(conn, c.kind(), c.ident(), now))
+                        .await;
+                    if let Err(e) = stored {
                         tracing::warn!(error = %e, "could not record credential use");
                     }
                 });

@@ -1,7 +1,5 @@
 //! `GET /api/v1/health`: readiness probe, no auth.
 
-use std::sync::atomic::Ordering;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -15,7 +13,9 @@ use crate::app::SharedApp;
 pub struct Health {
     /// `ok`, or `unavailable` when the database does not answer.
     pub status: String,
+    /// The daemon's version.
     pub version: String,
+    /// Seconds since the daemon started.
     pub uptime_seconds: u64,
     /// Fingerprint of the deployment key (compare with nginx's error log).
     pub key_fingerprint: String,
@@ -46,7 +46,7 @@ pub async fn get(State(app): State<SharedApp>) -> (StatusCode, Json<Health>) {
             version: env!("CARGO_PKG_VERSION").into(),
             uptime_seconds: app.started.elapsed().as_secs(),
             key_fingerprint: app.fingerprint.to_string(),
-            ipc_connections: app.metrics.ipc_connections.load(Ordering::Relaxed),
+            ipc_connections: app.metrics.ipc_connections.get(),
             links: links.ok(),
         }),
     )

@@ -7,18 +7,18 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::auth::{Principal, Scope};
 use super::error::{ApiError, ApiJson};
 use crate::app::SharedApp;
-use crate::links::{self, ImportOutcome, ImportRow};
+use crate::auth::{Principal, Scope};
+use crate::links::{ImportOutcome, ImportRow};
 
 /// Body of `POST /api/v1/import`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportRequest {
-    /// Up to [`links::MAX_IMPORT`] rows.
+    /// Up to [`crate::links::MAX_IMPORT`] rows.
     pub rows: Vec<ImportRow>,
 }
 
@@ -30,5 +30,5 @@ pub async fn import(
     ApiJson(req): ApiJson<ImportRequest>,
 ) -> Result<Json<ImportOutcome>, ApiError> {
     p.require(Scope::LinksWrite)?;
-    Ok(Json(links::import(&app, req.rows, Some(&p.who)).await?))
+    Ok(Json(app.links().import(req.rows, Some(&p.who)).await?))
 }

@@ -1,4 +1,5 @@
-//! `/api/v1/keys` and `/api/v1/apps`: credentials management (admin scope).
+//! `/api/v1/keys` and `/api/v1/apps`: credentials management (admin scope),
+//! JSON over [`crate::credentials`].
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -6,14 +7,14 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::auth::{self, parse_scopes, scopes_to_string, Principal, Scope};
 use super::error::{ApiError, ApiJson, ErrorBody};
 use crate::app::SharedApp;
-use crate::store::keys;
-use crate::store::unix_now;
+use crate::auth::Principal;
+use crate::auth::Scope;
+use crate::credentials::{self, AppInfo, CredentialError, KeyInfo};
 
 /// Body of `POST /api/v1/keys` and `POST /api/v1/apps`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewCredential {
     /// What the credential is for (shown in lists and logs).
@@ -25,18 +26,24 @@ pub struct NewCredential {
 /// A key as listed (never with its secret).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KeyView {
+    /// Numeric id, to revoke the key.
     pub id: i64,
+    /// What the key is for.
     pub name: String,
     /// First characters after `slk_`, to recognise a key.
     pub prefix: String,
+    /// What the key may do.
     pub scopes: Vec<String>,
+    /// Unix seconds.
     pub created_at: i64,
+    /// Unix seconds, once revoked.
     pub revoked_at: Option<i64>,
 }
 
 /// A new key: the secret is shown this once.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreatedKey {
+    /// The key as it will be listed.
     #[serde(flatten)]
     pub key: KeyView,
     /// Send as `X-Api-Key`. Not stored; cannot be shown again.
@@ -46,24 +53,31 @@ pub struct CreatedKey {
 /// A list of keys.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KeyList {
+    /// Oldest first.
     pub keys: Vec<KeyView>,
 }
 
 /// An app as listed (never with its secret).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AppView {
+    /// Numeric id.
     pub id: i64,
     /// Sent as `X-App-Id`.
     pub app_id: String,
+    /// What the app is.
     pub name: String,
+    /// What the app may do.
     pub scopes: Vec<String>,
+    /// Unix seconds.
     pub created_at: i64,
+    /// Unix seconds, once revoked.
     pub revoked_at: Option<i64>,
 }
 
 /// A new app: the secret is shown this once.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreatedApp {
+    /// The app as it will be listed.
     #[serde(flatten)]
     pub app: AppView,
     /// HMAC key for `X-Signature`.
@@ -73,49 +87,53 @@ pub struct CreatedApp {
 /// A list of apps.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AppList {
+    /// Oldest first.
     pub apps: Vec<AppView>,
 }
 
-fn split(scopes: &str) -> Vec<String> {
-    scopes.split(',').map(str::to_string).collect()
+fn names(scopes: &[Scope]) -> Vec<String> {
+    scopes.iter().map(|s| s.as_str().to_string()).collect()
 }
 
-fn key_view(k: &keys::ApiKey) -> KeyView {
-    KeyView {
-        id: k.id,
-        name: k.name.clone(),
-        prefix: k.prefix.clone(),
-        scopes: split(&k.scopes),
-        created_at: k.created_at,
-        revoked_at: k.revoked_at,
+impl From<KeyInfo> for KeyView {
+    fn from(k: KeyInfo) -> Self {
+        KeyView {
+            id: k.id,
+            name: k.name,
+            prefix: k.prefix,
+            scopes: names(&k.scopes),
+            created_at: k.created_at,
+            revoked_at: k.revoked_at,
+        }
     }
 }
 
-fn app_view(a: &keys::App) -> AppView {
-    AppView {
-        id: a.id,
-        app_id: a.app_id.clone(),
-        name: a.name.clone(),
-        scopes: split(&a.scopes),
-        created_at: a.created_at,
-        revoked_at: a.revoked_at,
+impl From<AppInfo> for AppView {
+    fn from(a: AppInfo) -> Self {
+        AppView {
+            id: a.id,
+            app_id: a.app_id,
+            name: a.name,
+            scopes: names(&a.scopes),
+            created_at: a.created_at,
+            revoked_at: a.revoked_at,
+        }
     }
 }
 
-fn check_new(req: &NewCredential) -> Result<String, ApiError> {
-    let name = req.name.trim();
-    if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_name",
-            "name must be 1 to 100 characters without control characters",
-        )
-        .field("name"));
+impl From<CredentialError> for ApiError {
+    fn from(e: CredentialError) -> Self {
+        let message = e.to_string();
+        let invalid = |code, field| {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).field(field)
+        };
+        match e {
+            CredentialError::InvalidName => invalid("invalid_name", "name"),
+            CredentialError::InvalidScopes(_) => invalid("invalid_scopes", "scopes"),
+            CredentialError::Denied(e) => e.into(),
+            CredentialError::Store(e) => e.into(),
+        }
     }
-    let scopes = parse_scopes(&req.scopes).map_err(|m| {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_scopes", m).field("scopes")
-    })?;
-    Ok(scopes_to_string(&scopes))
 }
 
 /// Creates an API key.
@@ -134,29 +152,12 @@ pub async fn create_key(
     Extension(p): Extension<Principal>,
     ApiJson(req): ApiJson<NewCredential>,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
-    p.require(Scope::Admin)?;
-    let scopes = check_new(&req)?;
-    let (secret, prefix, hash) = auth::new_api_key();
-    let name = req.name.trim().to_string();
-    let now = unix_now();
-    let (n, pf, h, s) = (name.clone(), prefix.clone(), hash.clone(), scopes.clone());
-    let id = app
-        .store
-        .write(move |c| keys::insert_key(c, &n, &pf, &h, &s, now))
-        .await?;
-    tracing::info!(key = id, name = %name, by = %p.who, "API key created");
+    let created = credentials::create_key(&app, &p, &req.name, &req.scopes).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedKey {
-            key: KeyView {
-                id,
-                name,
-                prefix,
-                scopes: split(&scopes),
-                created_at: now,
-                revoked_at: None,
-            },
-            secret,
+            key: created.key.into(),
+            secret: created.secret,
         }),
     ))
 }
@@ -175,10 +176,9 @@ pub async fn list_keys(
     State(app): State<SharedApp>,
     Extension(p): Extension<Principal>,
 ) -> Result<Json<KeyList>, ApiError> {
-    p.require(Scope::Admin)?;
-    let keys = app.store.read(keys::list_keys).await?;
+    let keys = credentials::list_keys(&app, &p).await?;
     Ok(Json(KeyList {
-        keys: keys.iter().map(key_view).collect(),
+        keys: keys.into_iter().map(KeyView::from).collect(),
     }))
 }
 
@@ -199,14 +199,7 @@ pub async fn revoke_key(
     Extension(p): Extension<Principal>,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, ApiError> {
-    p.require(Scope::Admin)?;
-    let now = unix_now();
-    let key = app
-        .store
-        .write(move |c| keys::revoke_key(c, id, now))
-        .await?;
-    app.auth.forget_key(&key.prefix);
-    tracing::info!(key = id, by = %p.who, "API key revoked");
+    credentials::revoke_key(&app, &p, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -226,29 +219,12 @@ pub async fn create_app(
     Extension(p): Extension<Principal>,
     ApiJson(req): ApiJson<NewCredential>,
 ) -> Result<(StatusCode, Json<CreatedApp>), ApiError> {
-    p.require(Scope::Admin)?;
-    let scopes = check_new(&req)?;
-    let (app_id, secret) = auth::new_app_credentials();
-    let name = req.name.trim().to_string();
-    let now = unix_now();
-    let (a, n, s, sc) = (app_id.clone(), name.clone(), secret.clone(), scopes.clone());
-    let id = app
-        .store
-        .write(move |c| keys::insert_app(c, &a, &n, &s, &sc, now))
-        .await?;
-    tracing::info!(app = %app_id, name = %name, by = %p.who, "app created");
+    let created = credentials::create_app(&app, &p, &req.name, &req.scopes).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedApp {
-            app: AppView {
-                id,
-                app_id,
-                name,
-                scopes: split(&scopes),
-                created_at: now,
-                revoked_at: None,
-            },
-            secret,
+            app: created.app.into(),
+            secret: created.secret.reveal().to_string(),
         }),
     ))
 }
@@ -267,10 +243,9 @@ pub async fn list_apps(
     State(app): State<SharedApp>,
     Extension(p): Extension<Principal>,
 ) -> Result<Json<AppList>, ApiError> {
-    p.require(Scope::Admin)?;
-    let apps = app.store.read(keys::list_apps).await?;
+    let apps = credentials::list_apps(&app, &p).await?;
     Ok(Json(AppList {
-        apps: apps.iter().map(app_view).collect(),
+        apps: apps.into_iter().map(AppView::from).collect(),
     }))
 }
 
@@ -291,13 +266,57 @@ pub async fn revoke_app(
     Extension(p): Extension<Principal>,
     Path(which): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    p.require(Scope::Admin)?;
-    let now = unix_now();
-    let revoked = app
-        .store
-        .write(move |c| keys::revoke_app(c, &which, now))
-        .await?;
-    app.auth.forget_app(&revoked.app_id);
-    tracing::info!(app = %revoked.app_id, by = %p.who, "app revoked");
+    credentials::revoke_app(&app, &p, &which).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::{AuthError, ScopeError};
+    use crate::store::StoreError;
+
+    #[test]
+    fn credential_errors_keep_their_statuses_codes_and_fields() {
+        let cases = [
+            (
+                CredentialError::InvalidName,
+                422,
+                "invalid_name",
+                Some("name"),
+            ),
+            (
+                CredentialError::InvalidScopes(ScopeError::Empty),
+                422,
+                "invalid_scopes",
+                Some("scopes"),
+            ),
+            (
+                CredentialError::Denied(AuthError::InsufficientScope(Scope::Admin)),
+                403,
+                "insufficient_scope",
+                None,
+            ),
+            (
+                CredentialError::Store(StoreError::NotFound("API key 9".into())),
+                404,
+                "not_found",
+                None,
+            ),
+        ];
+        for (e, status, code, field) in cases {
+            let api = ApiError::from(e);
+            assert_eq!(
+                (api.status.as_u16(), api.code, api.field.as_deref()),
+                (status, code, field)
+            );
+        }
+        let e = ApiError::from(CredentialError::InvalidScopes(ScopeError::Unknown(
+            "x".into(),
+        )));
+        assert_eq!(
+            e.message,
+            "unknown scope \"x\" (known: links:write, links:read, stats:read, admin)"
+        );
+    }
 }

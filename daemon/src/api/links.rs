@@ -6,10 +6,10 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::auth::{Principal, Scope};
-use super::base_url;
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, ErrorDetail};
 use crate::app::SharedApp;
+use crate::auth::{Principal, Scope};
+use crate::base_url;
 use crate::links::{self, CreateLink, Created, LinkError, LinkView, UpdateLink};
 use crate::store::links::ListQuery;
 
@@ -45,14 +45,18 @@ pub async fn create(
     ApiJson(req): ApiJson<CreateLink>,
 ) -> Result<(StatusCode, Json<LinkView>), ApiError> {
     p.require(Scope::LinksWrite)?;
-    let created = links::create(&app, &req, Some(&p.who)).await?;
+    let created = app.links().create(&req, Some(&p.who)).await?;
     let status = match created {
         Created::New(_) => StatusCode::CREATED,
         Created::Existing(_) => StatusCode::OK,
     };
     Ok((
         status,
-        Json(LinkView::new(&app, created.link(), &base(&app, &headers))),
+        Json(LinkView::new(
+            &app.codec,
+            created.link(),
+            &base(&app, &headers),
+        )),
     ))
 }
 
@@ -72,7 +76,9 @@ pub struct BatchItem {
     pub index: usize,
     /// What a single create would have answered: 201, 200 (dedupe), 409 or 422.
     pub status: u16,
+    /// The created or existing link, when the item succeeded.
     pub link: Option<LinkView>,
+    /// Why the item failed, when it did.
     pub error: Option<ErrorDetail>,
 }
 
@@ -133,7 +139,9 @@ pub async fn create_batch(
         .iter()
         .filter_map(|p| p.as_ref().ok().cloned())
         .collect();
-    let mut results = links::create_batch(&app, &good, Some(&p.who))
+    let mut results = app
+        .links()
+        .create_batch(&good, Some(&p.who))
         .await?
         .into_iter();
     let base = base(&app, &headers);
@@ -166,7 +174,7 @@ pub async fn create_batch(
                 BatchItem {
                     index,
                     status,
-                    link: Some(LinkView::new(&app, created.link(), &base)),
+                    link: Some(LinkView::new(&app.codec, created.link(), &base)),
                     error: None,
                 }
             }
@@ -186,7 +194,7 @@ pub async fn create_batch(
 }
 
 /// Query of `GET /api/v1/links`.
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Serialize, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Page size, 1 to 1000 (default 50).
@@ -202,6 +210,7 @@ pub struct ListParams {
 /// A page of links, newest first.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LinkPage {
+    /// Up to `limit` links.
     pub links: Vec<LinkView>,
     /// Pass as `cursor` for the next page; absent on the last page.
     pub next_cursor: Option<String>,
@@ -247,22 +256,24 @@ pub async fn list(
             .field("cursor")
         })?),
     };
-    let page = links::list(
-        &app,
-        ListQuery {
+    let page = app
+        .links()
+        .list(ListQuery {
             limit,
             before,
             q: q.q.filter(|s| !s.is_empty()),
             tag: q.tag.filter(|s| !s.is_empty()),
-        },
-    )
-    .await?;
+        })
+        .await?;
     let next_cursor = (page.len() == limit as usize)
         .then(|| page.last().map(|l| l.id.to_string()))
         .flatten();
     let base = base(&app, &headers);
     Ok(Json(LinkPage {
-        links: page.iter().map(|l| LinkView::new(&app, l, &base)).collect(),
+        links: page
+            .iter()
+            .map(|l| LinkView::new(&app.codec, l, &base))
+            .collect(),
         next_cursor,
     }))
 }
@@ -288,8 +299,12 @@ pub async fn get(
     Path(code): Path<String>,
 ) -> Result<Json<LinkView>, ApiError> {
     p.require(Scope::LinksRead)?;
-    let link = links::get(&app, &code).await?;
-    Ok(Json(LinkView::new(&app, &link, &base(&app, &headers))))
+    let link = app.links().get(&code).await?;
+    Ok(Json(LinkView::new(
+        &app.codec,
+        &link,
+        &base(&app, &headers),
+    )))
 }
 
 /// Edits a link; connected nginx workers drop it before the reply is sent.
@@ -318,8 +333,12 @@ pub async fn update(
     ApiJson(patch): ApiJson<UpdateLink>,
 ) -> Result<Json<LinkView>, ApiError> {
     p.require(Scope::LinksWrite)?;
-    let link = links::update(&app, &code, patch).await?;
-    Ok(Json(LinkView::new(&app, &link, &base(&app, &headers))))
+    let link = app.links().update(&code, patch).await?;
+    Ok(Json(LinkView::new(
+        &app.codec,
+        &link,
+        &base(&app, &headers),
+    )))
 }
 
 /// Deletes a link and its stats; connected nginx workers drop it first.
@@ -341,6 +360,6 @@ pub async fn delete(
     Path(code): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     p.require(Scope::LinksWrite)?;
-    links::delete(&app, &code).await?;
+    app.links().delete(&code).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -6,7 +6,6 @@
 //! (the admin UI under `/admin`) can be merged in `server.rs`.
 
 pub mod auth;
-pub mod base_url;
 pub mod error;
 pub mod health;
 pub mod import;
@@ -98,7 +97,7 @@ pub fn control_router(app: SharedApp) -> Router {
             "/api/v1/import",
             post(import::import).layer(DefaultBodyLimit::max(MAX_BATCH_BODY)),
         )
-        .route_layer(Extension(auth::Principal::local()))
+        .route_layer(Extension(crate::auth::Principal::local()))
         .merge(public(&app));
     finish(app, routes)
 }

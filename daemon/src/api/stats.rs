@@ -3,17 +3,17 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
-use super::auth::{Principal, Scope};
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use crate::app::SharedApp;
+use crate::auth::{Principal, Scope};
 use crate::links::parse_time;
 use crate::stats::{self, Granularity, StatsView};
 
 /// Query of the stats endpoint.
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Serialize, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct StatsParams {
     /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).

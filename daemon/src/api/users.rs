@@ -1,85 +1,62 @@
-//! `/api/v1/users`: admin UI accounts (admin scope). Passwords are hashed
-//! with Argon2id off the async threads.
+//! `/api/v1/users`: admin UI accounts (admin scope), JSON over
+//! [`crate::users`].
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::Argon2;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::auth::{Principal, Scope};
 use super::error::{ApiError, ApiJson, ErrorBody};
 use crate::app::SharedApp;
-use crate::store::{unix_now, users};
-
-/// Shortest accepted password.
-pub const MIN_PASSWORD: usize = 8;
+use crate::auth::Principal;
+use crate::users::{self, UserError};
 
 /// Body of `POST /api/v1/users`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewUser {
+    /// Sign-in name: 1 to 64 of `A-Z a-z 0-9 . _ - @`.
     pub name: String,
     /// At least 8 characters.
     pub password: String,
 }
 
 /// Body of `PUT /api/v1/users/{name}/password`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewPassword {
+    /// At least 8 characters.
     pub password: String,
 }
 
 /// A user as shown (never the hash).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UserView {
+    /// Numeric id.
     pub id: i64,
+    /// Sign-in name.
     pub name: String,
+    /// Unix seconds.
     pub created_at: i64,
 }
 
-/// Argon2id PHC string of `password`.
-pub fn hash_password(password: &str) -> Result<String, String> {
-    let mut bytes = [0u8; 16];
-    getrandom::getrandom(&mut bytes).map_err(|e| e.to_string())?;
-    let salt = SaltString::encode_b64(&bytes).map_err(|e| e.to_string())?;
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| e.to_string())
-}
-
-/// True when `password` matches the stored hash (for the admin UI sign-in).
-pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash)
-        .map(|h| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &h)
-                .is_ok()
-        })
-        .unwrap_or(false)
-}
-
-fn check_password(p: &str) -> Result<(), ApiError> {
-    if p.chars().count() < MIN_PASSWORD || p.len() > 1024 {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "weak_password",
-            format!("passwords must be {MIN_PASSWORD} to 1024 characters"),
-        )
-        .field("password"));
+impl From<UserError> for ApiError {
+    fn from(e: UserError) -> Self {
+        let message = e.to_string();
+        let invalid = |code, field| {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).field(field)
+        };
+        match e {
+            UserError::InvalidName => invalid("invalid_name", "name"),
+            UserError::WeakPassword => invalid("weak_password", "password"),
+            UserError::Hashing(m) => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", m)
+            }
+            UserError::Denied(e) => e.into(),
+            UserError::Store(e) => e.into(),
+        }
     }
-    Ok(())
-}
-
-async fn hashed(password: String) -> Result<String, ApiError> {
-    tokio::task::spawn_blocking(move || hash_password(&password))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e))
 }
 
 /// Adds an admin UI user.
@@ -99,36 +76,13 @@ pub async fn create(
     Extension(p): Extension<Principal>,
     ApiJson(req): ApiJson<NewUser>,
 ) -> Result<(StatusCode, Json<UserView>), ApiError> {
-    p.require(Scope::Admin)?;
-    let name = req.name.trim().to_string();
-    if name.is_empty()
-        || name.len() > 64
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-@".contains(c))
-    {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_name",
-            "user names are 1 to 64 of A-Z a-z 0-9 . _ - @",
-        )
-        .field("name"));
-    }
-    check_password(&req.password)?;
-    let hash = hashed(req.password).await?;
-    let now = unix_now();
-    let n = name.clone();
-    let id = app
-        .store
-        .write(move |c| users::insert(c, &n, &hash, now))
-        .await?;
-    tracing::info!(user = %name, by = %p.who, "user added");
+    let user = users::create(&app, &p, &req.name, req.password).await?;
     Ok((
         StatusCode::CREATED,
         Json(UserView {
-            id,
-            name,
-            created_at: now,
+            id: user.id,
+            name: user.name,
+            created_at: user.created_at,
         }),
     ))
 }
@@ -152,27 +106,54 @@ pub async fn set_password(
     Path(name): Path<String>,
     ApiJson(req): ApiJson<NewPassword>,
 ) -> Result<StatusCode, ApiError> {
-    p.require(Scope::Admin)?;
-    check_password(&req.password)?;
-    let hash = hashed(req.password).await?;
-    let now = unix_now();
-    let n = name.clone();
-    app.store
-        .write(move |c| users::set_password(c, &n, &hash, now))
-        .await?;
-    tracing::info!(user = %name, by = %p.who, "password changed");
+    users::set_password(&app, &p, &name, req.password).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::{AuthError, Scope};
+    use crate::store::StoreError;
 
     #[test]
-    fn hashes_verify() {
-        let h = hash_password("correct horse").unwrap();
-        assert!(h.starts_with("$argon2id$"));
-        assert!(verify_password("correct horse", &h));
-        assert!(!verify_password("wrong horse", &h));
+    fn user_errors_keep_their_statuses_codes_and_fields() {
+        let cases = [
+            (UserError::InvalidName, 422, "invalid_name", Some("name")),
+            (
+                UserError::WeakPassword,
+                422,
+                "weak_password",
+                Some("password"),
+            ),
+            (UserError::Hashing("boom".into()), 500, "internal", None),
+            (
+                UserError::Denied(AuthError::InsufficientScope(Scope::Admin)),
+                403,
+                "insufficient_scope",
+                None,
+            ),
+            (
+                UserError::Store(StoreError::Conflict("user name \"a\"".into())),
+                409,
+                "conflict",
+                None,
+            ),
+            (
+                UserError::Store(StoreError::NotFound("user \"a\"".into())),
+                404,
+                "not_found",
+                None,
+            ),
+        ];
+        for (e, status, code, field) in cases {
+            let api = ApiError::from(e);
+            assert_eq!(
+                (api.status.as_u16(), api.code, api.field.as_deref()),
+                (status, code, field)
+            );
+        }
+        let weak = ApiError::from(UserError::WeakPassword);
+        assert_eq!(weak.message, "passwords must be 8 to 1024 characters");
     }
 }

@@ -1,4 +1,4 @@
-//! The `api_keys`, `apps` and `seen_signatures` tables.
+//! The `api_keys`, `apps`, `seen_signatures` and `credential_use` tables.
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -7,7 +7,9 @@ use super::{StoreError, StoreResult};
 /// A stored API key (the secret itself is never stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKey {
+    /// Row id, what the API and CLI revoke by.
     pub id: i64,
+    /// What the key is for.
     pub name: String,
     /// Public part of the secret, used to find the row.
     pub prefix: String,
@@ -15,7 +17,9 @@ pub struct ApiKey {
     pub hash: Vec<u8>,
     /// Space-free comma-separated scopes.
     pub scopes: String,
+    /// Unix seconds.
     pub created_at: i64,
+    /// Unix seconds, once revoked; the row stays for the record.
     pub revoked_at: Option<i64>,
 }
 
@@ -81,14 +85,20 @@ pub fn revoke_key(conn: &Connection, id: i64, now: i64) -> StoreResult<ApiKey> {
 /// An app allowed to sign requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct App {
+    /// Row id, accepted by revoke like the app id.
     pub id: i64,
     /// Public identifier sent in `X-App-Id`.
     pub app_id: String,
+    /// What the app is.
     pub name: String,
-    /// Shared HMAC secret (hex).
+    /// The shared HMAC secret in its stored form (see
+    /// [`crate::auth::AppSecret::from_stored`]).
     pub secret: String,
+    /// Space-free comma-separated scopes.
     pub scopes: String,
+    /// Unix seconds.
     pub created_at: i64,
+    /// Unix seconds, once revoked; the row stays for the record.
     pub revoked_at: Option<i64>,
 }
 
@@ -170,4 +180,80 @@ pub fn recent_signatures(conn: &Connection, since: i64) -> StoreResult<Vec<(Stri
 /// Forgets signatures whose timestamps are too old to be accepted anyway.
 pub fn prune_signatures(conn: &Connection, before: i64) -> StoreResult<usize> {
     Ok(conn.execute("DELETE FROM seen_signatures WHERE ts < ?1", [before])?)
+}
+
+/// Notes that a credential (`kind` `key` by prefix, `app` by app id) was
+/// used at `at`; an older time never replaces a newer one.
+pub fn record_use(conn: &Connection, kind: &str, ident: &str, at: i64) -> StoreResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO credential_use (kind, ident, last_used_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (kind, ident) DO UPDATE SET last_used_at = max(last_used_at, excluded.last_used_at)",
+    )?
+    .execute(params![kind, ident, at])?;
+    Ok(())
+}
+
+/// The last use of every credential ever used, as `(kind, ident, at)`.
+pub fn last_uses(conn: &Connection) -> StoreResult<Vec<(String, String, i64)>> {
+    let mut st = conn.prepare("SELECT kind, ident, last_used_at FROM credential_use")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite_migration::{Migrations, M};
+
+    use super::*;
+    use crate::store::Store;
+
+    /// A database at schema v2 whose `credential_use` table the admin UI
+    /// made on the fly, as daemons before v3 left it.
+    fn v2_with_lazy_table(path: &std::path::Path) {
+        let mut conn = Connection::open(path).unwrap();
+        Migrations::new(vec![
+            M::up(include_str!("schema_v1.sql")),
+            M::up(include_str!("schema_v2.sql")),
+        ])
+        .to_latest(&mut conn)
+        .unwrap();
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS credential_use (\
+             kind TEXT NOT NULL, ident TEXT NOT NULL, last_used_at INTEGER NOT NULL, \
+             PRIMARY KEY (kind, ident)) WITHOUT ROWID;\
+             INSERT INTO credential_use VALUES ('key', '0123456789ab', 100);",
+        )
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn credential_use_survives_the_v3_migration_and_keeps_the_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shortlink.db");
+        v2_with_lazy_table(&path);
+        let store = Store::open(&path, 1, 16).unwrap();
+        store
+            .write(|c| {
+                record_use(c, "key", "0123456789ab", 50)?;
+                record_use(c, "app", "app_1", 200)?;
+                record_use(c, "app", "app_1", 300)
+            })
+            .await
+            .unwrap();
+        let mut uses = store.read(last_uses).await.unwrap();
+        uses.sort();
+        assert_eq!(
+            uses,
+            vec![
+                ("app".into(), "app_1".into(), 300),
+                ("key".into(), "0123456789ab".into(), 100),
+            ]
+        );
+        store.close();
+
+        // A new database gets the table from the migration alone.
+        let fresh = Store::open(&dir.path().join("fresh.db"), 1, 16).unwrap();
+        assert_eq!(fresh.read(last_uses).await.unwrap(), vec![]);
+        fresh.close();
+    }
 }

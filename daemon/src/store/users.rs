@@ -7,11 +7,15 @@ use super::{StoreError, StoreResult};
 /// An admin UI account.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
+    /// Row id.
     pub id: i64,
+    /// Sign-in name, unique.
     pub name: String,
     /// Argon2id PHC string.
     pub password_hash: String,
+    /// Unix seconds.
     pub created_at: i64,
+    /// Unix seconds of the last password change.
     pub updated_at: i64,
 }
 

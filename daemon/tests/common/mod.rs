@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
 use serde_json::Value;
+use shortlink_core::handshake::{self, LinkAuth, Nonce};
 use shortlink_core::ipc::{self, Hello, Reply, Request, PROTOCOL_VERSION};
 use shortlink_core::{Codec, DeploymentKey, Fingerprint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -230,11 +231,11 @@ impl Daemon {
             .unwrap()
     }
 
-    /// An IPC connection that has completed the handshake.
+    /// An IPC connection that has completed the handshake (the daemon's
+    /// proof checked).
     pub async fn ipc(&self) -> Ipc {
         let mut c = Ipc::connect(&self.ipc_path()).await;
-        let reply = c.hello(self.fingerprint(), PROTOCOL_VERSION).await;
-        assert!(matches!(reply, Reply::Welcome { .. }), "{reply:?}");
+        c.handshake(&self.key).await;
         c
     }
 }
@@ -337,6 +338,7 @@ impl Ipc {
         }
     }
 
+    /// Sends the hello; returns the first reply (a challenge or a refusal).
     pub async fn hello(&mut self, fingerprint: Fingerprint, protocol: u16) -> Reply {
         self.send(&Request::Hello(Hello {
             protocol,
@@ -345,6 +347,32 @@ impl Ipc {
         }))
         .await;
         self.recv().await.expect("handshake reply")
+    }
+
+    /// Answers `challenge` with a proof made under `key` (the right one or
+    /// not); returns the client nonce used and the daemon's reply (`None`
+    /// when it closed without one).
+    pub async fn auth(&mut self, key: &DeploymentKey, challenge: Nonce) -> (Nonce, Option<Reply>) {
+        let nonce = handshake::nonce().unwrap();
+        let proof = LinkAuth::new(key).edge_proof(&challenge, &nonce, std::process::id());
+        self.send(&Request::Auth { nonce, proof }).await;
+        (nonce, self.recv().await)
+    }
+
+    /// The whole handshake as a worker holding `key` does it, checking the
+    /// daemon's proof in the welcome.
+    pub async fn handshake(&mut self, key: &DeploymentKey) {
+        let challenge = match self.hello(key.fingerprint(), PROTOCOL_VERSION).await {
+            Reply::Challenge { nonce } => nonce,
+            other => panic!("expected a challenge, got {other:?}"),
+        };
+        match self.auth(key, challenge).await {
+            (nonce, Some(Reply::Welcome { proof, .. })) => assert!(
+                LinkAuth::new(key).verify_daemon(&nonce, &challenge, &proof),
+                "the daemon's proof does not verify"
+            ),
+            (_, other) => panic!("expected a welcome, got {other:?}"),
+        }
     }
 
     pub async fn send(&mut self, req: &Request) {
@@ -374,7 +402,9 @@ impl Ipc {
                 self.buf.drain(..used);
                 return Ok(Some(reply));
             }
-            let mut chunk = [0u8; 65536];
+            // On the heap: futures holding it nest, and debug builds do not
+            // overlap their states (a stack overflow in tests otherwise).
+            let mut chunk = vec![0u8; 65536];
             let n = match tokio::time::timeout_at(deadline, self.stream.read(&mut chunk)).await {
                 Err(_) => return Err(()),
                 Ok(Ok(n)) => n,

@@ -7,13 +7,17 @@
 //! the zone bumps that counter (one atomic load per request reads it), so an
 //! invalidation still takes effect in every worker at once. A slot is used
 //! for at most a second before the shared entry is consulted again, which
-//! also keeps its place in the shared LRU fresh.
+//! also keeps its place in the shared LRU fresh. Links with device-specific
+//! targets always go to the zone.
 
 use std::cell::RefCell;
 
 use nginx_sys::ngx_msec_t;
+use shortlink_core::device::DeviceClass;
+use shortlink_core::RedirectStatus;
 
-use super::REQUEUE_MS;
+use super::hit::LinkView;
+use super::links::REQUEUE_MS;
 
 const SLOTS: usize = 8192;
 /// Longest code or alias kept here (generated codes are at most 12).
@@ -21,12 +25,60 @@ pub const MAX_CODE: usize = 16;
 
 /// What a slot holds: a found link without device-specific targets.
 pub struct Front {
-    pub id: u64,
-    pub status: u16,
-    pub expires_at: i64,
-    pub disabled: bool,
-    pub fresh_until: ngx_msec_t,
-    pub target: Box<[u8]>,
+    id: u64,
+    status: Option<RedirectStatus>,
+    expires_at: Option<i64>,
+    disabled: bool,
+    fresh_until: ngx_msec_t,
+    target: Box<[u8]>,
+}
+
+impl Front {
+    /// A copy of `link` (whose main target is its only one), stale after
+    /// `fresh_until`.
+    pub fn of(link: &impl LinkView, fresh_until: ngx_msec_t) -> Self {
+        Self {
+            id: link.id(),
+            status: link.status(),
+            expires_at: link.expires_at(),
+            disabled: link.disabled(),
+            fresh_until,
+            target: link.target(DeviceClass::Other).into(),
+        }
+    }
+}
+
+impl LinkView for Front {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn status(&self) -> Option<RedirectStatus> {
+        self.status
+    }
+
+    fn expires_at(&self) -> Option<i64> {
+        self.expires_at
+    }
+
+    fn disabled(&self) -> bool {
+        self.disabled
+    }
+
+    fn has_target(&self, class: DeviceClass) -> bool {
+        class == DeviceClass::Other
+    }
+
+    fn has_device_targets(&self) -> bool {
+        false
+    }
+
+    fn target(&self, class: DeviceClass) -> &[u8] {
+        match class {
+            DeviceClass::Other => &self.target,
+            _ => &[],
+        }
+    }
 }
 
 struct Slot {

@@ -1,0 +1,277 @@
+//! The detail page of one link: short URL with copy button and QR code,
+//! its facts, hourly and daily click charts, breakdowns by device, referrer
+//! and bots, its edit form, and the disable and delete buttons.
+
+use axum::extract::{Path, State};
+use maud::{html, Markup};
+
+use super::super::charts::{self, Bar};
+use super::super::qr;
+use super::super::session::Flash;
+use super::super::view::{self, FieldErrors, Nav, Page};
+use super::super::{AdminError, AdminState, Authed};
+use super::form::{general_error, link_fields, LinkForm};
+use crate::codes;
+use crate::stats::{self, Granularity, StatsView};
+use crate::store::links::Link;
+use crate::store::unix_now;
+
+/// The clicks a detail page charts: the last 48 hours by hour and the last
+/// 30 days by day.
+pub(super) struct Charts {
+    hourly: StatsView,
+    daily: StatsView,
+}
+
+impl Charts {
+    /// The stats of the link behind `code`, now.
+    pub(super) async fn load(admin: &AdminState, code: &str) -> Result<Self, AdminError> {
+        let now = unix_now();
+        let hourly = stats::query(
+            &admin.app,
+            code,
+            Some(now - 47 * 3600),
+            Some(now + 1),
+            Granularity::Hour,
+        )
+        .await?;
+        let daily = stats::query(
+            &admin.app,
+            code,
+            Some(now - 29 * 86_400),
+            Some(now + 1),
+            Granularity::Day,
+        )
+        .await?;
+        Ok(Self { hourly, daily })
+    }
+}
+
+fn hourly_chart(s: &StatsView) -> String {
+    let bars: Vec<Bar> = s
+        .series
+        .iter()
+        .map(|p| {
+            let label = view::time(p.t);
+            Bar {
+                tick: label[11..16].to_string(),
+                label,
+                value: p.clicks,
+            }
+        })
+        .collect();
+    charts::bar_chart("Clicks per hour, last 48 hours", &bars, 6)
+}
+
+fn daily_chart(s: &StatsView) -> String {
+    let bars: Vec<Bar> = s
+        .series
+        .iter()
+        .map(|p| {
+            let label = view::time(p.t);
+            Bar {
+                tick: label[5..10].to_string(),
+                label: label[..10].to_string(),
+                value: p.clicks,
+            }
+        })
+        .collect();
+    charts::bar_chart("Clicks per day, last 30 days", &bars, 5)
+}
+
+fn device_targets(l: &Link) -> Vec<(&'static str, &str)> {
+    let t = &l.targets;
+    [
+        ("Desktop", &t.desktop),
+        ("Mobile", &t.mobile),
+        ("iOS", &t.ios),
+        ("Android", &t.android),
+    ]
+    .into_iter()
+    .filter_map(|(d, u)| u.as_deref().map(|u| (d, u)))
+    .collect()
+}
+
+fn share_rows(rows: &[(String, i64)], total: i64) -> Markup {
+    html! {
+        @for (name, n) in rows {
+            @let pct = if total > 0 { n * 100 / total } else { 0 };
+            tr {
+                td { (name) }
+                td.num { (n) }
+                td.barcell { meter min="0" max="100" value=(pct) { (pct) "%" } }
+            }
+        }
+    }
+}
+
+fn breakdown(s: &StatsView) -> Markup {
+    let d = &s.devices;
+    let devices = [
+        ("Desktop", d.desktop),
+        ("Mobile", d.mobile),
+        ("iOS", d.ios),
+        ("Android", d.android),
+        ("Other", d.other),
+    ]
+    .into_iter()
+    .map(|(n, c)| (n.to_string(), c))
+    .collect::<Vec<_>>();
+    let referrers: Vec<(String, i64)> = s
+        .referrers
+        .iter()
+        .map(|r| {
+            let host = if r.host.is_empty() {
+                "(none)".to_string()
+            } else {
+                r.host.clone()
+            };
+            (host, r.clicks)
+        })
+        .collect();
+    let visitors = vec![
+        ("Humans".to_string(), s.total - s.bots),
+        ("Bots".to_string(), s.bots),
+    ];
+    html! {
+        div.grid3 id="breakdown" {
+            div.card {
+                h3 { "Devices" }
+                table.share { tbody { (share_rows(&devices, s.total)) } }
+            }
+            div.card {
+                h3 { "Referrers" }
+                @if referrers.is_empty() { p.empty { "No clicks in this range." } }
+                @else { table.share { tbody { (share_rows(&referrers, s.total)) } } }
+            }
+            div.card {
+                h3 { "Humans and bots" }
+                table.share id="bots" { tbody { (share_rows(&visitors, s.total)) } }
+            }
+        }
+    }
+}
+
+/// The page of one link; `form` and `errors` fill its edit form.
+pub(super) fn detail_page(
+    admin: &AdminState,
+    a: &Authed,
+    link: &Link,
+    charts: &Charts,
+    form: &LinkForm,
+    errors: &FieldErrors,
+    flash: Option<&Flash>,
+) -> Page {
+    let code = codes::public(&admin.app.codec, link);
+    let generated = codes::generated(&admin.app.codec, link);
+    let short_url = format!("{}/{code}", a.base);
+    let state = link.state(unix_now()).as_str();
+    let qr_svg = qr::svg(&short_url).ok();
+    let (hourly, daily) = (&charts.hourly, &charts.daily);
+    let path = format!("/admin/links/{code}");
+    view::layout(
+        &code,
+        Some(a),
+        Nav::Links,
+        flash,
+        html! {
+            div.heading {
+                h1 { "Link " span.code id="link-code" { (code) } " " (view::state_badge(state)) }
+            }
+            div.card.summary {
+                div.shorturl {
+                    label for="short-url" { "Short URL" }
+                    div.copyrow {
+                        input id="short-url" type="text" readonly value=(short_url);
+                        button type="button" data-copy="#short-url" id="copy-short-url" { "Copy" }
+                    }
+                    dl.facts {
+                        dt { "Target" } dd id="target" { a href=(link.url) rel="noreferrer noopener" target="_blank" { (link.url) } }
+                        dt { "Generated code" } dd { code { (generated) } }
+                        dt { "Clicks" } dd id="clicks" { (link.clicks) }
+                        dt { "Bot clicks" } dd id="bot-clicks" { (link.bot_clicks) }
+                        dt { "Created" } dd { (view::time(link.created_at))
+                            @if let Some(by) = &link.created_by { " by " (by) } }
+                        dt { "Updated" } dd { (view::time(link.updated_at)) }
+                        dt { "Expires" } dd { @match link.expires_at { Some(e) => (view::time(e)), None => "never" } }
+                        dt { "Redirect" } dd { @match link.redirect { Some(r) => (r), None => "nginx default" } }
+                        @if let Some(m) = link.max_visits { dt { "Max visits" } dd { (m) } }
+                        @for (device, url) in device_targets(link) {
+                            dt { (device) " target" } dd { (url) }
+                        }
+                        @if !link.tags.is_empty() {
+                            dt { "Tags" } dd { @for t in &link.tags { span.tag { (t) } " " } }
+                        }
+                    }
+                }
+                div.qr {
+                    @if let Some(svg) = qr_svg { div.qrimg id="qr" { (view::raw_svg(svg)) } }
+                    p {
+                        a.button href={ (path) "/qr.png?download=1" } download={ (code) ".png" } id="qr-png" { "PNG" }
+                        " "
+                        a.button href={ (path) "/qr.svg?download=1" } download={ (code) ".svg" } id="qr-svg" { "SVG" }
+                    }
+                }
+            }
+            h2 { "Clicks" }
+            div.card.chart-card {
+                h3 { "Last 48 hours " span.hint { "(" (hourly.total) " clicks)" } }
+                div id="chart-hourly" { (view::raw_svg(hourly_chart(hourly))) }
+                h3 { "Last 30 days " span.hint { "(" (daily.total) " clicks)" } }
+                div id="chart-daily" { (view::raw_svg(daily_chart(daily))) }
+            }
+            h2 { "Breakdown, last 30 days" }
+            (breakdown(daily))
+            h2 id="edit" { "Edit" }
+            div.card {
+                (general_error(errors))
+                form method="post" action=(path) id="edit-form" novalidate {
+                    (view::csrf_field(a))
+                    (link_fields(form, errors))
+                    button.primary type="submit" { "Save" }
+                }
+            }
+            h2 { "Switch off or remove" }
+            div.card.actions {
+                @if link.disabled {
+                    form method="post" action={ (path) "/enable" } {
+                        (view::csrf_field(a))
+                        button type="submit" id="enable" { "Enable" }
+                        span.hint { " The link redirects again at once." }
+                    }
+                } @else {
+                    form method="post" action={ (path) "/disable" } {
+                        (view::csrf_field(a))
+                        button type="submit" id="disable" { "Disable" }
+                        span.hint { " nginx stops redirecting it at once (410, or the fallback)." }
+                    }
+                }
+                form method="post" action={ (path) "/delete" } data-confirm={ "Delete " (code) " and its click stats? This cannot be undone." } {
+                    (view::csrf_field(a))
+                    button.danger type="submit" id="delete" { "Delete" }
+                    span.hint { " Removes the link and its stats for good." }
+                }
+            }
+        },
+    )
+}
+
+/// GET `/admin/links/{code}`.
+pub async fn detail(
+    State(admin): State<AdminState>,
+    a: Authed,
+    Path(code): Path<String>,
+) -> Result<Page, AdminError> {
+    let link = admin.app.links().get(&code).await?;
+    let charts = Charts::load(&admin, &code).await?;
+    let flash = admin.sessions.take_flash(&a.token);
+    Ok(detail_page(
+        &admin,
+        &a,
+        &link,
+        &charts,
+        &LinkForm::from_link(&link),
+        &FieldErrors::new(),
+        flash.as_ref(),
+    ))
+}

@@ -1,0 +1,308 @@
+//! The link form shared by the create and edit pages: what it holds, how
+//! it becomes a [`CreateLink`] or an [`UpdateLink`], its fields as HTML,
+//! and link errors as messages next to those fields.
+
+use maud::{html, Markup};
+use shortlink_core::RedirectStatus;
+
+use super::super::view::{self, FieldErrors};
+use super::super::{AdminError, FormFields};
+use crate::links::{CreateLink, LinkError, TargetsInput, TimeInput, UpdateLink};
+use crate::store::links::Link;
+
+/// What the create and edit forms hold, as typed (kept on errors).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkForm {
+    /// Target URL.
+    pub url: String,
+    /// Alias; empty for none.
+    pub alias: String,
+    /// Expiry as `datetime-local` (UTC); empty for never.
+    pub expires_at: String,
+    /// Redirect status; empty for nginx's default.
+    pub redirect: String,
+    /// Visit limit; empty for none.
+    pub max_visits: String,
+    /// Desktop target; empty for none.
+    pub desktop: String,
+    /// Mobile target; empty for none.
+    pub mobile: String,
+    /// iOS target; empty for none.
+    pub ios: String,
+    /// Android target; empty for none.
+    pub android: String,
+    /// Tags separated by commas.
+    pub tags: String,
+}
+
+impl LinkForm {
+    /// The form as posted.
+    pub fn from_fields(f: &FormFields) -> Self {
+        Self {
+            url: f.get("url"),
+            alias: f.get("alias"),
+            expires_at: f.get("expires_at"),
+            redirect: f.get("redirect"),
+            max_visits: f.get("max_visits"),
+            desktop: f.get("targets.desktop"),
+            mobile: f.get("targets.mobile"),
+            ios: f.get("targets.ios"),
+            android: f.get("targets.android"),
+            tags: f.get("tags"),
+        }
+    }
+
+    /// The form filled in from a stored link (the edit page).
+    pub fn from_link(l: &Link) -> Self {
+        let s = |v: &Option<String>| v.clone().unwrap_or_default();
+        Self {
+            url: l.url.clone(),
+            alias: s(&l.alias),
+            expires_at: l.expires_at.map(view::datetime_local).unwrap_or_default(),
+            redirect: l.redirect.map(|r| r.to_string()).unwrap_or_default(),
+            max_visits: l.max_visits.map(|m| m.to_string()).unwrap_or_default(),
+            desktop: s(&l.targets.desktop),
+            mobile: s(&l.targets.mobile),
+            ios: s(&l.targets.ios),
+            android: s(&l.targets.android),
+            tags: l.tags.join(", "),
+        }
+    }
+
+    fn opt(v: &str) -> Option<String> {
+        (!v.is_empty()).then(|| v.to_string())
+    }
+
+    fn targets(&self) -> Option<TargetsInput> {
+        let t = TargetsInput {
+            desktop: Self::opt(&self.desktop),
+            mobile: Self::opt(&self.mobile),
+            ios: Self::opt(&self.ios),
+            android: Self::opt(&self.android),
+        };
+        (t != TargetsInput::default()).then_some(t)
+    }
+
+    fn tags(&self) -> Vec<String> {
+        self.tags
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The numbers the form carries; the link rules judge their values.
+    fn numbers(&self) -> Result<(Option<u16>, Option<u64>), FieldErrors> {
+        let mut errors = FieldErrors::new();
+        let redirect = match self.redirect.as_str() {
+            "" => None,
+            r => match r.parse::<u16>() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    errors.insert(
+                        "redirect".into(),
+                        format!("redirect must be a status number, not {r:?}"),
+                    );
+                    None
+                }
+            },
+        };
+        let max_visits = match self.max_visits.as_str() {
+            "" => None,
+            m => match m.parse::<u64>() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    errors.insert(
+                        "max_visits".into(),
+                        format!("max_visits must be a whole number; got {m:?}"),
+                    );
+                    None
+                }
+            },
+        };
+        if errors.is_empty() {
+            Ok((redirect, max_visits))
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The API's create request.
+    pub fn to_create(&self) -> Result<CreateLink, FieldErrors> {
+        let (redirect, max_visits) = self.numbers()?;
+        Ok(CreateLink {
+            url: self.url.clone(),
+            alias: Self::opt(&self.alias),
+            expires_at: Self::opt(&self.expires_at)
+                .map(|e| TimeInput::Text(view::local_to_rfc3339(&e))),
+            max_visits,
+            redirect,
+            targets: self.targets(),
+            tags: Some(self.tags()),
+            ..CreateLink::default()
+        })
+    }
+
+    /// The API's patch: every field as shown; the expiry only when changed
+    /// (so an expired link can be edited without moving its expiry).
+    pub fn to_update(&self, current: &Link) -> Result<UpdateLink, FieldErrors> {
+        let (redirect, max_visits) = self.numbers()?;
+        let shown = current
+            .expires_at
+            .map(view::datetime_local)
+            .unwrap_or_default();
+        let expires_at = if self.expires_at == shown {
+            None
+        } else {
+            Some(Self::opt(&self.expires_at).map(|e| TimeInput::Text(view::local_to_rfc3339(&e))))
+        };
+        Ok(UpdateLink {
+            url: Some(self.url.clone()),
+            alias: Some(Self::opt(&self.alias)),
+            expires_at,
+            max_visits: Some(max_visits),
+            redirect: Some(redirect),
+            targets: Some(self.targets()),
+            tags: Some(self.tags()),
+            ..UpdateLink::default()
+        })
+    }
+}
+
+/// A link error as messages by field; `""` holds what belongs to no field.
+pub(super) fn link_errors(e: LinkError) -> Result<FieldErrors, AdminError> {
+    let mut errors = FieldErrors::new();
+    match e {
+        LinkError::Invalid { field, message, .. } => {
+            let field = match field {
+                "ttl" | "renew_on_access" => "expires_at",
+                f => f,
+            };
+            errors.insert(field.to_string(), message);
+        }
+        LinkError::AliasTaken(a) => {
+            errors.insert("alias".into(), format!("alias \"{a}\" is already taken"));
+        }
+        e => return Err(e.into()),
+    }
+    Ok(errors)
+}
+
+/// The form's fields, with `errors` next to them.
+pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
+    let redirects: Vec<(String, String)> = std::iter::once((
+        String::new(),
+        "nginx default (shortlink_redirect)".to_string(),
+    ))
+    .chain(
+        RedirectStatus::ALL
+            .iter()
+            .map(|s| (s.to_string(), format!("{s} {}", s.reason()))),
+    )
+    .collect();
+    html! {
+        (view::text_input("Target URL", "url", &form.url, "url", Some("Absolute http(s) URL."), errors))
+        div.row {
+            (view::text_input("Alias (optional)", "alias", &form.alias, "text",
+                Some("1 to 64 of A-Z a-z 0-9 - _; the generated code works too."), errors))
+            (view::text_input("Expires (UTC, optional)", "expires_at", &form.expires_at,
+                "datetime-local", Some("Empty: never."), errors))
+        }
+        div.row {
+            div.field.invalid[errors.contains_key("redirect")] {
+                label for="f-redirect" { "Redirect status" }
+                select id="f-redirect" name="redirect" {
+                    @for (v, label) in &redirects {
+                        option value=(v) selected[form.redirect == *v] { (label) }
+                    }
+                    @if !form.redirect.is_empty() && !redirects.iter().any(|(v, _)| *v == form.redirect) {
+                        option value=(form.redirect) selected { (form.redirect) }
+                    }
+                }
+                (view::field_error(errors, "redirect"))
+            }
+            (view::text_input("Max visits (optional)", "max_visits", &form.max_visits, "text",
+                Some("Human visits after which the link is gone."), errors))
+        }
+        fieldset {
+            legend { "Device targets (optional)" }
+            div.row {
+                (view::text_input("Desktop", "targets.desktop", &form.desktop, "url", None, errors))
+                (view::text_input("Mobile", "targets.mobile", &form.mobile, "url", None, errors))
+            }
+            div.row {
+                (view::text_input("iOS", "targets.ios", &form.ios, "url", None, errors))
+                (view::text_input("Android", "targets.android", &form.android, "url", None, errors))
+            }
+        }
+        (view::text_input("Tags (optional)", "tags", &form.tags, "text", Some("Separated by commas."), errors))
+    }
+}
+
+/// The note above a form that was not saved.
+pub(super) fn general_error(errors: &FieldErrors) -> Markup {
+    html! {
+        @if !errors.is_empty() {
+            p.error role="alert" id="form-error" {
+                "The link was not saved: see the messages below."
+                @if let Some(m) = errors.get("") { " " (m) }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_become_api_requests() {
+        let form = LinkForm {
+            url: "https://example.com/".into(),
+            alias: "".into(),
+            expires_at: "2030-01-02T03:04".into(),
+            redirect: "301".into(),
+            max_visits: "".into(),
+            mobile: "https://m.example.com/".into(),
+            tags: " a, b ,,c ".into(),
+            ..LinkForm::default()
+        };
+        let c = form.to_create().unwrap();
+        assert_eq!(c.alias, None);
+        assert_eq!(
+            c.expires_at,
+            Some(TimeInput::Text("2030-01-02T03:04:00Z".into()))
+        );
+        assert_eq!(c.redirect, Some(301));
+        assert_eq!(c.tags, Some(vec!["a".into(), "b".into(), "c".into()]));
+        let t = c.targets.unwrap();
+        assert_eq!(t.mobile.as_deref(), Some("https://m.example.com/"));
+        assert_eq!(t.desktop, None);
+
+        let bad = LinkForm {
+            redirect: "x".into(),
+            max_visits: "-1".into(),
+            ..form.clone()
+        };
+        let e = bad.to_create().unwrap_err();
+        assert!(e.contains_key("redirect") && e.contains_key("max_visits"));
+
+        // Unchanged expiry is left alone; cleared becomes null.
+        let link = Link {
+            url: "https://example.com/".into(),
+            expires_at: Some(1_900_000_000),
+            ..Link::default()
+        };
+        let same = LinkForm::from_link(&link);
+        assert_eq!(same.to_update(&link).unwrap().expires_at, None);
+        let cleared = LinkForm {
+            expires_at: "".into(),
+            ..same.clone()
+        };
+        assert_eq!(cleared.to_update(&link).unwrap().expires_at, Some(None));
+        let u = same.to_update(&link).unwrap();
+        assert_eq!(u.alias, Some(None));
+        assert_eq!(u.targets, Some(None));
+    }
+}

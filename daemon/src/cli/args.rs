@@ -1,0 +1,294 @@
+//! The command line's shape: subcommands and their arguments, and where
+//! the daemon flags ([`SettingsArgs`]) may stand.
+
+use std::path::PathBuf;
+
+use clap::{Arg, Args, CommandFactory, Parser, Subcommand};
+
+use super::settings::SettingsArgs;
+
+/// shortlinkd: the daemon behind the shortlink nginx module.
+#[derive(Debug, Parser)]
+#[command(name = "shortlinkd", version, about)]
+pub struct Cli {
+    /// The daemon flags, wherever they stood (see [`command`]).
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands that never read the settings: no daemon flags after them.
+const WITHOUT_SETTINGS: &[&str] = &["keygen"];
+
+/// The command tree: the daemon flags before the subcommand (on [`Cli`]),
+/// and after every subcommand that uses them, global within it so that
+/// `key create --data-dir D` works too. Those later copies share the ids
+/// of the first, and clap hands the values of global flags up the tree by
+/// id, so [`Cli::settings`] ends up with every one of them (a flag beats
+/// the environment; of two flags the later wins).
+pub fn command() -> clap::Command {
+    let settings: Vec<Arg> = SettingsArgs::augment_args(clap::Command::new("settings"))
+        .get_arguments()
+        .map(|a| a.clone().global(true))
+        .collect();
+    Cli::command().mut_subcommands(|sc| {
+        if WITHOUT_SETTINGS.contains(&sc.get_name()) {
+            sc
+        } else {
+            sc.args(settings.iter().cloned())
+        }
+    })
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a new deployment key file (mode 0600; never overwrites).
+    Keygen {
+        /// Where to write the key.
+        path: PathBuf,
+    },
+    /// Run the daemon in the foreground.
+    Serve,
+    /// A command on the data.
+    #[command(flatten)]
+    Admin(AdminCommand),
+}
+
+/// The commands that act on the data, through a [`super::Client`].
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Short links.
+    #[command(subcommand)]
+    Link(LinkCommand),
+    /// Apps that sign requests.
+    #[command(subcommand)]
+    App(AppCommand),
+    /// Admin UI users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Click stats of a link (JSON).
+    Stats {
+        /// The link's code or alias.
+        code: String,
+        /// Range start: Unix seconds or RFC 3339.
+        #[arg(long)]
+        from: Option<String>,
+        /// Range end: Unix seconds or RFC 3339.
+        #[arg(long)]
+        to: Option<String>,
+        /// hour or day.
+        #[arg(long, default_value = "hour")]
+        granularity: String,
+    },
+    /// Create links from a CSV file (columns: url, alias, expires_at, tags).
+    Import {
+        /// The CSV file.
+        file: PathBuf,
+    },
+    /// Write every link to a CSV file.
+    Export {
+        /// The CSV file to create.
+        file: PathBuf,
+    },
+}
+
+/// `key` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Create a key; prints only the secret.
+    Create {
+        /// What the key is for.
+        #[arg(long)]
+        name: String,
+        /// Comma-separated: links:write, links:read, stats:read, admin.
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+    },
+    /// List keys.
+    List,
+    /// Revoke a key by id.
+    Revoke {
+        /// The key's numeric id (see `key list`).
+        id: i64,
+    },
+}
+
+/// `link` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LinkCommand {
+    /// Create a link; prints its short URL.
+    Create {
+        /// Absolute http(s) URL to redirect to.
+        url: String,
+        /// Custom alias, reachable besides the generated code.
+        #[arg(long)]
+        alias: Option<String>,
+        /// Lifetime in seconds.
+        #[arg(long)]
+        ttl: Option<u64>,
+        /// Expiry: Unix seconds or RFC 3339.
+        #[arg(long)]
+        expires_at: Option<String>,
+        /// Tags (repeat or comma-separate).
+        #[arg(long = "tag", value_delimiter = ',')]
+        tags: Vec<String>,
+        /// Reuse an existing live link with the same URL and options.
+        #[arg(long)]
+        dedupe: bool,
+    },
+    /// Show a link (JSON).
+    Get {
+        /// The link's code or alias.
+        code: String,
+    },
+    /// List links, newest first.
+    List {
+        /// Most links shown.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Substring of URL or alias.
+        #[arg(long)]
+        q: Option<String>,
+        /// Only links with this tag.
+        #[arg(long)]
+        tag: Option<String>,
+    },
+    /// Delete a link.
+    Delete {
+        /// The link's code or alias.
+        code: String,
+    },
+}
+
+/// `app` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AppCommand {
+    /// Create an app; prints `app_id` and `secret` lines.
+    Create {
+        /// What the app is.
+        #[arg(long)]
+        name: String,
+        /// Comma-separated: links:write, links:read, stats:read, admin.
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+    },
+    /// List apps.
+    List,
+    /// Revoke an app by app id or numeric id.
+    Revoke {
+        /// The app id or the numeric id (see `app list`).
+        id: String,
+    },
+}
+
+/// `user` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user; the password is read from stdin.
+    Add {
+        /// The user's sign-in name.
+        name: String,
+        /// Read the password from stdin (the default; kept for scripts).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Change a user's password (read from stdin).
+    Passwd {
+        /// The user's sign-in name.
+        name: String,
+        /// Read the password from stdin (the default; kept for scripts).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let matches = command().try_get_matches_from(args)?;
+        Cli::from_arg_matches(&matches)
+    }
+
+    fn data_dir(args: &[&str]) -> PathBuf {
+        parse(args).unwrap().settings.load().unwrap().data_dir
+    }
+
+    #[test]
+    fn daemon_flags_before_and_after_the_subcommand() {
+        command().debug_assert();
+        let key = ["key", "create", "--name", "n", "--scopes", "admin"];
+        let before: Vec<&str> = ["shortlinkd", "--data-dir", "/a"]
+            .into_iter()
+            .chain(key)
+            .collect();
+        assert_eq!(data_dir(&before), PathBuf::from("/a"));
+        let after: Vec<&str> = ["shortlinkd"]
+            .into_iter()
+            .chain(key)
+            .chain(["--data-dir", "/b"])
+            .collect();
+        assert_eq!(data_dir(&after), PathBuf::from("/b"));
+        assert_eq!(
+            data_dir(&["shortlinkd", "key", "--data-dir", "/c", "list"]),
+            PathBuf::from("/c")
+        );
+        // Of two flags the later wins.
+        assert_eq!(
+            data_dir(&[
+                "shortlinkd",
+                "--data-dir",
+                "/a",
+                "serve",
+                "--data-dir",
+                "/b"
+            ]),
+            PathBuf::from("/b")
+        );
+        let cli = parse(&[
+            "shortlinkd",
+            "--min-length",
+            "7",
+            "serve",
+            "--allow-hosts",
+            "a.example,b.example",
+            "--log-json",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Command::Serve));
+        let config = cli.settings.load().unwrap();
+        assert_eq!(config.min_length, 7);
+        assert_eq!(config.targets.allow_hosts, vec!["a.example", "b.example"]);
+        assert!(config.log_json);
+    }
+
+    #[test]
+    fn keygen_takes_no_daemon_flags() {
+        assert!(parse(&["shortlinkd", "keygen", "/k"]).is_ok());
+        let err = parse(&["shortlinkd", "keygen", "--data-dir", "/a", "/k"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+        let mut cmd = command();
+        let help = cmd
+            .find_subcommand_mut("keygen")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(!help.contains("--data-dir"), "{help}");
+        let serve = cmd
+            .find_subcommand_mut("serve")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for flag in ["--config", "--data-dir", "--max-url-len", "--log-json"] {
+            assert!(serve.contains(flag), "{flag}: {serve}");
+        }
+    }
+}

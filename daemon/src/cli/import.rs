@@ -1,0 +1,134 @@
+//! `import`: links from a CSV file, in chunks of one transaction each,
+//! with a progress bar; refused rows are reported by line.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context, Result};
+
+use super::client::Client;
+use crate::links::{ImportOutcome, ImportRow};
+
+/// Rows sent per import call: one transaction each in the daemon.
+const IMPORT_CHUNK: usize = 20_000;
+/// Import calls in flight: the next chunk is read and sent while the daemon
+/// stores the previous one.
+const IMPORT_IN_FLIGHT: usize = 2;
+
+type ImportCall = tokio::task::JoinHandle<Result<ImportOutcome>>;
+
+/// Imports `file`; exit status 2 when any row was refused.
+pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
+    let f = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .buffer_capacity(1 << 20)
+        .from_reader(f);
+    let headers = reader.headers()?.clone();
+    let col = |names: &[&str]| {
+        headers
+            .iter()
+            .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
+    };
+    let url_col = col(&["url"])
+        .ok_or_else(|| anyhow!("{}: the header has no `url` column", file.display()))?;
+    let alias_col = col(&["alias"]);
+    let expiry_col = col(&["expires_at", "expiry", "expires"]);
+    let tags_col = col(&["tags", "tag"]);
+
+    let bar = indicatif::ProgressBar::new(size);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let (mut imported, mut bad) = (0usize, 0usize);
+    let mut chunk: Vec<ImportRow> = Vec::with_capacity(IMPORT_CHUNK);
+    let mut in_flight: VecDeque<ImportCall> = VecDeque::new();
+    let mut record = csv::StringRecord::new();
+    loop {
+        let more = match reader.read_record(&mut record) {
+            Ok(more) => more,
+            Err(e) => {
+                let line = e.position().map(|p| p.line()).unwrap_or(0);
+                bar.suspend(|| eprintln!("line {line}: {e}"));
+                bad += 1;
+                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                    break;
+                }
+                continue;
+            }
+        };
+        if more {
+            let line = record.position().map(|p| p.line()).unwrap_or(0);
+            let field = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
+            let Some(url) = field(Some(url_col)) else {
+                bar.suspend(|| eprintln!("line {line}: url is empty"));
+                bad += 1;
+                continue;
+            };
+            let tags = field(tags_col).map(|t| {
+                t.split([',', ';', '|'])
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            });
+            chunk.push(ImportRow(
+                line,
+                url.to_string(),
+                field(alias_col).map(str::to_string),
+                field(expiry_col).map(str::to_string),
+                tags,
+            ));
+            if chunk.len() & 1023 == 0 {
+                bar.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
+            }
+        }
+        if chunk.len() >= IMPORT_CHUNK || (!more && !chunk.is_empty()) {
+            let rows = std::mem::replace(&mut chunk, Vec::with_capacity(IMPORT_CHUNK));
+            if in_flight.len() >= IMPORT_IN_FLIGHT {
+                let oldest = in_flight.pop_front().expect("one in flight");
+                finish_import(oldest, &bar, &mut imported, &mut bad).await?;
+            }
+            in_flight.push_back(client.import(rows));
+        }
+        if !more {
+            break;
+        }
+    }
+    while let Some(call) = in_flight.pop_front() {
+        finish_import(call, &bar, &mut imported, &mut bad).await?;
+    }
+    bar.finish_and_clear();
+    eprintln!("imported {imported} links (0 already present), {bad} bad rows");
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// Waits for one import call and reports its refused rows by line.
+async fn finish_import(
+    call: ImportCall,
+    bar: &indicatif::ProgressBar,
+    imported: &mut usize,
+    bad: &mut usize,
+) -> Result<()> {
+    let outcome = call.await.context("import call")??;
+    *imported += outcome.imported;
+    *bad += outcome.errors.len();
+    for e in &outcome.errors {
+        let field = e
+            .field
+            .as_deref()
+            .map(|f| format!("{f}: "))
+            .unwrap_or_default();
+        bar.suspend(|| eprintln!("line {}: {field}{}", e.line, e.message));
+    }
+    bar.set_message(format!("{imported} imported, {bad} bad"));
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! The command line: `serve`, `keygen` and the admin commands.
+//!
+//! Admin commands go through one typed [`Client`]: HTTP to the running
+//! daemon's owner-only control socket, so its cache and the nginx workers
+//! stay right, or, when no daemon answers, the same API in-process on the
+//! database. One file per job: [`args`] (the command tree and where the
+//! daemon flags go), [`client`], and the commands.
+
+pub mod args;
+pub mod client;
+mod credentials;
+mod export;
+mod import;
+mod links;
+mod serve;
+pub mod settings;
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::FromArgMatches;
+
+pub use args::{command, AdminCommand, Cli, Command};
+pub use client::Client;
+pub use settings::SettingsArgs;
+
+use crate::api::stats::StatsParams;
+use crate::config::Config;
+
+/// Entry point of the binary.
+pub fn run() -> ExitCode {
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.format(&mut command()).exit(),
+    };
+    match run_cli(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("shortlinkd: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_cli(cli: Cli) -> Result<ExitCode> {
+    let command = match cli.command {
+        Command::Keygen { path } => {
+            serve::keygen(&path)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Serve => None,
+        Command::Admin(command) => Some(command),
+    };
+    let config = cli.settings.load()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let Some(command) = command else {
+        serve::init_logging(config.log_json);
+        rt.block_on(serve::serve(config))?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    if std::env::var_os("RUST_LOG").is_some() {
+        serve::init_logging(config.log_json);
+    }
+    rt.block_on(admin(config, command))
+}
+
+/// Runs one admin command through a client made for it.
+async fn admin(config: Config, command: AdminCommand) -> Result<ExitCode> {
+    let client = Client::connect(&config).await?;
+    let result = dispatch(&client, command).await;
+    client.close().await;
+    result
+}
+
+async fn dispatch(client: &Client, command: AdminCommand) -> Result<ExitCode> {
+    let out = &mut std::io::stdout().lock();
+    match command {
+        AdminCommand::Key(c) => credentials::key(client, c, out).await?,
+        AdminCommand::App(c) => credentials::app(client, c, out).await?,
+        AdminCommand::User(c) => credentials::user(client, c).await?,
+        AdminCommand::Link(c) => links::link(client, c, out).await?,
+        AdminCommand::Stats {
+            code,
+            from,
+            to,
+            granularity,
+        } => {
+            let params = StatsParams {
+                from,
+                to,
+                granularity: Some(granularity),
+            };
+            links::stats(client, &code, params, out).await?
+        }
+        AdminCommand::Import { file } => return import::import(client, &file).await,
+        AdminCommand::Export { file } => export::export(client, &file).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,51 @@
+//! `serve` and `keygen`: running the daemon, and the key it shares with
+//! nginx.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::app::App;
+use crate::config::Config;
+use crate::server;
+
+/// Log lines on stderr, filtered by `RUST_LOG` (default `info`).
+pub fn init_logging(json: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.with_ansi(std::io::stderr().is_terminal()).init();
+    }
+}
+
+/// Writes a new deployment key to `path` (never over an existing file).
+pub fn keygen(path: &Path) -> Result<()> {
+    let key = shortlink_core::DeploymentKey::generate()?;
+    key.write_new(path)
+        .with_context(|| format!("cannot write the key file {}", path.display()))?;
+    eprintln!(
+        "wrote a new key to {} (fingerprint {})",
+        path.display(),
+        key.fingerprint()
+    );
+    Ok(())
+}
+
+/// Runs the daemon until SIGTERM or SIGINT.
+pub async fn serve(config: Config) -> Result<()> {
+    let key_path = config.key_path();
+    let app = App::open(config.clone(), None)
+        .with_context(|| format!("key file {}", key_path.display()))?;
+    let listeners = server::bind(&config).await?;
+    if let Some(addr) = listeners.tcp_addr() {
+        tracing::info!(%addr, "HTTP API also on TCP");
+    }
+    server::run(app, listeners, server::shutdown_signal()).await?;
+    Ok(())
+}

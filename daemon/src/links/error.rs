@@ -1,0 +1,46 @@
+//! Why a link operation failed; `api::error` maps it to HTTP statuses, the
+//! admin UI to messages next to the form fields.
+
+use crate::store::StoreError;
+
+use super::input::MAX_BATCH;
+
+/// Why a link operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// A request field is invalid.
+    #[error("{message}")]
+    Invalid {
+        /// The field at fault, as the API names it (`url`, `targets.ios`).
+        field: &'static str,
+        /// Stable error code for clients (`invalid_url`, `alias_reserved`).
+        code: &'static str,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// The alias belongs to another link.
+    #[error("alias \"{0}\" is already taken")]
+    AliasTaken(String),
+    /// No link has this code or alias.
+    #[error("no link has the code \"{0}\"")]
+    NotFound(String),
+    /// Too many items in one batch.
+    #[error("a batch holds at most {MAX_BATCH} links; this one has {0}")]
+    BatchTooLarge(usize),
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A refused field.
+pub(crate) fn invalid(
+    field: &'static str,
+    code: &'static str,
+    message: impl Into<String>,
+) -> LinkError {
+    LinkError::Invalid {
+        field,
+        code,
+        message: message.into(),
+    }
+}

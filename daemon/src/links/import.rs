@@ -1,0 +1,174 @@
+//! `shortlinkd import`: many CSV rows in one transaction, each judged like
+//! a create, the bad ones reported by line.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::LinkError;
+use super::input::{CreateLink, TimeInput};
+use super::ops::{insert_prepared, Links};
+use super::rules::Prepared;
+use crate::edge::{EdgeKeys, LinkChange};
+use crate::store::unix_now;
+
+/// Most rows in one import call.
+pub const MAX_IMPORT: usize = 50_000;
+
+/// One CSV row of `shortlinkd import`, as the CLI sends it:
+/// `[line, url, alias, expires_at, tags]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportRow(
+    pub u64,
+    pub String,
+    pub Option<String>,
+    pub Option<String>,
+    pub Option<Vec<String>>,
+);
+
+/// A refused import row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportError {
+    /// The row's line in the file.
+    pub line: u64,
+    /// The field at fault, when one is.
+    pub field: Option<String>,
+    /// What is wrong with the row.
+    pub message: String,
+}
+
+/// What one import call did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ImportOutcome {
+    /// Rows stored as new links.
+    pub imported: usize,
+    /// Rows refused, each with its line.
+    pub errors: Vec<ImportError>,
+}
+
+impl Links<'_> {
+    /// Imports many rows in one transaction: every row is validated like a
+    /// create, the good ones get ids from one block and are inserted with
+    /// one prepared statement, the bad ones are reported by line. Returns
+    /// after the commit. Only links with an alias are announced to the edge
+    /// (a new generated code cannot be cached there as missing: it was
+    /// never handed out).
+    pub async fn import(
+        &self,
+        rows: Vec<ImportRow>,
+        created_by: Option<&str>,
+    ) -> Result<ImportOutcome, LinkError> {
+        if rows.len() > MAX_IMPORT {
+            return Err(LinkError::BatchTooLarge(rows.len()));
+        }
+        let now = unix_now();
+        let mut outcome = ImportOutcome::default();
+        let mut good: Vec<(u64, Prepared)> = Vec::with_capacity(rows.len());
+        for ImportRow(line, url, alias, expires_at, tags) in rows {
+            let req = CreateLink {
+                url,
+                alias,
+                expires_at: expires_at.map(TimeInput::Text),
+                tags,
+                ..CreateLink::default()
+            };
+            match self.rules.prepare(&req, created_by, now) {
+                Ok(p) => good.push((line, p)),
+                Err(e) => outcome.errors.push(import_error(line, e)),
+            }
+        }
+        let tried = good.len();
+        let ids = self.ids.take(tried).await?;
+        let (refused, aliased) = self
+            .store
+            .write_bulk(move |c| {
+                let mut refused = Vec::new();
+                let mut aliased = Vec::new();
+                for ((line, p), id) in good.into_iter().zip(ids) {
+                    match insert_prepared(c, id, p, now)? {
+                        Ok(created) => {
+                            let link = created.link();
+                            if let Some(a) = &link.alias {
+                                aliased.push((link.id, a.clone()));
+                            }
+                        }
+                        Err(e) => refused.push((line, e)),
+                    }
+                }
+                Ok((refused, aliased))
+            })
+            .await?;
+        outcome.imported = tried - refused.len();
+        for (line, e) in refused {
+            outcome.errors.push(import_error(line, e));
+        }
+        outcome.errors.sort_by_key(|e| e.line);
+        self.count_created(outcome.imported);
+        self.edge
+            .links_changed(aliased.iter().map(|(id, alias)| LinkChange {
+                old: None,
+                new: Some(EdgeKeys {
+                    id: *id,
+                    alias: Some(alias),
+                }),
+            }))
+            .await;
+        Ok(outcome)
+    }
+}
+
+/// A refused row as the CLI reports it: its line, its field, the message.
+fn import_error(line: u64, e: LinkError) -> ImportError {
+    let field = match &e {
+        LinkError::Invalid { field, .. } => Some(field.to_string()),
+        LinkError::AliasTaken(_) => Some("alias".to_string()),
+        _ => None,
+    };
+    let message = match &e {
+        LinkError::Invalid { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    ImportError {
+        line,
+        field,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::links::fixture::Parts;
+    use crate::store::links as table;
+
+    #[tokio::test]
+    async fn import_commits_good_rows_and_names_bad_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let parts = Parts::open(dir.path());
+        let links = parts.links();
+        let row = |line, url: &str, alias: Option<&str>| {
+            ImportRow(line, url.into(), alias.map(Into::into), None, None)
+        };
+        let out = links
+            .import(
+                vec![
+                    row(2, "https://e.com/1", Some("imp")),
+                    row(3, "nope", None),
+                    row(4, "https://e.com/2", Some("imp")),
+                    row(5, "https://e.com/3", None),
+                ],
+                Some("cli"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.imported, 2);
+        let lines: Vec<(u64, Option<&str>)> = out
+            .errors
+            .iter()
+            .map(|e| (e.line, e.field.as_deref()))
+            .collect();
+        assert_eq!(lines, vec![(3, Some("url")), (4, Some("alias"))]);
+        assert_eq!(links.get("imp").await.unwrap().url, "https://e.com/1");
+        let n = parts.store.read(table::count).await.unwrap();
+        assert_eq!(n, 2);
+        parts.store.close();
+    }
+}

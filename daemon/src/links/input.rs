@@ -1,0 +1,138 @@
+//! What clients send to create and edit links: the bodies of
+//! `POST /api/v1/links` and `PATCH /api/v1/links/{code}` and their parts.
+//! Shapes only; [`super::rules`] judges the values.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
+
+/// Most links in one batch call.
+pub const MAX_BATCH: usize = 10_000;
+
+/// A point in time: Unix seconds or an RFC 3339 string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum TimeInput {
+    /// Seconds since the Unix epoch.
+    Unix(i64),
+    /// RFC 3339, e.g. `2030-01-01T00:00:00Z`.
+    Text(String),
+}
+
+impl TimeInput {
+    /// Unix seconds.
+    pub fn to_unix(&self) -> Result<i64, String> {
+        match self {
+            TimeInput::Unix(t) => Ok(*t),
+            TimeInput::Text(s) => parse_time(s),
+        }
+    }
+}
+
+/// Parses Unix seconds or RFC 3339 (API bodies, stats queries, CSV rows).
+pub fn parse_time(s: &str) -> Result<i64, String> {
+    if let Ok(t) = s.trim().parse::<i64>() {
+        return Ok(t);
+    }
+    time::OffsetDateTime::parse(s.trim(), &time::format_description::well_known::Rfc3339)
+        .map(|t| t.unix_timestamp())
+        .map_err(|_| format!("\"{s}\" is neither Unix seconds nor an RFC 3339 time"))
+}
+
+/// Renew-on-access: `true` renews by the link's lifetime, a number by that
+/// many seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum RenewInput {
+    /// `true`: renew by the lifetime given with `ttl` or `expires_at`.
+    Flag(bool),
+    /// Renew by this many seconds.
+    Seconds(u64),
+}
+
+/// Device-specific targets; each must pass the same rules as `url`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetsInput {
+    /// Target for desktop browsers.
+    pub desktop: Option<String>,
+    /// Target for phones and tablets other than iOS and Android.
+    pub mobile: Option<String>,
+    /// Target for iPhones and iPads.
+    pub ios: Option<String>,
+    /// Target for Android devices.
+    pub android: Option<String>,
+}
+
+/// Body of `POST /api/v1/links` (and each item of a batch).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateLink {
+    /// Absolute http(s) URL to redirect to.
+    #[schema(example = "https://example.com/landing?utm_source=x")]
+    pub url: String,
+    /// Custom alias (1-64 of `0-9A-Za-z-_`), reachable besides the generated code.
+    pub alias: Option<String>,
+    /// Expiry as Unix seconds or RFC 3339; exclusive with `ttl`.
+    pub expires_at: Option<TimeInput>,
+    /// Lifetime in seconds from now; exclusive with `expires_at`.
+    pub ttl: Option<u64>,
+    /// Extend the expiry on every use (`true`, or a number of seconds).
+    pub renew_on_access: Option<RenewInput>,
+    /// Human visits after which the link is gone.
+    pub max_visits: Option<u64>,
+    /// Redirect status: 301, 302, 307 or 308.
+    pub redirect: Option<u16>,
+    /// Device-specific targets.
+    pub targets: Option<TargetsInput>,
+    /// Free-form labels for filtering.
+    pub tags: Option<Vec<String>>,
+    /// Return the existing live link created with the same URL and options.
+    pub dedupe: Option<bool>,
+    /// Create switched off.
+    pub disabled: Option<bool>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn double_option<'de, T, D>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Body of `PATCH /api/v1/links/{code}`: absent fields stay, `null` clears.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateLink {
+    /// New target URL.
+    pub url: Option<String>,
+    /// New alias; `null` removes it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>, nullable)]
+    pub alias: Option<Option<String>>,
+    /// New expiry; `null` makes the link permanent.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<TimeInput>, nullable)]
+    pub expires_at: Option<Option<TimeInput>>,
+    /// New lifetime from now, in seconds.
+    pub ttl: Option<u64>,
+    /// `false` stops renewing; `true` or seconds start it.
+    pub renew_on_access: Option<RenewInput>,
+    /// New visit limit; `null` removes it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u64>, nullable)]
+    pub max_visits: Option<Option<u64>>,
+    /// New redirect status; `null` uses the edge default.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u16>, nullable)]
+    pub redirect: Option<Option<u16>>,
+    /// Replaces all device targets; `null` removes them.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<TargetsInput>, nullable)]
+    pub targets: Option<Option<TargetsInput>>,
+    /// Replaces the tags.
+    pub tags: Option<Vec<String>>,
+    /// Switches the link off (`true`) or on.
+    pub disabled: Option<bool>,
+}

@@ -1,0 +1,261 @@
+//! The edge lookup: what an nginx worker gets for a code it does not hold.
+//!
+//! Every lookup goes the same way: `from_cache` answers from the daemon's
+//! link cache (or from the code alone) without I/O, `read` fetches what
+//! the cache missed in one read transaction, and `remember` caches what
+//! was read and gives the edge's answer. A single lookup
+//! ([`Links::edge_lookup`]) and the IPC server's bursts
+//! ([`Links::edge_lookup_cached`] then [`EdgeMisses::resolve`]) differ only
+//! in how many codes they carry.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use shortlink_core::ipc::{EdgeLink, LookupResult};
+use shortlink_core::{Codec, RedirectStatus};
+
+use super::ops::Links;
+use crate::codes::{self, CodeRef};
+use crate::store::links::{self as table, Link, LinkState};
+use crate::store::{unix_now, LinkCache, Store, StoreError, StoreResult};
+
+/// The edge's view of a link at `now`.
+pub fn edge_result(link: &Link, now: i64) -> LookupResult {
+    match link.state(now) {
+        LinkState::Active => LookupResult::Found(EdgeLink {
+            id: link.id,
+            target: link.url.clone(),
+            status: link.redirect.and_then(RedirectStatus::from_code),
+            expires_at: link.expires_at,
+            targets: link.targets.clone(),
+            disabled: false,
+        }),
+        _ => LookupResult::Gone,
+    }
+}
+
+/// The answer for `code` from the cache or the code alone (no I/O), or
+/// what must be read from the database.
+fn from_cache(
+    cache: &LinkCache,
+    codec: &Codec,
+    code: &str,
+    now: i64,
+) -> Result<LookupResult, CodeRef> {
+    match codes::resolve(codec, code) {
+        CodeRef::Id(id) => match cache.get(id) {
+            Some(link) => Ok(edge_result(&link, now)),
+            None => Err(CodeRef::Id(id)),
+        },
+        CodeRef::Alias(alias) => {
+            let hit = match cache.alias_id(&alias) {
+                Some(id) => cache.get(id),
+                None => {
+                    cache.misses.fetch_add(1, Ordering::Relaxed);
+                    None
+                }
+            };
+            match hit {
+                Some(link) => Ok(edge_result(&link, now)),
+                None => Err(CodeRef::Alias(alias)),
+            }
+        }
+        CodeRef::Invalid => Ok(LookupResult::NotFound),
+    }
+}
+
+/// Reads the links behind `refs` in one job on one reader thread, inside
+/// one read transaction (a burst of misses costs one thread hop and one
+/// set of SQLite locks, not one each).
+async fn read(store: &Store, refs: Vec<CodeRef>) -> StoreResult<Vec<Option<Link>>> {
+    store
+        .read(move |c| {
+            let tx = c.unchecked_transaction()?;
+            let mut out = Vec::with_capacity(refs.len());
+            for r in &refs {
+                out.push(match r {
+                    CodeRef::Id(id) => table::by_id(&tx, *id)?,
+                    CodeRef::Alias(alias) => table::by_alias(&tx, alias)?,
+                    CodeRef::Invalid => None,
+                });
+            }
+            tx.finish()?;
+            Ok(out)
+        })
+        .await
+}
+
+/// Caches a link read from the database (unless some link changed since
+/// `generation` was taken) and gives the edge's answer.
+fn remember(cache: &LinkCache, link: Option<Link>, generation: u64, now: i64) -> LookupResult {
+    match link {
+        Some(link) => {
+            let result = edge_result(&link, now);
+            cache.put_if_current(Arc::new(link), generation);
+            result
+        }
+        None => LookupResult::NotFound,
+    }
+}
+
+/// Edge lookups the cache could not answer, to be read from the database
+/// with [`EdgeMisses::resolve`].
+pub struct EdgeMisses<T> {
+    items: Vec<(T, String)>,
+    refs: Vec<CodeRef>,
+    generation: u64,
+    now: i64,
+}
+
+impl<T> EdgeMisses<T> {
+    /// Lookups left.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when the cache answered everything.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Reads every missed link in one job on one reader thread, inside one
+    /// read transaction, caches what it found and calls `answer` once per
+    /// item.
+    pub async fn resolve(
+        self,
+        store: &Store,
+        mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
+    ) {
+        if self.items.is_empty() {
+            return;
+        }
+        let cache = store.cache();
+        match read(store, self.refs).await {
+            Ok(found) => {
+                for ((tag, code), link) in self.items.into_iter().zip(found) {
+                    let result = remember(cache, link, self.generation, self.now);
+                    answer(tag, &code, Ok(result));
+                }
+            }
+            Err(e) => {
+                for (tag, code) in self.items {
+                    answer(tag, &code, Err(&e));
+                }
+            }
+        }
+    }
+}
+
+impl Links<'_> {
+    /// What the edge needs to answer a code: found, not found, or gone.
+    pub async fn edge_lookup(&self, code: &str) -> StoreResult<LookupResult> {
+        let cache = self.store.cache();
+        let generation = cache.generation();
+        let now = unix_now();
+        match from_cache(cache, &self.rules.codec, code, now) {
+            Ok(result) => Ok(result),
+            Err(miss) => {
+                let link = read(self.store, vec![miss]).await?.pop().flatten();
+                Ok(remember(cache, link, generation, now))
+            }
+        }
+    }
+
+    /// Answers edge lookups from the cache alone (no I/O, no await):
+    /// `answer` is called with the tag and result of every code the cache
+    /// knows or that cannot match; the rest is returned for
+    /// [`EdgeMisses::resolve`].
+    pub fn edge_lookup_cached<T>(
+        &self,
+        items: impl IntoIterator<Item = (T, String)>,
+        mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
+    ) -> EdgeMisses<T> {
+        let cache = self.store.cache();
+        let mut misses = EdgeMisses {
+            items: Vec::new(),
+            refs: Vec::new(),
+            generation: cache.generation(),
+            now: unix_now(),
+        };
+        for (tag, code) in items {
+            match from_cache(cache, &self.rules.codec, &code, misses.now) {
+                Ok(result) => answer(tag, &code, Ok(result)),
+                Err(miss) => {
+                    misses.items.push((tag, code));
+                    misses.refs.push(miss);
+                }
+            }
+        }
+        misses
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::links::fixture::Parts;
+    use crate::links::{CreateLink, UpdateLink};
+
+    /// A single lookup and a burst answer alike, from the database first
+    /// and from the cache after, and a change is seen at once.
+    #[tokio::test]
+    async fn single_and_burst_lookups_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let parts = Parts::open(dir.path());
+        let links = parts.links();
+        let req = CreateLink {
+            url: "https://example.com/x".into(),
+            alias: Some("promo".into()),
+            ..CreateLink::default()
+        };
+        let link = links.create(&req, None).await.unwrap().link().clone();
+        let code = codes::generated(&parts.rules.codec, &link);
+        let cache = parts.store.cache();
+        let found = |r: &LookupResult| matches!(r, LookupResult::Found(l) if l.id == link.id);
+
+        // Dropped from the cache: the first lookup reads, the next hits.
+        cache.forget(link.id, link.alias.as_deref());
+        assert!(found(&links.edge_lookup(&code).await.unwrap()));
+        let hits = cache.hits.load(Ordering::Relaxed);
+        assert!(found(&links.edge_lookup("promo").await.unwrap()));
+        assert_eq!(cache.hits.load(Ordering::Relaxed), hits + 1);
+        assert_eq!(
+            links.edge_lookup("no/such").await.unwrap(),
+            LookupResult::NotFound
+        );
+
+        cache.forget(link.id, link.alias.as_deref());
+        let mut answered = Vec::new();
+        let items = vec![
+            (0, code.clone()),
+            (1, "promo".to_string()),
+            (2, "nope-nope".to_string()),
+            (3, "a/b".to_string()),
+        ];
+        let misses = links.edge_lookup_cached(items, |i, _, r| answered.push((i, r.unwrap())));
+        assert_eq!(answered, vec![(3, LookupResult::NotFound)]);
+        assert_eq!(misses.len(), 3);
+        misses
+            .resolve(&parts.store, |i, _, r| answered.push((i, r.unwrap())))
+            .await;
+        assert_eq!(answered.len(), 4);
+        assert!(found(&answered[1].1) && found(&answered[2].1));
+        assert_eq!(answered[3], (2, LookupResult::NotFound));
+        let misses =
+            links.edge_lookup_cached([(0, code.clone())], |_, _, r| assert!(found(&r.unwrap())));
+        assert!(misses.is_empty());
+
+        // A disabled link is gone at once, from the cache as from the database.
+        let off = UpdateLink {
+            disabled: Some(true),
+            ..UpdateLink::default()
+        };
+        links.update("promo", off).await.unwrap();
+        assert_eq!(links.edge_lookup(&code).await.unwrap(), LookupResult::Gone);
+        assert_eq!(
+            links.edge_lookup("promo").await.unwrap(),
+            LookupResult::Gone
+        );
+        parts.store.close();
+    }
+}

@@ -1,0 +1,86 @@
+//! A link as the API shows it.
+
+use serde::{Deserialize, Serialize};
+use shortlink_core::Codec;
+use utoipa::ToSchema;
+
+use super::input::TargetsInput;
+use crate::codes;
+use crate::store::links::Link;
+use crate::store::unix_now;
+
+/// A link as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LinkView {
+    /// The alias if set, else the generated code.
+    pub code: String,
+    /// Public short URL built from `X-Shortlink-Base` or the configured base.
+    pub short_url: String,
+    /// Target URL (normalized).
+    pub url: String,
+    /// Numeric id; the cursor of list pages.
+    pub id: u64,
+    /// The generated code; reaches the link even when it has an alias.
+    pub generated_code: String,
+    /// Custom alias, if any.
+    pub alias: Option<String>,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds of the last edit.
+    pub updated_at: i64,
+    /// Unix seconds after which the link is gone; absent: never.
+    pub expires_at: Option<i64>,
+    /// Renew-on-access lifetime in seconds.
+    pub renew_ttl: Option<i64>,
+    /// Human visits after which the link is gone.
+    pub max_visits: Option<i64>,
+    /// Redirect status; absent: the edge's default.
+    pub redirect: Option<u16>,
+    /// Device-specific targets.
+    pub targets: TargetsInput,
+    /// Switched off by an operator.
+    pub disabled: bool,
+    /// Free-form labels.
+    pub tags: Vec<String>,
+    /// `active`, `disabled`, `expired` or `exhausted`.
+    pub state: String,
+    /// All clicks, bots included.
+    pub clicks: i64,
+    /// The bot share of `clicks`.
+    pub bot_clicks: i64,
+    /// Who created it (`key:3`, `app:name`, `user:alice`, `cli`).
+    pub created_by: Option<String>,
+}
+
+impl LinkView {
+    /// The view of `link` with short URLs under `base` (no trailing slash).
+    pub fn new(codec: &Codec, link: &Link, base: &str) -> Self {
+        let code = codes::public(codec, link);
+        Self {
+            short_url: format!("{base}/{code}"),
+            code,
+            url: link.url.clone(),
+            id: link.id,
+            generated_code: codes::generated(codec, link),
+            alias: link.alias.clone(),
+            created_at: link.created_at,
+            updated_at: link.updated_at,
+            expires_at: link.expires_at,
+            renew_ttl: link.renew_ttl,
+            max_visits: link.max_visits,
+            redirect: link.redirect,
+            targets: TargetsInput {
+                desktop: link.targets.desktop.clone(),
+                mobile: link.targets.mobile.clone(),
+                ios: link.targets.ios.clone(),
+                android: link.targets.android.clone(),
+            },
+            disabled: link.disabled,
+            tags: link.tags.clone(),
+            state: link.state(unix_now()).as_str().into(),
+            clicks: link.clicks,
+            bot_clicks: link.bot_clicks,
+            created_by: link.created_by.clone(),
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The in-memory sum of acknowledged clicks: per link, totals and counts
+//! per `clicks` row (hour, device, bot flag, referrer).
+
+use std::collections::HashMap;
+
+use shortlink_core::ipc::ClickBatch;
+
+/// Longest referrer host kept (a DNS name is at most 253 bytes).
+const MAX_REFERRER: usize = 253;
+
+/// The dimensions of one `clicks` row (besides the link).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RowKey {
+    /// Hours since the Unix epoch.
+    pub hour: i64,
+    /// Device class (its `u8` value).
+    pub device: u8,
+    /// Counted as a bot (user agent).
+    pub bot: bool,
+    /// Lower-case referrer host, `""` for none.
+    pub referrer: String,
+}
+
+/// Clicks of one link not yet in the tables.
+#[derive(Debug, Clone, Default)]
+pub struct LinkAgg {
+    /// All clicks, bots included.
+    pub clicks: i64,
+    /// The bot share of `clicks`.
+    pub bots: i64,
+    /// When the latest batch with clicks of this link was acknowledged
+    /// (renew-on-access moves the expiry from this time).
+    pub last_at: i64,
+    /// Per hour, device, bot flag and referrer (a few per link: a list).
+    pub rows: Vec<(RowKey, i64)>,
+}
+
+/// Acknowledged clicks, summed per link and per `clicks` row.
+#[derive(Debug, Clone, Default)]
+pub struct Aggregate {
+    /// Per link id.
+    pub(super) links: HashMap<u64, LinkAgg>,
+    /// Batches added.
+    pub(super) batches: u64,
+    /// Distinct `clicks` rows over all links.
+    pub(super) rows: u64,
+}
+
+/// A referrer as stored: lower case, at most [`MAX_REFERRER`] bytes.
+fn referrer_key(r: Option<&str>) -> std::borrow::Cow<'_, str> {
+    let Some(r) = r else {
+        return "".into();
+    };
+    let mut end = r.len().min(MAX_REFERRER);
+    while !r.is_char_boundary(end) {
+        end -= 1;
+    }
+    let r = &r[..end];
+    if r.bytes().any(|b| b.is_ascii_uppercase()) {
+        r.to_ascii_lowercase().into()
+    } else {
+        r.into()
+    }
+}
+
+impl Aggregate {
+    /// True when nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty() && self.batches == 0
+    }
+
+    /// Batches folded in.
+    pub fn batches(&self) -> u64 {
+        self.batches
+    }
+
+    /// Distinct `clicks` rows held.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Adds one batch acknowledged at `at`. Items with no clicks or an id
+    /// SQLite cannot hold are skipped (no link can have such an id).
+    pub fn add_batch(&mut self, batch: &ClickBatch, at: i64) {
+        self.batches += 1;
+        for c in &batch.clicks {
+            if c.count == 0 || c.link_id > i64::MAX as u64 {
+                continue;
+            }
+            let n = c.count as i64;
+            let l = self.links.entry(c.link_id).or_default();
+            l.clicks += n;
+            if c.bot {
+                l.bots += n;
+            }
+            l.last_at = l.last_at.max(at);
+            let referrer = referrer_key(c.referrer.as_deref());
+            let (hour, device) = (c.hour as i64, c.device as u8);
+            match l.rows.iter_mut().find(|(k, _)| {
+                k.hour == hour && k.device == device && k.bot == c.bot && k.referrer == referrer
+            }) {
+                Some((_, count)) => *count += n,
+                None => {
+                    self.rows += 1;
+                    l.rows.push((
+                        RowKey {
+                            hour,
+                            device,
+                            bot: c.bot,
+                            referrer: referrer.into_owned(),
+                        },
+                        n,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Adds everything in `other`.
+    pub fn merge(&mut self, other: &Aggregate) {
+        self.batches += other.batches;
+        for (id, o) in &other.links {
+            let l = self.links.entry(*id).or_default();
+            l.clicks += o.clicks;
+            l.bots += o.bots;
+            l.last_at = l.last_at.max(o.last_at);
+            for (key, n) in &o.rows {
+                match l.rows.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, count)) => *count += n,
+                    None => {
+                        self.rows += 1;
+                        l.rows.push((key.clone(), *n));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The pending clicks of one link.
+    pub fn link(&self, id: u64) -> Option<&LinkAgg> {
+        self.links.get(&id)
+    }
+}

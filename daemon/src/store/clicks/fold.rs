@@ -1,0 +1,133 @@
+//! The fold: the pending aggregate written into `clicks` and the link
+//! totals in one transaction, with visit limits and renewals applied.
+
+use std::sync::Arc;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::aggregate::{Aggregate, RowKey};
+use super::pending::PendingClicks;
+use crate::store::error::StoreResult;
+use crate::store::links;
+
+/// What a fold did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FoldOutcome {
+    /// Batches folded.
+    pub batches: u64,
+    /// Clicks added to the tables (items for unknown or deleted links are
+    /// dropped).
+    pub counted: u64,
+    /// Links whose edge view changed (reached max visits, expiry renewed):
+    /// id and alias, so the edge can be told to refetch.
+    pub changed: Vec<(u64, Option<String>)>,
+}
+
+/// The fold, inside a write transaction: seals the open aggregate, adds it
+/// to `links` and `clicks`, deletes the log rows it covers and moves
+/// `folded_through`. The caller must call [`PendingClicks::finish_fold`]
+/// with whether the transaction committed, and never run two folds at once.
+pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldOutcome> {
+    let (agg, through) = {
+        let mut s = pending.lock();
+        if s.open.is_empty() {
+            return Ok(FoldOutcome::default());
+        }
+        let agg = Arc::new(std::mem::take(&mut s.open));
+        let through = s.open_through;
+        s.sealed = Some((Arc::clone(&agg), through));
+        (agg, through)
+    };
+    let mut outcome = apply_aggregate(conn, &agg)?;
+    outcome.batches = agg.batches;
+    // Only rows this fold covers: seqs above `through` were committed
+    // after the seal and are still in memory only as part of the new open
+    // aggregate (or not at all yet).
+    conn.prepare_cached("DELETE FROM click_log WHERE seq <= ?1")?
+        .execute([through])?;
+    conn.prepare_cached("UPDATE click_fold SET folded_through = ?1 WHERE id = 1")?
+        .execute([through])?;
+    Ok(outcome)
+}
+
+/// Adds an aggregate to the tables: per link (in id order, neighbouring
+/// rows on neighbouring pages) one UPDATE of the totals that also returns
+/// what the edge depends on (and tells whether the link exists), then one
+/// upsert per `clicks` row.
+fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcome> {
+    let mut totals = conn.prepare_cached(
+        "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1 \
+         RETURNING max_visits, clicks - bot_clicks, renew_ttl, expires_at, alias, disabled",
+    )?;
+    let mut upsert = conn.prepare_cached(
+        "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+         ON CONFLICT (link_id, hour, device, bot, referrer) \
+         DO UPDATE SET count = count + excluded.count",
+    )?;
+    let mut ids: Vec<u64> = agg.links.keys().copied().collect();
+    ids.sort_unstable();
+    let mut outcome = FoldOutcome::default();
+    for id in ids {
+        let l = &agg.links[&id];
+        type Row = (
+            Option<i64>,
+            i64,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+            bool,
+        );
+        let row: Option<Row> = totals
+            .query_row(params![id as i64, l.clicks, l.bots], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .optional()?;
+        let Some((max_visits, humans_after, renew_ttl, expires_at, alias, disabled)) = row else {
+            continue; // unknown or deleted link
+        };
+        let mut rows: Vec<&(RowKey, i64)> = l.rows.iter().collect();
+        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (k, n) in rows {
+            upsert.execute(params![
+                id as i64,
+                k.hour,
+                k.device as i64,
+                k.bot,
+                k.referrer,
+                n
+            ])?;
+        }
+        outcome.counted += l.clicks as u64;
+        let humans = l.clicks - l.bots;
+        let humans_before = humans_after - humans;
+        let mut changed = false;
+        if let Some(max) = max_visits {
+            if humans_before < max && humans_after >= max {
+                changed = true;
+            }
+        }
+        if let (Some(ttl), Some(exp)) = (renew_ttl, expires_at) {
+            // Renewed as of the latest click (its batch's ack), as if the
+            // batch had been applied then; only a link that was live at
+            // that time, and only when the move is worth an edge refetch.
+            let at = l.last_at;
+            let renewed = at + ttl;
+            if !disabled && exp > at && renewed >= exp + (ttl / 10).max(1) {
+                links::set_expiry(conn, id, renewed)?;
+                changed = true;
+            }
+        }
+        if changed {
+            outcome.changed.push((id, alias));
+        }
+    }
+    Ok(outcome)
+}

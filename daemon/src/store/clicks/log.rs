@@ -1,0 +1,78 @@
+//! The `click_log` and `click_batches` tables: a batch made durable in
+//! O(1) pages before its ack, recovery of unfolded rows at open, pruning.
+
+use rusqlite::{params, Connection};
+use shortlink_core::ipc::{self, ClickBatch};
+
+use super::pending::{folded_through, PendingClicks};
+use crate::store::error::{StoreError, StoreResult};
+
+/// Records each batch id (a re-sent batch is a duplicate: `None`) and
+/// appends each new batch to `click_log`; returns each batch's log seq.
+/// O(1) pages per batch: the log's last page(s) and one leaf of the batch
+/// id index, whatever the number of links in the batch.
+pub fn append_batches(
+    conn: &Connection,
+    batches: &[ClickBatch],
+    now: i64,
+) -> StoreResult<Vec<Option<i64>>> {
+    let mut seen = conn.prepare_cached(
+        "INSERT OR IGNORE INTO click_batches (batch_id, seen_at) VALUES (?1, ?2)",
+    )?;
+    let mut log =
+        conn.prepare_cached("INSERT INTO click_log (received_at, batch) VALUES (?1, ?2)")?;
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        if seen.execute(params![&batch.batch_id.0[..], now])? == 0 {
+            out.push(None);
+            continue;
+        }
+        let bytes = ipc::frame(batch).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        log.execute(params![now, bytes])?;
+        out.push(Some(conn.last_insert_rowid()));
+    }
+    Ok(out)
+}
+
+/// At open: puts the log rows a crash left (acknowledged, not folded) back
+/// into memory, for the next fold. A row that does not decode is logged and
+/// left in the log (never counted, never deleted).
+pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
+    let through = folded_through(conn)?;
+    let mut st =
+        conn.prepare("SELECT seq, received_at, batch FROM click_log WHERE seq > ?1 ORDER BY seq")?;
+    let mut rows = st.query([through])?;
+    let mut s = pending.lock();
+    s.open_through = s.open_through.max(through);
+    let mut n = 0;
+    while let Some(row) = rows.next()? {
+        let seq: i64 = row.get(0)?;
+        let at: i64 = row.get(1)?;
+        let bytes = row
+            .get_ref(2)?
+            .as_blob()
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        match ipc::read_frame::<ClickBatch>(bytes) {
+            Ok(Some((batch, _))) => {
+                s.open.add_batch(&batch, at);
+                s.open_through = s.open_through.max(seq);
+                n += 1;
+            }
+            _ => tracing::error!(
+                seq,
+                "click_log row does not decode; left in the log, not counted"
+            ),
+        }
+    }
+    Ok(n)
+}
+
+/// Forgets batch ids older than `cutoff` (Unix seconds).
+pub fn prune_batches(conn: &Connection, cutoff: i64) -> StoreResult<usize> {
+    Ok(conn.execute("DELETE FROM click_batches WHERE seen_at < ?1", [cutoff])?)
+}
+
+/// Rows in `click_log` (acknowledged batches not folded yet).
+pub fn log_len(conn: &Connection) -> StoreResult<u64> {
+    Ok(conn.query_row("SELECT count(*) FROM click_log", [], |r| r.get::<_, i64>(0))? as u64)
+}

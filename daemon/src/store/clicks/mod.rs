@@ -1,0 +1,237 @@
+//! Click storage: the append-only `click_log`, the `clicks` and
+//! `click_batches` tables, the per-link totals, and the in-memory aggregate
+//! of acknowledged clicks not folded into the tables yet.
+//!
+//! A click batch is made durable by appending it whole to `click_log` (one
+//! row, a few pages, whatever the number of links in it) in the same
+//! transaction that records its batch id in `click_batches`; it is
+//! acknowledged after that commit, then added to [`PendingClicks`] in memory
+//! (on the writer thread, before the next transaction starts). A periodic
+//! fold ([`fold_job`]) writes the aggregate to `clicks` and `links` and
+//! deletes the log rows it covers in one transaction, recording the highest
+//! seq it covers in `click_fold`. After a crash, [`recover`] folds the log
+//! rows left into memory again; they are persisted by the next fold, so a
+//! click is in the tables exactly once.
+//!
+//! Readers see acknowledged clicks at once through a [`ClickOverlay`]: the
+//! tables plus the in-memory aggregate, cut consistently by `folded_through`
+//! (see [`with_overlay`]).
+
+mod aggregate;
+mod fold;
+mod log;
+mod pending;
+mod range;
+
+pub use aggregate::{Aggregate, LinkAgg, RowKey};
+pub use fold::{fold_job, FoldOutcome};
+pub use log::{append_batches, log_len, prune_batches, recover};
+pub use pending::{with_overlay, ClickOverlay, PendingClicks};
+pub use range::{range_stats, RangeStats};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::links::{self, Link};
+    use crate::store::tests::temp_store;
+    use crate::store::Store;
+    use shortlink_core::device::DeviceClass;
+    use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
+
+    fn click(link_id: u64, hour: u32, bot: bool, referrer: Option<&str>, count: u32) -> ClickCount {
+        ClickCount {
+            link_id,
+            hour,
+            device: DeviceClass::Desktop,
+            bot,
+            referrer: referrer.map(str::to_string),
+            count,
+        }
+    }
+
+    async fn add_link(store: &Store, id: u64, max_visits: Option<i64>) {
+        store
+            .write(move |c| {
+                links::insert(
+                    c,
+                    &Link {
+                        id,
+                        url: "https://e.com/".into(),
+                        max_visits,
+                        ..Link::default()
+                    },
+                    None,
+                )
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn counted(store: &Store, id: u64) -> (i64, i64, RangeStats) {
+        store
+            .read_counted(move |c, o| {
+                let mut l = links::by_id(c, id)?.unwrap();
+                o.apply(&mut l);
+                Ok((
+                    l.clicks,
+                    l.bot_clicks,
+                    range_stats(c, o, id, 0, 200, false)?,
+                ))
+            })
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn batches_count_once_and_report_exhaustion() {
+        let (_dir, store) = temp_store();
+        add_link(&store, 5, Some(3)).await;
+        let batch = ClickBatch {
+            batch_id: BatchId([1; 16]),
+            clicks: vec![
+                click(5, 100, false, Some("News.Example.com"), 2),
+                click(5, 101, true, None, 4),
+                click(99, 100, false, None, 7),
+            ],
+        };
+        assert_eq!(
+            store
+                .append_clicks(vec![batch.clone()], 1000)
+                .await
+                .unwrap(),
+            vec![true]
+        );
+        // Seen at once, before any fold.
+        let (clicks, bots, stats) = counted(&store, 5).await;
+        assert_eq!((clicks, bots, stats.total), (6, 4, 6));
+        // A re-sent batch is a duplicate, before and after the fold.
+        assert_eq!(
+            store
+                .append_clicks(vec![batch.clone()], 1000)
+                .await
+                .unwrap(),
+            vec![false]
+        );
+        let first = store.fold_clicks().await.unwrap();
+        assert_eq!((first.batches, first.counted), (1, 6));
+        assert!(first.changed.is_empty());
+        assert_eq!(
+            store
+                .append_clicks(vec![batch.clone()], 1000)
+                .await
+                .unwrap(),
+            vec![false]
+        );
+        let more = ClickBatch {
+            batch_id: BatchId([2; 16]),
+            clicks: vec![click(5, 101, false, None, 1)],
+        };
+        store.append_clicks(vec![more], 1000).await.unwrap();
+        let (clicks, bots, _) = counted(&store, 5).await;
+        assert_eq!((clicks, bots), (7, 4));
+        let third = store.fold_clicks().await.unwrap();
+        assert_eq!(third.changed, vec![(5, None)]);
+        assert_eq!(store.fold_clicks().await.unwrap(), FoldOutcome::default());
+        let link = store.read(|c| links::by_id(c, 5)).await.unwrap().unwrap();
+        assert_eq!((link.clicks, link.bot_clicks), (7, 4));
+        let (clicks, bots, stats) = counted(&store, 5).await;
+        assert_eq!((clicks, bots), (7, 4));
+        assert_eq!(stats.total, 7);
+        assert_eq!(stats.bots, 4);
+        assert_eq!(stats.series, vec![(100 * 3600, 2), (101 * 3600, 5)]);
+        assert_eq!(stats.referrers, vec![("news.example.com".to_string(), 2)]);
+        let daily = store
+            .read_counted(|c, o| range_stats(c, o, 5, 0, 200, true))
+            .await
+            .unwrap();
+        assert_eq!(daily.series, vec![(4 * 86400, 7)]);
+        assert_eq!(store.read(log_len).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn reads_during_folds_count_each_click_once() {
+        let (_dir, store) = temp_store();
+        add_link(&store, 7, None).await;
+        let mut expected = 0;
+        for round in 0..40u8 {
+            let b = ClickBatch {
+                batch_id: BatchId([round; 16]),
+                clicks: vec![click(
+                    7,
+                    100 + (round % 3) as u32,
+                    round % 2 == 0,
+                    Some("a.example"),
+                    3,
+                )],
+            };
+            let append = store.append_clicks(vec![b], 1000);
+            let fold = store.fold_clicks();
+            let s2 = store.clone();
+            let read = async move { counted(&s2, 7).await };
+            let (a, f, r) = tokio::join!(append, fold, read);
+            a.unwrap();
+            f.unwrap();
+            // A read sees every batch acknowledged before it started, and
+            // never one twice.
+            assert!(
+                r.0 == expected || r.0 == expected + 3,
+                "{} vs {expected}",
+                r.0
+            );
+            assert_eq!(r.0, r.2.total);
+            expected += 3;
+            let (clicks, _, stats) = counted(&store, 7).await;
+            assert_eq!((clicks, stats.total), (expected, expected));
+        }
+    }
+
+    #[tokio::test]
+    async fn unfolded_log_rows_are_recovered_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        {
+            let store = Store::open(&path, 1, 10).unwrap();
+            add_link(&store, 9, None).await;
+            store
+                .append_clicks(
+                    vec![ClickBatch {
+                        batch_id: BatchId([1; 16]),
+                        clicks: vec![click(9, 100, false, None, 2)],
+                    }],
+                    1000,
+                )
+                .await
+                .unwrap();
+            store.fold_clicks().await.unwrap();
+            store
+                .append_clicks(
+                    vec![ClickBatch {
+                        batch_id: BatchId([2; 16]),
+                        clicks: vec![click(9, 100, false, None, 5)],
+                    }],
+                    1000,
+                )
+                .await
+                .unwrap();
+            // Closed without a fold: like a crash after the ack.
+            store.close();
+        }
+        let store = Store::open(&path, 1, 10).unwrap();
+        assert_eq!(counted(&store, 9).await.0, 7);
+        assert_eq!(store.read(log_len).await.unwrap(), 1);
+        let again = ClickBatch {
+            batch_id: BatchId([2; 16]),
+            clicks: vec![click(9, 100, false, None, 5)],
+        };
+        assert_eq!(
+            store.append_clicks(vec![again], 1000).await.unwrap(),
+            vec![false]
+        );
+        assert_eq!(store.fold_clicks().await.unwrap().counted, 5);
+        assert_eq!(counted(&store, 9).await.0, 7);
+        store.close();
+        let store = Store::open(&path, 1, 10).unwrap();
+        assert_eq!(counted(&store, 9).await.0, 7);
+        assert_eq!(store.read(log_len).await.unwrap(), 0);
+    }
+}

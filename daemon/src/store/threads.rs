@@ -1,0 +1,357 @@
+//! The database threads: one writer that groups concurrent write jobs
+//! into one transaction (a savepoint per job), a checkpointer that copies
+//! the WAL back into the database off the writer's path, and readers that
+//! run read jobs in parallel. [`super::Store`] only sends them closures.
+
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::error::{StoreError, StoreResult};
+
+/// Most jobs grouped into one write transaction.
+const MAX_GROUP: usize = 512;
+
+/// Delivers a write job's result once its transaction is over (`Some`: the
+/// commit failed).
+pub(super) type Deliver = Box<dyn FnOnce(Option<StoreError>) + Send>;
+/// A write job: runs on the connection (or gets the error that kept the
+/// transaction from starting), says whether it succeeded and hands back its
+/// delivery.
+pub(super) type WriteJob =
+    Box<dyn FnOnce(Result<&Connection, StoreError>) -> (bool, Deliver) + Send>;
+/// A read job: runs on a reader connection and delivers its own result.
+pub(super) type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
+
+/// What the writer thread is sent.
+pub(super) enum WriteMsg {
+    /// A job grouped with the others queued into one transaction.
+    Job(WriteJob),
+    /// A big job (an import chunk): its own transaction on the bulk
+    /// connection.
+    Bulk(WriteJob),
+    /// Finish the queued jobs, checkpoint and stop; answered when done.
+    Close(std::sync::mpsc::Sender<()>),
+}
+
+/// What a reader thread is sent.
+pub(super) enum ReadMsg {
+    /// A read job.
+    Job(ReadJob),
+    /// Stop (one per reader).
+    Close,
+}
+
+/// Counters about the store, read by `/metrics`.
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    /// Write transactions committed.
+    pub transactions: AtomicU64,
+    /// Write jobs applied (several per transaction under load).
+    pub writes: AtomicU64,
+    /// Write jobs that failed and were rolled back to their savepoint.
+    pub write_errors: AtomicU64,
+}
+
+/// The running threads and the channels to them.
+pub(super) struct Threads {
+    /// To the writer.
+    pub(super) writer: std::sync::mpsc::Sender<WriteMsg>,
+    /// To the readers.
+    pub(super) readers: crossbeam_channel::Sender<ReadMsg>,
+    /// How many readers run (so as many `Close`s stop them).
+    pub(super) reader_count: usize,
+    /// Every thread, to join at close.
+    pub(super) handles: Vec<JoinHandle<()>>,
+}
+
+/// Bytes of the database file SQLite may map into memory for reading.
+/// Reads of pages not in the page cache then cost a memory access instead
+/// of a `pread` system call; writes still go through the WAL (SQLite maps
+/// the file read-only), so durability is unchanged.
+const MMAP_SIZE: i64 = 1 << 30;
+/// Page cache of the writer connection, in KiB (negative `cache_size`):
+/// SQLite's default. A bigger one costs more than it saves for small
+/// transactions: SQLite walks the cache's whole hash table when it drops
+/// pages, which it does at many commits, and pages come from the mmap.
+const WRITER_CACHE_KIB: i64 = 2 * 1024;
+/// Page cache of the bulk connection (import chunks of tens of thousands
+/// of rows): large enough that every page a chunk dirties stays in memory
+/// until the commit instead of spilling to the WAL and being written again.
+const BULK_CACHE_KIB: i64 = 64 * 1024;
+/// Page cache of each reader connection, in KiB.
+const READER_CACHE_KIB: i64 = 8 * 1024;
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "mmap_size", MMAP_SIZE)?;
+    Ok(())
+}
+
+/// Opens the writer connection (WAL mode); the caller migrates the schema
+/// on it before [`start`] hands it to the writer thread.
+pub(super) fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    configure(&conn)?;
+    // synchronous=NORMAL in WAL mode survives a process crash (the
+    // WAL is written before commit returns); FULL also survives power
+    // loss, which is what an acknowledged click batch promises.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+    // Checkpoints run on their own thread (see `checkpoint_loop`), not
+    // inside the commit that crossed the threshold: a writer thread that
+    // copies tens of MiB back into the database holds every queued
+    // write (creates, click acks) for that long.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    Ok(conn)
+}
+
+/// Opens the other connections and starts the writer (on `writer_conn`),
+/// the checkpointer and `readers` reader threads.
+pub(super) fn start(
+    path: &Path,
+    writer_conn: Connection,
+    readers: usize,
+    stats: Arc<StoreStats>,
+) -> StoreResult<Threads> {
+    let bulk_conn = Connection::open(path)?;
+    configure(&bulk_conn)?;
+    bulk_conn.pragma_update(None, "synchronous", "FULL")?;
+    bulk_conn.pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
+    bulk_conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    let checkpoint_conn = Connection::open(path)?;
+    configure(&checkpoint_conn)?;
+    checkpoint_conn.pragma_update(None, "synchronous", "FULL")?;
+    let mut reader_conns = Vec::new();
+    for _ in 0..readers.max(1) {
+        let conn = Connection::open(path)?;
+        configure(&conn)?;
+        conn.pragma_update(None, "query_only", "ON")?;
+        conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
+        reader_conns.push(conn);
+    }
+    let (ctx, crx) = std::sync::mpsc::sync_channel::<()>(1);
+    let (wtx, wrx) = std::sync::mpsc::channel::<WriteMsg>();
+    let (rtx, rrx) = crossbeam_channel::unbounded::<ReadMsg>();
+    let reader_count = reader_conns.len();
+    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(f)
+            .map_err(|e| StoreError::Panic(e.to_string()))
+    };
+    let mut handles = vec![
+        spawn(
+            "sqlite-writer".into(),
+            Box::new(move || writer_loop(writer_conn, bulk_conn, wrx, stats, ctx)),
+        )?,
+        spawn(
+            "sqlite-checkpoint".into(),
+            Box::new(move || checkpoint_loop(checkpoint_conn, crx)),
+        )?,
+    ];
+    for (i, conn) in reader_conns.into_iter().enumerate() {
+        let rrx = rrx.clone();
+        handles.push(spawn(
+            format!("sqlite-reader-{i}"),
+            Box::new(move || reader_loop(conn, rrx)),
+        )?);
+    }
+    Ok(Threads {
+        writer: wtx,
+        readers: rtx,
+        reader_count,
+        handles,
+    })
+}
+
+/// Wraps `f` as a write job: a panic in it is that job's error, and `after`
+/// runs on the writer thread with the job's final result (after the commit,
+/// or with the error), before the next transaction begins.
+pub(super) fn write_job<T, F, H>(f: F, after: H) -> (WriteJob, oneshot::Receiver<StoreResult<T>>)
+where
+    F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    T: Send + 'static,
+    H: FnOnce(StoreResult<T>) -> StoreResult<T> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job: WriteJob = Box::new(move |conn| {
+        let result = match conn {
+            Ok(conn) => std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+                .unwrap_or_else(|p| Err(StoreError::Panic(panic_message(&p)))),
+            Err(e) => Err(e),
+        };
+        let ok = result.is_ok();
+        let deliver: Deliver = Box::new(move |commit_error| {
+            let result = match commit_error {
+                Some(e) => Err(e),
+                None => result,
+            };
+            let _ = tx.send(after(result));
+        });
+        (ok, deliver)
+    });
+    (job, rx)
+}
+
+/// Wraps `f` as a read job; a panic in it is that job's error.
+pub(super) fn read_job<T, F>(f: F) -> (ReadJob, oneshot::Receiver<StoreResult<T>>)
+where
+    F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job: ReadJob = Box::new(move |conn| {
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+            .unwrap_or_else(|p| Err(StoreError::Panic(panic_message(&p))));
+        let _ = tx.send(result);
+    });
+    (job, rx)
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Least time between two checkpoints: what commits in this time is
+/// copied back in one go (one sync of the database file for all of it).
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+
+fn writer_loop(
+    conn: Connection,
+    bulk_conn: Connection,
+    rx: std::sync::mpsc::Receiver<WriteMsg>,
+    stats: Arc<StoreStats>,
+    checkpoint: std::sync::mpsc::SyncSender<()>,
+) {
+    let mut closing: Option<std::sync::mpsc::Sender<()>> = None;
+    while closing.is_none() {
+        let mut jobs = Vec::new();
+        let mut bulk = None;
+        match rx.recv() {
+            Ok(WriteMsg::Job(job)) => jobs.push(job),
+            Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
+            Ok(WriteMsg::Close(done)) => {
+                closing = Some(done);
+                break;
+            }
+            Err(_) => break,
+        }
+        while bulk.is_none() && jobs.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(WriteMsg::Job(job)) => jobs.push(job),
+                // Runs after the jobs that queued before it.
+                Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
+                Ok(WriteMsg::Close(done)) => {
+                    closing = Some(done);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        if !jobs.is_empty() {
+            run_group(&conn, jobs, &stats);
+        }
+        if let Some(job) = bulk {
+            run_group(&bulk_conn, vec![job], &stats);
+        }
+        // A full channel means a request is pending, which covers this one.
+        let _ = checkpoint.try_send(());
+    }
+    drop(checkpoint);
+    drop(bulk_conn);
+    // Jobs that arrived after the close request are refused by dropping them
+    // (their callers see `Closed`).
+    drop(rx);
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+    drop(conn);
+    if let Some(done) = closing {
+        let _ = done.send(());
+    }
+}
+
+fn run_group(conn: &Connection, jobs: Vec<WriteJob>, stats: &StoreStats) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let msg = e.to_string();
+        for job in jobs {
+            let (_, deliver) = job(Err(StoreError::Commit(msg.clone())));
+            deliver(None);
+        }
+        tracing::error!(error = %msg, "cannot begin a write transaction");
+        return;
+    }
+    let mut delivers = Vec::with_capacity(jobs.len());
+    let mut failed = 0u64;
+    let count = jobs.len() as u64;
+    for job in jobs {
+        let savepoint = run_cached(conn, "SAVEPOINT job");
+        let (ok, deliver) = job(Ok(conn));
+        if savepoint.is_ok() {
+            if ok {
+                let _ = run_cached(conn, "RELEASE job");
+            } else {
+                failed += 1;
+                let _ = run_cached(conn, "ROLLBACK TO job");
+                let _ = run_cached(conn, "RELEASE job");
+            }
+        }
+        delivers.push(deliver);
+    }
+    let commit = conn.execute_batch("COMMIT");
+    stats.transactions.fetch_add(1, Ordering::Relaxed);
+    stats.writes.fetch_add(count, Ordering::Relaxed);
+    stats.write_errors.fetch_add(failed, Ordering::Relaxed);
+    match commit {
+        Ok(()) => delivers.into_iter().for_each(|d| d(None)),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            let msg = e.to_string();
+            tracing::error!(error = %msg, "write transaction failed to commit");
+            for d in delivers {
+                d(Some(StoreError::Commit(msg.clone())));
+            }
+        }
+    }
+}
+
+/// Copies the WAL back into the database after commits, at most every
+/// [`CHECKPOINT_EVERY`], on its own connection and thread: PASSIVE, so it
+/// never blocks the writer or the readers, and with `synchronous=FULL`, so
+/// the database file is synced before SQLite reuses the WAL. Durability is
+/// the WAL's (synced at every commit by the writer); this only bounds the
+/// WAL's size, which SQLite's autocheckpoint did inside the commit.
+fn checkpoint_loop(conn: Connection, rx: std::sync::mpsc::Receiver<()>) {
+    while rx.recv().is_ok() {
+        if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
+            tracing::warn!(error = %e, "WAL checkpoint failed");
+        }
+        std::thread::sleep(CHECKPOINT_EVERY);
+    }
+}
+
+/// Runs a statement from the connection's statement cache (the savepoint
+/// statements run once per write job: no parsing each time).
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute([])
+}
+
+fn reader_loop(conn: Connection, rx: crossbeam_channel::Receiver<ReadMsg>) {
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            ReadMsg::Job(job) => job(&conn),
+            ReadMsg::Close => break,
+        }
+    }
+}

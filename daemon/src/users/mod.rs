@@ -1,0 +1,167 @@
+//! Admin UI accounts: adding users, changing passwords, finding an account
+//! and signing in. Passwords are hashed and checked in `password.rs` only;
+//! the stored hash never leaves this module (sessions see an account's
+//! [`Account::version`] instead).
+
+pub mod lockout;
+mod password;
+mod sign_in;
+
+pub use lockout::LoginThrottle;
+pub use password::{account_version, hash_password, verify_password};
+pub use sign_in::{sign_in, SignInError};
+
+use crate::app::App;
+use crate::auth::{AuthError, Principal, Scope};
+use crate::store::users::{self, User};
+use crate::store::{unix_now, StoreError};
+
+/// Shortest accepted password, in characters.
+pub const MIN_PASSWORD: usize = 8;
+/// Longest accepted password, in bytes (argon2 hashes it whole).
+const MAX_PASSWORD: usize = 1024;
+/// Longest user name, in bytes.
+const MAX_NAME: usize = 64;
+
+/// Why a user could not be added, changed or read.
+#[derive(Debug, thiserror::Error)]
+pub enum UserError {
+    /// The user name has characters or a length not allowed.
+    #[error("user names are 1 to 64 of A-Z a-z 0-9 . _ - @")]
+    InvalidName,
+    /// The password is too short or too long.
+    #[error("passwords must be {MIN_PASSWORD} to 1024 characters")]
+    WeakPassword,
+    /// Hashing or checking a password failed (not a wrong password).
+    #[error("{0}")]
+    Hashing(String),
+    /// The caller may not manage users.
+    #[error(transparent)]
+    Denied(#[from] AuthError),
+    /// The store failed, the name is taken or there is no such user.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An admin UI account as the rest of the daemon sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// Numeric id.
+    pub id: i64,
+    /// Sign-in name.
+    pub name: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Changes with every password change, so sessions opened with an
+    /// older password can be ended (see [`account_version`]).
+    pub version: String,
+}
+
+impl From<&User> for Account {
+    fn from(u: &User) -> Self {
+        Account {
+            id: u.id,
+            name: u.name.clone(),
+            created_at: u.created_at,
+            version: account_version(&u.password_hash),
+        }
+    }
+}
+
+fn check_name(name: &str) -> Result<(), UserError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-@".contains(c);
+    if name.is_empty() || name.len() > MAX_NAME || !name.chars().all(allowed) {
+        return Err(UserError::InvalidName);
+    }
+    Ok(())
+}
+
+fn check_password(p: &str) -> Result<(), UserError> {
+    if p.chars().count() < MIN_PASSWORD || p.len() > MAX_PASSWORD {
+        return Err(UserError::WeakPassword);
+    }
+    Ok(())
+}
+
+/// Adds a user (name trimmed); a taken name is a
+/// [`StoreError::Conflict`].
+pub async fn create(
+    app: &App,
+    by: &Principal,
+    name: &str,
+    password: String,
+) -> Result<Account, UserError> {
+    by.require(Scope::Admin)?;
+    let name = name.trim().to_string();
+    check_name(&name)?;
+    check_password(&password)?;
+    let hash = password::hash(password).await?;
+    let now = unix_now();
+    let version = account_version(&hash);
+    let n = name.clone();
+    let id = app
+        .store
+        .write(move |c| users::insert(c, &n, &hash, now))
+        .await?;
+    tracing::info!(user = %name, by = %by.who, "user added");
+    Ok(Account {
+        id,
+        name,
+        created_at: now,
+        version,
+    })
+}
+
+/// Sets a user's password, which ends the sessions opened with the old one.
+pub async fn set_password(
+    app: &App,
+    by: &Principal,
+    name: &str,
+    password: String,
+) -> Result<(), UserError> {
+    by.require(Scope::Admin)?;
+    check_password(&password)?;
+    let hash = password::hash(password).await?;
+    let now = unix_now();
+    let n = name.to_string();
+    app.store
+        .write(move |c| users::set_password(c, &n, &hash, now))
+        .await?;
+    tracing::info!(user = %name, by = %by.who, "password changed");
+    Ok(())
+}
+
+/// The account named `name`, if there is one.
+pub async fn find(app: &App, name: &str) -> Result<Option<Account>, UserError> {
+    let n = name.to_string();
+    let user = app.store.read(move |c| users::by_name(c, &n)).await?;
+    Ok(user.as_ref().map(Account::from))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_passwords_are_checked() {
+        for good in ["alice", "a.b_c-d@e", &"x".repeat(MAX_NAME)] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "al ice", "ålice", &"x".repeat(MAX_NAME + 1)] {
+            assert!(
+                matches!(check_name(bad), Err(UserError::InvalidName)),
+                "{bad}"
+            );
+        }
+        assert!(check_password("12345678").is_ok());
+        assert!(check_password("ééééééé€").is_ok(), "characters, not bytes");
+        assert!(matches!(
+            check_password("1234567"),
+            Err(UserError::WeakPassword)
+        ));
+        assert!(matches!(
+            check_password(&"x".repeat(MAX_PASSWORD + 1)),
+            Err(UserError::WeakPassword)
+        ));
+    }
+}

@@ -1,0 +1,100 @@
+//! `Hit`: a found link as the request path answers with it, made by one
+//! function ([`Hit::of`]) whether the link came from the zone, a front-cache
+//! slot or straight from the daemon, so the device-target rule
+//! (`DeviceClass::pick_target` in core) is applied in one place.
+
+use nginx_sys::ngx_str_t;
+use shortlink_core::device::DeviceClass;
+use shortlink_core::ipc::EdgeLink;
+use shortlink_core::RedirectStatus;
+
+/// A found link, with the target for the visitor's device copied out (into
+/// the request's pool).
+pub struct Hit {
+    pub id: u64,
+    /// The link's own status; `None` uses `shortlink_redirect`.
+    pub status: Option<RedirectStatus>,
+    /// Unix seconds after which the link is gone.
+    pub expires_at: Option<i64>,
+    pub disabled: bool,
+    pub target: ngx_str_t,
+    /// The link has device-specific targets: the answer depends on the
+    /// `User-Agent` (`Vary: User-Agent`).
+    pub by_device: bool,
+}
+
+/// Read access to a link wherever it is held.
+pub trait LinkView {
+    fn id(&self) -> u64;
+    fn status(&self) -> Option<RedirectStatus>;
+    fn expires_at(&self) -> Option<i64>;
+    fn disabled(&self) -> bool;
+    /// The target kept for exactly `class` (`Other`: the main target);
+    /// empty when unset.
+    fn target(&self, class: DeviceClass) -> &[u8];
+
+    /// True when [`LinkView::target`] is not empty (cheaper for some holders).
+    fn has_target(&self, class: DeviceClass) -> bool {
+        !self.target(class).is_empty()
+    }
+
+    /// True when some device class has a target of its own.
+    fn has_device_targets(&self) -> bool {
+        DEVICE_CLASSES.iter().any(|&c| self.has_target(c))
+    }
+}
+
+/// The classes a link may have a target of its own for.
+const DEVICE_CLASSES: [DeviceClass; 4] = [
+    DeviceClass::Desktop,
+    DeviceClass::Mobile,
+    DeviceClass::Ios,
+    DeviceClass::Android,
+];
+
+impl Hit {
+    /// The answer for a visitor of `device` class: the link's facts and
+    /// the target core's rule picks, handed to `copy`. `None` when `copy`
+    /// fails.
+    #[inline]
+    pub fn of(
+        link: &impl LinkView,
+        device: DeviceClass,
+        copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
+    ) -> Option<Hit> {
+        let class = device.pick_target(|class| link.has_target(class));
+        Some(Hit {
+            id: link.id(),
+            status: link.status(),
+            expires_at: link.expires_at(),
+            disabled: link.disabled(),
+            target: copy(link.target(class))?,
+            by_device: link.has_device_targets(),
+        })
+    }
+}
+
+impl LinkView for EdgeLink {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn status(&self) -> Option<RedirectStatus> {
+        self.status
+    }
+
+    fn expires_at(&self) -> Option<i64> {
+        self.expires_at
+    }
+
+    fn disabled(&self) -> bool {
+        self.disabled
+    }
+
+    fn target(&self, class: DeviceClass) -> &[u8] {
+        match class {
+            DeviceClass::Other => self.target.as_bytes(),
+            _ => self.targets.get(class).unwrap_or("").as_bytes(),
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The zone's links: a chained hash table (one bucket array sized from the
+//! zone) and a queue in recency order, both in the slab pool under its mutex.
+//!
+//! A hash table, not a tree: a lookup touches a bucket and a node instead of
+//! a node per tree level, and those cache misses were the largest cost of a
+//! hit. A hit moves its entry to the front of the queue at most once a
+//! second, so hot entries are not rewritten (and their cache lines not
+//! bounced between workers) on every request. Entries carry their own
+//! deadline (`ttl` or `negative_ttl`); an allocation that fails evicts from
+//! the back of the queue until it fits, then the answer is served without
+//! caching, as `ngx_http_limit_req_module` does.
+
+use core::mem::{offset_of, size_of};
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use nginx_sys::{ngx_msec_t, ngx_queue_t, ngx_str_t};
+use shortlink_core::device::DeviceClass;
+use shortlink_core::ipc::LookupResult;
+use shortlink_core::RedirectStatus;
+
+use super::front::{self, Front};
+use super::hit::{Hit, LinkView};
+use super::zone::{Locked, Shared};
+use super::{hash, CacheError, Cached, LinkCache};
+
+/// A hit requeues its entry at most this often; front-cache slots live as long.
+pub const REQUEUE_MS: ngx_msec_t = 1000;
+
+/// Most entries evicted to make room for one new entry. Entries of another
+/// size class free no slot of the size we need until a whole slab page is
+/// empty, so one eviction is not always enough.
+const MAX_EVICTIONS: usize = 512;
+
+const KIND_FOUND: u8 = 0;
+const KIND_NOT_FOUND: u8 = 1;
+const KIND_GONE: u8 = 2;
+
+/// Targets in `LinkNode::lens` order, which is `DeviceClass as usize`:
+/// `Other` is the link's main target.
+const CLASSES: [DeviceClass; 5] = [
+    DeviceClass::Other,
+    DeviceClass::Desktop,
+    DeviceClass::Mobile,
+    DeviceClass::Ios,
+    DeviceClass::Android,
+];
+const _: () = {
+    let mut i = 0;
+    while i < CLASSES.len() {
+        assert!(CLASSES[i] as usize == i);
+        i += 1;
+    }
+};
+
+/// A cached answer; the code and the targets follow the struct in the same
+/// allocation.
+#[repr(C)]
+pub struct LinkNode {
+    /// Next node in the same bucket.
+    next: *mut LinkNode,
+    hash: u64,
+    queue: ngx_queue_t,
+    /// `ngx_current_msec` after which the entry is stale.
+    fresh_until: ngx_msec_t,
+    /// When a hit last moved it to the front of the queue.
+    touched: ngx_msec_t,
+    id: u64,
+    /// Unix seconds; `i64::MIN` for none.
+    expires_at: i64,
+    status: u16,
+    kind: u8,
+    disabled: bool,
+    code_len: u8,
+    /// Byte lengths of the targets, indexed by `DeviceClass as usize`.
+    lens: [u16; 5],
+}
+
+/// A live node of the locked zone, read through its allocation (the code and
+/// targets lie past the struct, so a `&LinkNode` would not reach them).
+#[derive(Clone, Copy)]
+struct Node(*mut LinkNode);
+
+impl Node {
+    fn get(&self) -> &LinkNode {
+        // SAFETY: a Node is only made from live nodes of the locked zone.
+        unsafe { &*self.0 }
+    }
+
+    /// `len` bytes at `skip` past the struct.
+    fn bytes(&self, skip: usize, len: usize) -> &[u8] {
+        // SAFETY: the allocation holds code_len + sum(lens) bytes past the
+        // struct; callers stay inside those.
+        unsafe {
+            let base = self.0.cast::<u8>().add(size_of::<LinkNode>());
+            core::slice::from_raw_parts(base.add(skip), len)
+        }
+    }
+
+    fn code(&self) -> &[u8] {
+        self.bytes(0, self.get().code_len as usize)
+    }
+
+    fn has_device_targets(&self) -> bool {
+        self.get().lens[1..].iter().any(|&l| l > 0)
+    }
+}
+
+impl LinkView for Node {
+    fn id(&self) -> u64 {
+        self.get().id
+    }
+
+    fn status(&self) -> Option<RedirectStatus> {
+        RedirectStatus::from_code(self.get().status)
+    }
+
+    fn expires_at(&self) -> Option<i64> {
+        let t = self.get().expires_at;
+        (t != i64::MIN).then_some(t)
+    }
+
+    fn disabled(&self) -> bool {
+        self.get().disabled
+    }
+
+    fn has_target(&self, class: DeviceClass) -> bool {
+        self.get().lens[class as usize] > 0
+    }
+
+    fn has_device_targets(&self) -> bool {
+        Node::has_device_targets(self)
+    }
+
+    fn target(&self, class: DeviceClass) -> &[u8] {
+        let n = self.get();
+        let which = class as usize;
+        let before: usize = n.lens[..which].iter().map(|&l| l as usize).sum();
+        self.bytes(n.code_len as usize + before, n.lens[which] as usize)
+    }
+}
+
+/// The zone half of [`LinkCache::lookup`], under the lock.
+pub fn lookup(
+    lock: &Locked,
+    code: &[u8],
+    h: u64,
+    now: ngx_msec_t,
+    device: DeviceClass,
+    copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
+) -> Cached {
+    let shared = lock.shared();
+    let Some(node) = find(shared, code, h) else {
+        return Cached::Miss;
+    };
+    {
+        // SAFETY: find returns live nodes of our table; we hold the lock,
+        // and this is the only reference to the node until the block ends.
+        let n = unsafe { &mut *node.0 };
+        if (n.fresh_until.wrapping_sub(now) as isize) < 0 {
+            remove(lock, node);
+            return Cached::Miss;
+        }
+        if now.wrapping_sub(n.touched) >= REQUEUE_MS {
+            n.touched = now;
+            // SAFETY: both queue links are live members of the LRU.
+            unsafe {
+                nginx_sys::ngx_queue_remove(&mut n.queue);
+                nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut n.queue);
+            }
+        }
+    }
+    match node.get().kind {
+        KIND_NOT_FOUND => Cached::NotFound,
+        KIND_GONE => Cached::Gone,
+        _ => {
+            if !node.has_device_targets() && code.len() <= front::MAX_CODE {
+                let generation = shared.generation.load(Ordering::Acquire);
+                let slot = Front::of(&node, node.get().fresh_until);
+                front::put(code, h, generation, now, slot);
+            }
+            Hit::of(&node, device, copy).map_or(Cached::Miss, Cached::Found)
+        }
+    }
+}
+
+impl LinkCache {
+    /// Stores the daemon's answer for `code`, replacing any older one.
+    pub fn insert(
+        &self,
+        code: &[u8],
+        result: &LookupResult,
+        fresh_for: ngx_msec_t,
+        now: ngx_msec_t,
+    ) -> Result<(), CacheError> {
+        let (kind, link) = match result {
+            LookupResult::Found(link) => (KIND_FOUND, Some(link)),
+            LookupResult::NotFound => (KIND_NOT_FOUND, None),
+            LookupResult::Gone => (KIND_GONE, None),
+        };
+        let fields: [&[u8]; 5] = CLASSES.map(|class| link.map_or(&[][..], |l| l.target(class)));
+        if code.is_empty()
+            || code.len() > u8::MAX as usize
+            || fields.iter().any(|f| f.len() > u16::MAX as usize)
+        {
+            return Err(CacheError::TooLarge);
+        }
+        let size =
+            size_of::<LinkNode>() + code.len() + fields.iter().map(|f| f.len()).sum::<usize>();
+
+        let lock = self.lock();
+        if let Some(old) = find(lock.shared(), code, hash(code)) {
+            lock.shared().generation.fetch_add(1, Ordering::AcqRel);
+            remove(&lock, old);
+        }
+        let mem = alloc_evicting(&lock, size).ok_or(CacheError::Full)?;
+        let node = mem.cast::<LinkNode>();
+        let value = LinkNode {
+            next: ptr::null_mut(),
+            hash: hash(code),
+            // SAFETY: a zeroed queue link is plain data, set on insertion.
+            queue: unsafe { core::mem::zeroed() },
+            fresh_until: now.wrapping_add(fresh_for),
+            touched: now,
+            id: link.map_or(0, |l| l.id),
+            expires_at: link.and_then(|l| l.expires_at).unwrap_or(i64::MIN),
+            status: link.and_then(|l| l.status).map_or(0, RedirectStatus::code),
+            kind,
+            disabled: link.is_some_and(|l| l.disabled),
+            code_len: code.len() as u8,
+            lens: fields.map(|f| f.len() as u16),
+        };
+        let shared = lock.shared();
+        // SAFETY: `mem` is a fresh allocation of `size` bytes, aligned by the
+        // slab allocator for any node type: the struct, then the code and
+        // the targets. The bucket array has bucket_mask + 1 heads; we hold
+        // the lock while linking the node into its chain and the LRU.
+        unsafe {
+            ptr::write(node, value);
+            let mut at = mem.add(size_of::<LinkNode>());
+            for part in [code].into_iter().chain(fields) {
+                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+            let bucket = shared
+                .buckets
+                .add((*node).hash as usize & shared.bucket_mask);
+            (*node).next = *bucket;
+            *bucket = node;
+            nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut (*node).queue);
+        }
+        shared.entries += 1;
+        Ok(())
+    }
+
+    /// Drops the entry for `code`; true when there was one.
+    pub fn purge(&self, code: &[u8]) -> bool {
+        let lock = self.lock();
+        let Some(node) = find(lock.shared(), code, hash(code)) else {
+            return false;
+        };
+        lock.shared().generation.fetch_add(1, Ordering::AcqRel);
+        remove(&lock, node);
+        true
+    }
+
+    /// Drops every cached link (not the alias set); returns how many.
+    pub fn purge_all(&self) -> usize {
+        purge_locked(&self.lock())
+    }
+}
+
+fn find(shared: &Shared, code: &[u8], h: u64) -> Option<Node> {
+    // SAFETY: the bucket array has bucket_mask + 1 heads; it and every
+    // chained node are live under the lock.
+    let mut node = unsafe { *shared.buckets.add(h as usize & shared.bucket_mask) };
+    while let Some(n) = (!node.is_null()).then_some(Node(node)) {
+        if n.get().hash == h && n.code() == code {
+            return Some(n);
+        }
+        node = n.get().next;
+    }
+    None
+}
+
+/// The link node whose LRU link is `q`.
+///
+/// # Safety
+/// `q` must be the `queue` field of a live link node.
+unsafe fn node_of(q: *mut ngx_queue_t) -> Node {
+    // SAFETY: per the contract, the node starts offset_of!(queue) before q.
+    Node(unsafe { q.cast::<u8>().sub(offset_of!(LinkNode, queue)) }.cast())
+}
+
+/// Empties the link table and the LRU of the locked zone; returns how many
+/// entries it held.
+pub fn purge_locked(lock: &Locked) -> usize {
+    let shared = lock.shared();
+    shared.generation.fetch_add(1, Ordering::AcqRel);
+    let mut nodes = Vec::with_capacity(shared.entries);
+    let mut q = shared.lru.next;
+    while !ptr::eq(q, &shared.lru) {
+        // SAFETY: LRU members are live LinkNode queue fields; we hold the lock.
+        unsafe {
+            nodes.push(node_of(q));
+            q = (*q).next;
+        }
+    }
+    for &node in &nodes {
+        remove(lock, node);
+    }
+    nodes.len()
+}
+
+/// Unlinks a live node of the locked zone and frees it.
+fn remove(lock: &Locked, node: Node) {
+    let shared = lock.shared();
+    let node = node.0;
+    // SAFETY: node is a live node of the locked zone, in its bucket's chain
+    // and in the LRU; nothing refers to it once unlinked.
+    unsafe {
+        let mut link = shared
+            .buckets
+            .add((*node).hash as usize & shared.bucket_mask);
+        while !(*link).is_null() && *link != node {
+            link = &mut (**link).next;
+        }
+        if *link == node {
+            *link = (*node).next;
+        }
+        nginx_sys::ngx_queue_remove(&mut (*node).queue);
+        lock.free(node.cast());
+    }
+    shared.entries -= 1;
+}
+
+/// Allocates from the zone; when it is full, evicts the least recently used
+/// link entries one by one until the allocation succeeds.
+pub fn alloc_evicting(lock: &Locked, size: usize) -> Option<*mut u8> {
+    for _ in 0..=MAX_EVICTIONS {
+        let mem = lock.alloc(size);
+        if !mem.is_null() {
+            return Some(mem);
+        }
+        let shared = lock.shared();
+        // SAFETY: the LRU is a valid queue head.
+        if unsafe { nginx_sys::ngx_queue_empty(&shared.lru) } {
+            return None;
+        }
+        // SAFETY: a non-empty LRU's last element is a LinkNode's queue field.
+        let last = unsafe { node_of(shared.lru.prev) };
+        remove(lock, last);
+    }
+    None
+}

@@ -1,0 +1,219 @@
+//! `LocConf`: the per-location settings (`shortlink on`, redirect status,
+//! fallback, `Cache-Control`, click counting), their directives and the
+//! merge that checks a `shortlink on` location can work.
+
+use core::ffi::{c_char, c_void};
+
+use nginx_sys::{ngx_command_t, ngx_conf_t, ngx_flag_t, ngx_uint_t, NGX_CONF_UNSET};
+use shortlink_core::target::is_header_safe;
+use shortlink_core::{validate_target, RedirectStatus, TargetRules};
+
+use super::error::{run_block, run_directive, ConfError, Directive};
+use super::UNSET_UINT;
+
+/// `NGX_CONF_UNSET` for flags.
+const UNSET_FLAG: ngx_flag_t = NGX_CONF_UNSET as ngx_flag_t;
+
+/// Per-location settings.
+pub struct LocConf {
+    /// `shortlink on|off`.
+    pub enabled: ngx_flag_t,
+    /// Where `shortlink on` was written, for the "no key file" error.
+    pub enabled_at: Option<(String, ngx_uint_t)>,
+    /// `shortlink_redirect`: status for links without their own.
+    pub redirect: ngx_uint_t,
+    /// `shortlink_fallback`: where unknown, gone and unanswerable codes go.
+    pub fallback: Option<Option<String>>,
+    /// `shortlink_cache_control`: `Some(None)` is `off`.
+    pub cache_control: Option<Option<String>>,
+    /// `shortlink_clicks on|off`: count redirects for stats.
+    pub clicks: ngx_flag_t,
+}
+
+impl Default for LocConf {
+    fn default() -> Self {
+        Self {
+            enabled: UNSET_FLAG,
+            enabled_at: None,
+            redirect: UNSET_UINT,
+            fallback: None,
+            cache_control: None,
+            clicks: UNSET_FLAG,
+        }
+    }
+}
+
+impl LocConf {
+    /// True when the module answers requests in this location.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled == 1
+    }
+
+    /// The `shortlink_fallback` URL, unless it is `off` or unset.
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_ref().and_then(|f| f.as_deref())
+    }
+
+    /// The `shortlink_cache_control` value, unless it is `off` or unset.
+    pub fn cache_control(&self) -> Option<&str> {
+        self.cache_control.as_ref().and_then(|c| c.as_deref())
+    }
+}
+
+/// `shortlink on|off`.
+pub extern "C" fn set_enabled(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: nginx calls set handlers with the conf being parsed; this
+    // command's offset selects this module's location conf, a LocConf.
+    unsafe { run_directive(cf, conf, enabled) }
+}
+
+fn enabled(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
+    if lcf.enabled != UNSET_FLAG {
+        return Err(ConfError::Duplicate);
+    }
+    let value = d.value();
+    lcf.enabled = match value.as_bytes() {
+        b"on" => 1,
+        b"off" => 0,
+        _ => return Err(ConfError::NotAFlag(value.to_string())),
+    };
+    lcf.enabled_at = Some(d.position());
+    Ok(())
+}
+
+/// `shortlink_redirect 301|302|307|308`.
+pub extern "C" fn set_redirect(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: as for set_enabled: a LocConf.
+    unsafe { run_directive(cf, conf, redirect) }
+}
+
+fn redirect(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
+    if lcf.redirect != UNSET_UINT {
+        return Err(ConfError::Duplicate);
+    }
+    let value = d.value();
+    let status = RedirectStatus::parse(value.as_bytes())
+        .ok_or_else(|| ConfError::Redirect(value.to_string()))?;
+    lcf.redirect = status.code() as ngx_uint_t;
+    Ok(())
+}
+
+/// `shortlink_fallback URL|off`.
+pub extern "C" fn set_fallback(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: as for set_enabled: a LocConf.
+    unsafe { run_directive(cf, conf, fallback) }
+}
+
+fn fallback(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
+    if lcf.fallback.is_some() {
+        return Err(ConfError::Duplicate);
+    }
+    let text = d.value().to_string();
+    if text == "off" {
+        lcf.fallback = Some(None);
+        return Ok(());
+    }
+    let relative = text.starts_with('/') && is_header_safe(text.as_bytes());
+    if !relative {
+        validate_target(&text, &TargetRules::default())?;
+    }
+    lcf.fallback = Some(Some(text));
+    Ok(())
+}
+
+/// `shortlink_cache_control VALUE...|off`.
+pub extern "C" fn set_cache_control(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: as for set_enabled: a LocConf.
+    unsafe { run_directive(cf, conf, cache_control) }
+}
+
+fn cache_control(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
+    if lcf.cache_control.is_some() {
+        return Err(ConfError::Duplicate);
+    }
+    let parts: Vec<String> = d.values().iter().map(|a| a.to_string()).collect();
+    let value = parts.join(" ");
+    if value == "off" {
+        lcf.cache_control = Some(None);
+        return Ok(());
+    }
+    if !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(ConfError::NotPrintable);
+    }
+    lcf.cache_control = Some(Some(value));
+    Ok(())
+}
+
+/// `merge_loc_conf`: a location's settings over its parent's; a `shortlink
+/// on` location needs the key.
+pub extern "C" fn merge_loc_conf(
+    cf: *mut ngx_conf_t,
+    prev: *mut c_void,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: nginx calls merge_loc_conf with the configuration being
+    // merged and two location confs of this module, parent first.
+    unsafe {
+        run_block(cf, || {
+            let (prev, conf) = (&*prev.cast::<LocConf>(), &mut *conf.cast::<LocConf>());
+            merge(conf, prev);
+            let main = crate::main_conf_of(&*cf);
+            check(conf, main.is_some_and(|m| m.codec.is_some()))
+        })
+    }
+}
+
+fn merge(conf: &mut LocConf, prev: &LocConf) {
+    if conf.enabled == UNSET_FLAG {
+        conf.enabled = if prev.enabled == UNSET_FLAG {
+            0
+        } else {
+            prev.enabled
+        };
+        conf.enabled_at = prev.enabled_at.clone();
+    }
+    if conf.clicks == UNSET_FLAG {
+        conf.clicks = if prev.clicks == UNSET_FLAG {
+            1
+        } else {
+            prev.clicks
+        };
+    }
+    if conf.redirect == UNSET_UINT {
+        conf.redirect = if prev.redirect == UNSET_UINT {
+            302
+        } else {
+            prev.redirect
+        };
+    }
+    if conf.fallback.is_none() {
+        conf.fallback = Some(prev.fallback.clone().flatten());
+    }
+    if conf.cache_control.is_none() {
+        conf.cache_control = Some(prev.cache_control.clone().flatten());
+    }
+}
+
+fn check(conf: &LocConf, have_key: bool) -> Result<(), ConfError> {
+    if conf.is_enabled() && !have_key {
+        let (file, line) = conf.enabled_at.clone().unwrap_or_default();
+        return Err(ConfError::OnWithoutKey { file, line });
+    }
+    Ok(())
+}

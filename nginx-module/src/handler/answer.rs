@@ -1,0 +1,77 @@
+//! Answer arrived: the daemon link hands a lookup's answer to each waiting
+//! request ([`deliver`]), which nginx then runs through its phases again
+//! ([`arrived`]).
+
+use core::ptr::addr_of_mut;
+
+use nginx_sys::ngx_http_request_t;
+use ngx::http::Request;
+
+use super::reply::{pool_copy, respond, Outcome, Reply};
+use super::Step;
+use crate::cache::Hit;
+use crate::conf::LocConf;
+use crate::guard::guard;
+use crate::net::Answer;
+use crate::request::RequestCtx;
+
+/// Hands a lookup's answer to a waiting request and posts its write event;
+/// nothing of the request runs inside the link's own handler.
+pub fn deliver(r: *mut ngx_http_request_t, answer: Answer) {
+    // SAFETY: r is a live request: requests that go away are removed from
+    // the waiter list by their ctx's drop before their pool is freed.
+    let Some(ctx) = (unsafe { RequestCtx::existing(r) }) else {
+        return;
+    };
+    // SAFETY: as above; the request is suspended, so nothing else holds
+    // its ctx, and its connection and write event are live.
+    unsafe {
+        let ctx = &mut *ctx;
+        ctx.answer = Some(answer);
+        ctx.waiting = false;
+        (*r).read_event_handler = Some(nginx_sys::ngx_http_block_reading);
+        (*r).write_event_handler = Some(resume);
+        let c = (*r).connection;
+        nginx_sys::ngx_post_event((*c).write, addr_of_mut!(nginx_sys::ngx_posted_events));
+    }
+}
+
+/// The request's write handler once its answer is posted: the phases run
+/// again and reach [`arrived`].
+unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
+    // SAFETY: nginx calls request handlers with a live request.
+    let log = || unsafe { (*(*r).connection).log };
+    guard("the request handler", log, (), || {
+        // SAFETY: as above.
+        unsafe {
+            (*r).write_event_handler = Some(nginx_sys::ngx_http_core_run_phases);
+            nginx_sys::ngx_http_core_run_phases(r);
+        }
+    });
+}
+
+/// What to answer with the daemon's answer.
+pub(super) fn arrived(
+    r: &mut Request,
+    lcf: &LocConf,
+    ctx: &mut RequestCtx,
+    answer: Answer,
+) -> Step {
+    let outcome = match answer {
+        Answer::Found(link) => {
+            let device = ctx.visitor(r).device;
+            let pool = r.pool();
+            let Some(hit) = Hit::of(link.as_ref(), device, |t| pool_copy(&pool, t)) else {
+                return Step::Reply(Reply::Error);
+            };
+            ctx.note_id(hit.id);
+            Outcome::Redirect(hit)
+        }
+        Answer::NotFound => Outcome::NotFound,
+        Answer::Gone => Outcome::Gone,
+        // The link refused the daemon's target and logged why.
+        Answer::Refused => return Step::Reply(Reply::Error),
+        Answer::TimedOut | Answer::Unavailable => Outcome::Unavailable,
+    };
+    Step::Reply(respond(r, lcf, ctx, outcome))
+}

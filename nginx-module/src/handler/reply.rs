@@ -1,0 +1,170 @@
+//! From an outcome to the response: a redirect to the link's target (or to
+//! `shortlink_fallback`), or 404/410/503; the click is counted here. Only a
+//! link's own redirect carries `shortlink_cache_control`, and one chosen by
+//! `User-Agent` says so with `Vary`.
+
+use nginx_sys::{
+    ngx_http_complex_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
+};
+use ngx::core::Pool;
+use ngx::http::Request;
+use shortlink_core::RedirectStatus;
+
+use crate::cache::Hit;
+use crate::clicks;
+use crate::conf::LocConf;
+use crate::net::with_link;
+use crate::request::{CacheStatus, RequestCtx};
+
+/// 410 (nginx has no constant for it).
+const NGX_HTTP_GONE: u32 = 410;
+
+/// What the link's answer is, wherever it came from.
+pub(super) enum Outcome {
+    Redirect(Hit),
+    NotFound,
+    Gone,
+    Unavailable,
+}
+
+/// The response to send.
+pub(super) enum Reply {
+    /// `return <status> <location>`.
+    Redirect {
+        status: u16,
+        location: ngx_str_t,
+        /// The link's own answer: it gets `shortlink_cache_control`. A
+        /// fallback (unknown, gone, or the daemon unreachable) never does,
+        /// or browsers would keep it after the link works again.
+        cacheable: bool,
+        /// Chosen by `User-Agent`: `Vary: User-Agent`.
+        by_device: bool,
+    },
+    /// nginx's own page for a status: 404, 410, 503.
+    Status(u32),
+    /// 405 with `Allow: GET, HEAD`.
+    NotAllowed,
+    /// 500: nothing usable to answer with (logged where it was found).
+    Error,
+}
+
+/// The reply for `outcome`; records the answer in the ctx and counts the
+/// click of a redirect.
+pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome: Outcome) -> Reply {
+    let status = match outcome {
+        Outcome::Redirect(hit) => {
+            let now = nginx_sys::ngx_time() as i64;
+            if hit.disabled || hit.expires_at.is_some_and(|t| t <= now) {
+                ctx.status = CacheStatus::Expired;
+                return fallback_or(lcf, NGX_HTTP_GONE);
+            }
+            let status = hit.status.map_or(lcf.redirect as u16, RedirectStatus::code);
+            let header_only =
+                r.header_only() || r.as_ref().method as u32 == nginx_sys::NGX_HTTP_HEAD;
+            if lcf.clicks == 1 && !header_only {
+                let v = ctx.visitor(r);
+                if let Some(key) = clicks::Key::of(hit.id, now, v.device, v.bot, v.referer()) {
+                    if !clicks::count_fast(&key) {
+                        with_link(|l| l.clicks().record(&key));
+                    }
+                }
+            }
+            ctx.target = hit.target;
+            return Reply::Redirect {
+                status,
+                location: hit.target,
+                cacheable: true,
+                by_device: hit.by_device,
+            };
+        }
+        Outcome::NotFound => NGX_HTTP_NOT_FOUND,
+        Outcome::Gone => NGX_HTTP_GONE,
+        Outcome::Unavailable => NGX_HTTP_SERVICE_UNAVAILABLE,
+    };
+    fallback_or(lcf, status)
+}
+
+/// A 302 to `shortlink_fallback`, or `status` without one.
+fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
+    match lcf.fallback() {
+        // The URL lives in the location's configuration, which outlives
+        // the request: no copy.
+        Some(url) => Reply::Redirect {
+            status: 302,
+            location: ngx_str_t {
+                len: url.len(),
+                data: url.as_ptr().cast_mut(),
+            },
+            cacheable: false,
+            by_device: false,
+        },
+        None => Reply::Status(status),
+    }
+}
+
+impl Reply {
+    /// Sends the reply (or returns the status for nginx to send).
+    pub(super) fn send(self, r: &mut Request, lcf: &LocConf) -> ngx_int_t {
+        match self {
+            Reply::Redirect {
+                status,
+                location,
+                cacheable,
+                by_device,
+            } => {
+                let cache_control = lcf.cache_control().filter(|_| cacheable);
+                redirect(r, status, location, cache_control, by_device)
+            }
+            Reply::Status(status) => status as ngx_int_t,
+            Reply::NotAllowed => {
+                if r.add_header_out("Allow", "GET, HEAD").is_none() {
+                    return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+                }
+                NGX_HTTP_NOT_ALLOWED as ngx_int_t
+            }
+            Reply::Error => NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
+        }
+    }
+}
+
+/// `return <status> <target>` as nginx's rewrite module does it, with the
+/// caching headers the answer calls for.
+fn redirect(
+    r: &mut Request,
+    status: u16,
+    location: ngx_str_t,
+    cache_control: Option<&str>,
+    by_device: bool,
+) -> ngx_int_t {
+    if let Some(cc) = cache_control {
+        if r.add_header_out("Cache-Control", cc).is_none() {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+        }
+    }
+    if by_device && r.add_header_out("Vary", "User-Agent").is_none() {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    }
+    // SAFETY: a zeroed complex value is constant (no lengths or values
+    // scripts), exactly as `return 302 URL` builds it; `location` lives in
+    // the request pool or the configuration, both outliving the response.
+    unsafe {
+        let mut cv: ngx_http_complex_value_t = core::mem::zeroed();
+        cv.value = location;
+        nginx_sys::ngx_http_send_response(r.as_mut(), status as _, core::ptr::null_mut(), &mut cv)
+    }
+}
+
+/// A copy of `bytes` in the request pool, valid for the request's life.
+pub(super) fn pool_copy(pool: &Pool, bytes: &[u8]) -> Option<ngx_str_t> {
+    let data = pool.alloc_unaligned(bytes.len()).cast::<u8>();
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: data has room for bytes.len() bytes.
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len()) };
+    Some(ngx_str_t {
+        len: bytes.len(),
+        data,
+    })
+}

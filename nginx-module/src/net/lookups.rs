@@ -1,0 +1,183 @@
+//! Lookups: requests for one code share one request to the daemon (single
+//! flight); each lookup has a timer of `shortlink_timeout`, and its answer
+//! is posted to every request that waits for it. Lookups made while the
+//! handshake is under way wait for it to finish: nothing is asked of a
+//! daemon that has not proved it holds the key.
+
+use nginx_sys::{ngx_event_t, ngx_http_request_t, ngx_msec_t};
+use shortlink_core::ipc::{LookupResult, Request};
+
+use super::{event, now, on_event, Answer, DaemonLink, Inflight, LinkDown, Started, State};
+use crate::log::error;
+
+/// One code being looked up, and who waits for it.
+pub struct LookupWait {
+    code: Vec<u8>,
+    timer: ngx_event_t,
+    /// When the request went to the daemon; `None` while it waits for the
+    /// handshake.
+    sent_at: Option<ngx_msec_t>,
+    waiters: Vec<*mut ngx_http_request_t>,
+}
+
+impl DaemonLink {
+    /// Asks the daemon about `code` for request `r`, or joins the lookup
+    /// already under way for it.
+    pub fn lookup(&mut self, code: &[u8], r: *mut ngx_http_request_t) -> Started {
+        if self.state == State::Down {
+            return Started::Unavailable;
+        }
+        if let Some(wait) = self.lookups.get_mut(code) {
+            wait.waiters.push(r);
+            return Started::Waiting;
+        }
+        let sent_at = if self.state == State::Ready {
+            if self.send_lookup(code).is_err() {
+                return Started::Unavailable;
+            }
+            Some(now())
+        } else {
+            None
+        };
+        let mut wait = Box::new(LookupWait {
+            code: code.to_vec(),
+            timer: event(),
+            sent_at,
+            waiters: vec![r],
+        });
+        wait.timer.handler = Some(on_lookup_timeout);
+        wait.timer.log = self.log;
+        wait.timer.data = (&mut *wait as *mut LookupWait).cast();
+        // SAFETY: the timer lives in the boxed wait, which stays in
+        // `lookups` until the timer is deleted or has fired.
+        unsafe { nginx_sys::ngx_add_timer(&mut wait.timer, self.conf.timeout) };
+        self.lookups.insert(code.to_vec(), wait);
+        Started::Waiting
+    }
+
+    fn send_lookup(&mut self, code: &[u8]) -> Result<(), super::NotSent> {
+        let id = self.next_id();
+        let request = Request::Lookup {
+            id,
+            code: String::from_utf8_lossy(code).into_owned(),
+        };
+        self.send(&request)?;
+        self.inflight.insert(id, Inflight::Lookup(code.to_vec()));
+        Ok(())
+    }
+
+    /// The handshake is done: sends the lookups that waited for it.
+    pub(super) fn send_held_lookups(&mut self) {
+        let held: Vec<Vec<u8>> = self
+            .lookups
+            .values()
+            .filter(|w| w.sent_at.is_none())
+            .map(|w| w.code.clone())
+            .collect();
+        for code in held {
+            if self.send_lookup(&code).is_err() {
+                return;
+            }
+            if let Some(wait) = self.lookups.get_mut(&code) {
+                wait.sent_at = Some(now());
+            }
+        }
+    }
+
+    /// Request `r` went away while waiting: stop tracking it (the lookup
+    /// itself goes on and fills the cache).
+    pub fn forget(&mut self, code: &[u8], r: *mut ngx_http_request_t) {
+        if let Some(wait) = self.lookups.get_mut(code) {
+            wait.waiters.retain(|&w| w != r);
+        }
+    }
+
+    /// The daemon answered lookup `id`.
+    pub(super) fn answered(&mut self, id: u32, result: LookupResult) {
+        let Some(Inflight::Lookup(code)) = self.inflight.remove(&id) else {
+            return;
+        };
+        let answer = self.admit(&code, result);
+        if let Some(mut wait) = self.lookups.remove(&code) {
+            self.finish(&mut wait, answer);
+        }
+    }
+
+    /// The daemon could not do request `id`.
+    pub(super) fn daemon_error(&mut self, id: u32, message: &str) {
+        let code = match self.inflight.remove(&id) {
+            Some(Inflight::Lookup(code)) => code,
+            Some(Inflight::Clicks(key, batch_id)) => {
+                return self.clicks_failed(key, batch_id, message)
+            }
+            _ => {
+                error!(self.log, "shortlink: daemon error: {}", message);
+                return;
+            }
+        };
+        error!(
+            self.log,
+            "shortlink: daemon error while resolving code \"{}\": {}",
+            String::from_utf8_lossy(&code),
+            message
+        );
+        if let Some(mut wait) = self.lookups.remove(&code) {
+            self.finish(&mut wait, Answer::Unavailable);
+        }
+    }
+
+    /// Ends every lookup with `answer` (the link went down or the worker exits).
+    pub(super) fn fail_lookups(&mut self, answer: Answer) {
+        let waits: Vec<Box<LookupWait>> = self.lookups.drain().map(|(_, w)| w).collect();
+        for mut wait in waits {
+            self.finish(&mut wait, answer.clone());
+        }
+    }
+
+    /// Stops the lookup's timer and posts the answer to every waiter.
+    fn finish(&mut self, wait: &mut LookupWait, answer: Answer) {
+        if wait.timer.timer_set() != 0 {
+            // SAFETY: the timer is ours and set.
+            unsafe { nginx_sys::ngx_del_timer(&mut wait.timer) };
+        }
+        for r in wait.waiters.drain(..) {
+            (self.conf.deliver)(r, answer.clone());
+        }
+    }
+
+    fn timed_out(&mut self, wait: *mut LookupWait) {
+        // SAFETY: the timer's data is its boxed wait, still in the map
+        // (removal deletes the timer first).
+        let code = unsafe { (*wait).code.clone() };
+        let Some(mut wait) = self.lookups.remove(&code) else {
+            return;
+        };
+        error!(
+            self.log,
+            "shortlink: daemon lookup timed out after {} ms while resolving code \"{}\", socket: {}",
+            self.conf.timeout,
+            String::from_utf8_lossy(&code),
+            self.peer()
+        );
+        // Nothing came back since the lookup went out (or the handshake
+        // never finished).
+        let silent = wait
+            .sent_at
+            .is_none_or(|at| self.last_read.wrapping_sub(at) as isize <= 0);
+        self.finish(&mut wait, Answer::TimedOut);
+        if silent {
+            // Treat the daemon as down, so the next requests fail fast
+            // instead of waiting.
+            self.fail(LinkDown::Silent {
+                peer: self.peer(),
+                ms: self.conf.timeout,
+            });
+        }
+    }
+}
+
+unsafe extern "C" fn on_lookup_timeout(ev: *mut ngx_event_t) {
+    // SAFETY: nginx passes our timer event, whose data is its LookupWait.
+    let wait = unsafe { (*ev).data }.cast::<LookupWait>();
+    on_event(ev, |l| l.timed_out(wait));
+}

@@ -1,0 +1,109 @@
+//! What the daemon says goes into the shared zone: lookup answers (after
+//! the check that their targets are safe `Location` values, so hits served
+//! from the zone need none) and pushed events (invalidations and aliases),
+//! which only the subscribed worker receives, since the zone is shared.
+
+use shortlink_core::ipc::{EdgeLink, Event, LookupResult};
+use shortlink_core::target::is_header_safe;
+
+use super::{now, Answer, DaemonLink};
+use crate::log::{error, info, warning};
+
+impl DaemonLink {
+    /// The answer to hand to waiting requests for `code`, stored in the zone
+    /// unless its target is refused.
+    pub(super) fn admit(&mut self, code: &[u8], result: LookupResult) -> Answer {
+        if let LookupResult::Found(link) = &result {
+            if !targets_are_header_safe(link) {
+                error!(
+                    self.log,
+                    "shortlink: target of code \"{}\" is not a safe Location value, refusing it, socket: {}",
+                    String::from_utf8_lossy(code),
+                    self.peer()
+                );
+                return Answer::Refused;
+            }
+        }
+        let ttl = match result {
+            LookupResult::Found(_) => self.conf.ttl,
+            _ => self.conf.negative_ttl,
+        };
+        if let (Some(cache), true) = (self.conf.cache, ttl > 0) {
+            if let Err(e) = cache.insert(code, &result, ttl, now()) {
+                warning!(
+                    self.log,
+                    "shortlink: {}, \"{}\" answered without caching",
+                    e,
+                    String::from_utf8_lossy(code)
+                );
+            }
+        }
+        Answer::from(result)
+    }
+
+    /// Applies an event pushed by the daemon to the zone.
+    pub(super) fn apply(&mut self, event: Event) {
+        let Some(cache) = self.conf.cache else {
+            return;
+        };
+        match event {
+            Event::Invalidate { code } => {
+                cache.purge(code.as_bytes());
+            }
+            Event::AliasSnapshotBegin { .. } => {
+                let generation = cache.alias_snapshot_begin();
+                self.alias_generation = generation;
+                self.snapshot = Some((generation, true));
+            }
+            Event::Aliases { aliases } => {
+                let added =
+                    cache.alias_add(aliases.iter().map(|a| a.as_bytes()), self.alias_generation);
+                if let (Err(_), Some((_, fitted))) = (added, self.snapshot.as_mut()) {
+                    *fitted = false;
+                }
+                for alias in &aliases {
+                    // A new alias may have been cached as "not found".
+                    cache.purge(alias.as_bytes());
+                }
+            }
+            Event::AliasSnapshotEnd => {
+                if let Some((generation, fitted)) = self.snapshot.take() {
+                    cache.alias_snapshot_end(generation, fitted);
+                }
+            }
+            Event::AliasesRemoved { aliases } => {
+                cache.alias_remove(aliases.iter().map(|a| a.as_bytes()));
+                for alias in &aliases {
+                    cache.purge(alias.as_bytes());
+                }
+            }
+        }
+    }
+
+    /// Back after an outage: invalidations sent meanwhile are lost, so drop
+    /// what may have changed (the alias set is re-sent whole).
+    pub(super) fn forget_missed_events(&mut self) {
+        if let Some(cache) = self.conf.cache {
+            let dropped = cache.purge_all();
+            info!(
+                self.log,
+                "shortlink: dropped {} cached links after the daemon link outage", dropped
+            );
+        }
+    }
+}
+
+/// True when every target of `link` can go into a `Location` header as it is.
+fn targets_are_header_safe(link: &EdgeLink) -> bool {
+    let t = &link.targets;
+    [
+        Some(&link.target),
+        t.desktop.as_ref(),
+        t.mobile.as_ref(),
+        t.ios.as_ref(),
+        t.android.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .all(|v| is_header_safe(v.as_bytes()))
+}
