@@ -27,8 +27,10 @@ use crate::redirect::RedirectStatus;
 
 /// Version of this protocol; the handshake refuses any other. Version 2
 /// added the challenge-response ([`Request::Auth`], [`Reply::Challenge`],
-/// the daemon's proof in [`Reply::Welcome`]) and [`Reply::ClicksRefused`].
-pub const PROTOCOL_VERSION: u16 = 2;
+/// the daemon's proof in [`Reply::Welcome`]) and [`Reply::ClicksRefused`];
+/// version 3 the resync by change position ([`Request::Subscribe`]'s
+/// `since`, [`Event::Position`], [`Event::Reset`]).
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Largest payload either side accepts; bigger frames close the connection.
 pub const MAX_FRAME: usize = 1 << 20;
 /// Bytes of the length prefix.
@@ -45,8 +47,13 @@ pub enum Request {
     Lookup { id: u32, code: String },
     /// Click counts to add; answered with [`Reply::ClicksAck`] once durable.
     Clicks { id: u32, batch: ClickBatch },
-    /// Start pushing [`Event`]s to this connection: an alias snapshot first.
-    Subscribe { id: u32 },
+    /// Start pushing [`Event`]s to this connection: an alias snapshot, the
+    /// changes after `since` (the last [`Event::Position`] the edge applied;
+    /// `None` for an empty zone), then every change as it happens.
+    Subscribe {
+        id: u32,
+        since: Option<ChangePosition>,
+    },
     /// Liveness check.
     Ping { id: u32 },
     /// Answer to [`Reply::Challenge`]: the client's own nonce and its proof
@@ -218,6 +225,23 @@ pub enum Event {
     AliasSnapshotEnd,
     /// These aliases no longer exist.
     AliasesRemoved { aliases: Vec<String> },
+    /// Every change up to this position is in the events before this one:
+    /// the edge keeps it and resumes from it after an outage.
+    Position(ChangePosition),
+    /// The daemon cannot replay the changes after the edge's position (an
+    /// empty or another database, or changes pruned from its log): drop
+    /// every cached link.
+    Reset,
+}
+
+/// A place in the daemon's change log: which database, and the last change
+/// of it applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangePosition {
+    /// Random id of the database, made when it was created.
+    pub store: u64,
+    /// Sequence number of the change.
+    pub seq: u64,
 }
 
 /// Why a frame could not be read.

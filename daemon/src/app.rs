@@ -132,7 +132,7 @@ impl App {
 
     /// The one path by which the nginx workers learn that links changed.
     pub fn edge(&self) -> Edge<'_> {
-        Edge::new(&self.codec, self.store.cache(), &self.hub)
+        Edge::new(&self.codec, &self.store, &self.hub)
     }
 
     /// The link operations (create, edit, import, edge lookups) over this

@@ -1,20 +1,24 @@
 //! The one place that tells the edge a link changed.
 //!
 //! Every write the nginx workers must see (create, edit, delete, import, and
-//! the click fold that exhausts or renews links) ends with
-//! [`Edge::link_changed`] or [`Edge::links_changed`]: it drops the daemon's
-//! cached copy, builds the invalidation and alias events, and pushes them to
-//! every subscribed worker, returning once they are written (see
-//! [`EventHub::publish`]), so the change is at the edge before the reply
-//! that made it.
+//! the click fold that exhausts or renews links) logs its change in its own
+//! transaction (`store::changes`) and ends with [`Edge::link_changed`] or
+//! [`Edge::links_changed`]: it drops the daemon's cached copy, then pushes
+//! the logged changes not pushed yet, in log order, as invalidation and alias
+//! events followed by their position, to every subscribed worker, returning
+//! once they are written (see [`EventHub::publish`]), so the change is at the
+//! edge before the reply that made it. A worker that comes back after an
+//! outage is replayed the log from its position ([`Edge::replay`]).
 
-use shortlink_core::ipc::Event;
+use shortlink_core::ipc::{ChangePosition, Event};
 use shortlink_core::Codec;
 
 use crate::codes;
 use crate::events::EventHub;
 use crate::store::cache::LinkCache;
+use crate::store::changes::{self, Change};
 use crate::store::links::Link;
+use crate::store::{Store, StoreResult};
 
 /// How the edge knows one link: its generated code (from the id) and its
 /// alias.
@@ -68,30 +72,34 @@ impl<'a> LinkChange<'a> {
 /// Tells the daemon's cache and the nginx workers that links changed.
 ///
 /// The cross-node change feed (PostgreSQL, a later issue) plugs in here:
-/// a write appends its change to the shared log in its transaction, and
-/// each daemon applies the log through this type, so a change made on any
-/// node reaches every node's cache and workers by the same path.
+/// each daemon follows the shared change log through this type, so a
+/// change made on any node reaches every node's cache and workers by the
+/// same path.
 #[derive(Clone, Copy)]
 pub struct Edge<'a> {
     codec: &'a Codec,
-    cache: &'a LinkCache,
+    store: &'a Store,
     hub: &'a EventHub,
 }
 
 impl std::fmt::Debug for Edge<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Edge")
-            .field("cached_links", &self.cache.len())
+            .field("cached_links", &self.cache().len())
             .field("hub", self.hub)
             .finish()
     }
 }
 
 impl<'a> Edge<'a> {
-    /// The edge of one daemon: its codec (for generated codes), its link
-    /// cache and its subscribed workers.
-    pub fn new(codec: &'a Codec, cache: &'a LinkCache, hub: &'a EventHub) -> Self {
-        Self { codec, cache, hub }
+    /// The edge of one daemon: its codec (for generated codes), its store
+    /// (the change log and the link cache) and its subscribed workers.
+    pub fn new(codec: &'a Codec, store: &'a Store, hub: &'a EventHub) -> Self {
+        Self { codec, store, hub }
+    }
+
+    fn cache(&self) -> &'a LinkCache {
+        self.store.cache()
     }
 
     /// One link changed from `old` to `new` (`None`: did not exist / no
@@ -105,9 +113,99 @@ impl<'a> Edge<'a> {
     pub async fn links_changed<'l>(&self, changes: impl IntoIterator<Item = LinkChange<'l>>) {
         let changes: Vec<LinkChange<'l>> = changes.into_iter().collect();
         for old in changes.iter().filter_map(|c| c.old) {
-            self.cache.forget(old.id, old.alias);
+            self.cache().forget(old.id, old.alias);
         }
-        self.hub.publish(self.events(&changes)).await;
+        // A change with no events (a link created without an alias) was not
+        // logged either: nothing to push.
+        if self.events(&changes).is_empty() {
+            return;
+        }
+        if let Err(e) = self.push_logged().await {
+            // The workers cannot be told: make them reconnect, which
+            // replays the log from their position.
+            tracing::error!(error = %e, "cannot read the edge change log; resyncing the workers");
+            self.hub.cut_off_all("the change log could not be read");
+        }
+    }
+
+    /// Pushes every logged change not pushed yet, in log order, then its
+    /// position. One push at a time: a write whose change another push
+    /// already carried returns once that push is written.
+    async fn push_logged(&self) -> StoreResult<()> {
+        let mut pushed = self.hub.feed.lock().await;
+        let from = pushed.unwrap_or(self.store.changes_at_open().seq);
+        let (head, rows) = self
+            .store
+            .read(move |c| {
+                let head = changes::head(c)?;
+                Ok((head, changes::between(c, from, head.seq)?))
+            })
+            .await?;
+        if head.seq <= from {
+            return Ok(());
+        }
+        match rows {
+            Some(rows) => {
+                let mut events = self.replay(&rows);
+                events.push(Event::Position(head));
+                self.hub.publish_at(events, head.seq).await;
+            }
+            // Pruned before it was pushed (a huge import): the workers
+            // reconnect and resync.
+            None => self
+                .hub
+                .cut_off_all("changes were pruned before they were pushed"),
+        }
+        *pushed = Some(head.seq);
+        Ok(())
+    }
+
+    /// The events that apply logged `changes` at the edge, in order. Rows
+    /// are grouped as long as no alias appears twice in a group (so an
+    /// alias added then removed ends removed).
+    pub fn replay(&self, changes: &[Change]) -> Vec<Event> {
+        let mut events = Vec::new();
+        let mut group: Vec<LinkChange<'_>> = Vec::new();
+        let mut touched = std::collections::HashSet::new();
+        for c in changes {
+            let aliases = [c.old_alias.as_deref(), c.new_alias.as_deref()];
+            if aliases.iter().flatten().any(|a| touched.contains(a)) {
+                events.extend(self.events(&group));
+                group.clear();
+                touched.clear();
+            }
+            touched.extend(aliases.into_iter().flatten());
+            group.push(LinkChange {
+                old: Some(EdgeKeys {
+                    id: c.link_id,
+                    alias: c.old_alias.as_deref(),
+                }),
+                new: Some(EdgeKeys {
+                    id: c.link_id,
+                    alias: c.new_alias.as_deref(),
+                }),
+            });
+        }
+        events.extend(self.events(&group));
+        events
+    }
+
+    /// The subscription's start for a worker at `since`: the alias
+    /// snapshot, then either the changes after `since` or `None` (the
+    /// worker must drop its cache), and the position they lead to.
+    pub async fn resume(
+        &self,
+        since: Option<ChangePosition>,
+    ) -> StoreResult<(Vec<String>, Option<Vec<Change>>, ChangePosition)> {
+        self.store
+            .read(move |c| {
+                let tx = c.unchecked_transaction()?;
+                let aliases = crate::store::links::all_aliases(&tx)?;
+                let head = changes::head(&tx)?;
+                let rows = changes::since(&tx, since, head)?;
+                Ok((aliases, rows, head))
+            })
+            .await
     }
 
     /// The events for `changes`, in the order the workers apply them: the
@@ -153,6 +251,7 @@ mod tests {
     use shortlink_core::DeploymentKey;
 
     use super::*;
+    use crate::store::tests::temp_store;
 
     fn link(id: u64, alias: Option<&str>) -> Link {
         Link {
@@ -172,8 +271,8 @@ mod tests {
     #[test]
     fn events_per_kind_of_change() {
         let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let (cache, hub) = (LinkCache::new(8), EventHub::default());
-        let edge = Edge::new(&codec, &cache, &hub);
+        let ((_dir, store), hub) = (temp_store(), EventHub::default());
+        let edge = Edge::new(&codec, &store, &hub);
         let code = |id| codec.encode(id).as_str().to_string();
         let (plain, aliased, renamed) = (link(7, None), link(7, Some("a")), link(7, Some("b")));
 
@@ -269,23 +368,88 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_change_drops_the_cached_copy_and_reaches_subscribers() {
+    async fn a_change_drops_the_cached_copy_and_reaches_subscribers_with_its_position() {
         let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let (cache, hub) = (LinkCache::new(8), EventHub::default());
-        let edge = Edge::new(&codec, &cache, &hub);
+        let ((_dir, store), hub) = (temp_store(), EventHub::default());
+        let edge = Edge::new(&codec, &store, &hub);
         let old = link(3, Some("old"));
-        cache.put(Arc::new(old.clone()));
+        store
+            .write({
+                let old = old.clone();
+                move |c| crate::store::links::insert(c, &old, None)
+            })
+            .await
+            .unwrap();
+        let deleted = store
+            .write(|c| crate::store::links::delete(c, 3))
+            .await
+            .unwrap()
+            .unwrap();
+        store.cache().put(Arc::new(old.clone()));
         let (_id, mut rx) = hub.subscribe();
         let reader = tokio::spawn(async move {
             let msg = rx.recv().await.unwrap();
             msg.ack.unwrap().send(()).unwrap();
-            msg.frames
+            (msg.frames, msg.seq)
         });
-        edge.link_changed(Some(&old), None).await;
-        assert!(cache.get(3).is_none());
-        assert_eq!(cache.alias_id("old"), None);
-        let frames = reader.await.unwrap();
-        let want = crate::events::encode_events(edge.events(&[LinkChange::new(Some(&old), None)]));
-        assert_eq!(frames, want);
+        edge.link_changed(Some(&deleted), None).await;
+        assert!(store.cache().get(3).is_none());
+        assert_eq!(store.cache().alias_id("old"), None);
+        let (frames, seq) = reader.await.unwrap();
+        // The insert (logged before the feed started? no: the store was
+        // opened empty) and the delete are pushed in log order, then the
+        // position.
+        let head = store.read(changes::head).await.unwrap();
+        assert_eq!((seq, head.seq), (2, 2));
+        let rows = store
+            .read(move |c| changes::between(c, 0, 2))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut want = edge.replay(&rows);
+        want.push(Event::Position(head));
+        assert_eq!(frames, crate::events::encode_events(want));
+        // Nothing new: the next change with no events pushes nothing.
+        edge.link_changed(None, Some(&link(4, None))).await;
+    }
+
+    /// An alias added then removed in one replay ends removed, and removed
+    /// then added ends added.
+    #[test]
+    fn replay_keeps_the_order_of_changes_to_one_alias() {
+        let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
+        let ((_dir, store), hub) = (temp_store(), EventHub::default());
+        let edge = Edge::new(&codec, &store, &hub);
+        let row = |seq, id, old: Option<&str>, new: Option<&str>| Change {
+            seq,
+            link_id: id,
+            old_alias: old.map(Into::into),
+            new_alias: new.map(Into::into),
+        };
+        let last_alias_event = |events: Vec<Event>| {
+            events.into_iter().rev().find_map(|e| match e {
+                Event::Aliases { aliases } if aliases == ["a"] => Some(true),
+                Event::AliasesRemoved { aliases } if aliases == ["a"] => Some(false),
+                _ => None,
+            })
+        };
+        let added_then_removed = [row(1, 1, None, Some("a")), row(2, 1, Some("a"), None)];
+        assert_eq!(
+            last_alias_event(edge.replay(&added_then_removed)),
+            Some(false)
+        );
+        let removed_then_added = [row(1, 1, Some("a"), None), row(2, 2, None, Some("a"))];
+        assert_eq!(
+            last_alias_event(edge.replay(&removed_then_added)),
+            Some(true)
+        );
+        // Rows touching different aliases share one alias event.
+        let two = [row(1, 1, None, Some("a")), row(2, 2, None, Some("b"))];
+        let adds = edge
+            .replay(&two)
+            .into_iter()
+            .filter(|e| matches!(e, Event::Aliases { .. }))
+            .count();
+        assert_eq!(adds, 1);
     }
 }

@@ -7,9 +7,9 @@
 //! wait: one whose writer has made no progress for the flush timeout, or
 //! whose queue is full, is cut off at once (before anything is sent to it),
 //! and one that does not take an event within the flush timeout is cut off
-//! then. Its connection closes; the worker reconnects, drops what it may
-//! have missed and takes a fresh snapshot. Link changes are published by
-//! [`crate::edge::Edge`] only.
+//! then. Its connection closes; the worker reconnects, is replayed what it
+//! missed from the change log and takes a fresh alias snapshot. Link changes
+//! are published by [`crate::edge::Edge`] only.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +30,20 @@ pub struct Outgoing {
     pub frames: Vec<u8>,
     /// Fired once the frames are flushed to the socket.
     pub ack: Option<oneshot::Sender<()>>,
+    /// The change-log position these frames lead to (0: not changes): a
+    /// subscriber that was replayed past it skips them.
+    pub seq: u64,
+}
+
+impl Outgoing {
+    /// Frames that are not a change push.
+    pub fn frames(frames: Vec<u8>) -> Self {
+        Self {
+            frames,
+            ack: None,
+            seq: 0,
+        }
+    }
 }
 
 /// What the hub sees of a connection's writer, and how it stops it: since
@@ -95,6 +109,10 @@ pub struct EventHub {
     pub published: AtomicU64,
     /// Subscribers cut off for falling behind.
     pub dropped: AtomicU64,
+    /// The change-log position pushed so far (`None`: nothing yet, the feed
+    /// starts at the store's head when it was opened); held for the whole
+    /// of a push, so pushes go out one at a time, in log order.
+    pub feed: tokio::sync::Mutex<Option<u64>>,
 }
 
 impl Default for EventHub {
@@ -120,6 +138,7 @@ impl EventHub {
             flush_timeout,
             published: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            feed: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -174,10 +193,25 @@ impl EventHub {
         }
     }
 
+    /// Cuts off every subscriber: each worker reconnects and resyncs.
+    pub fn cut_off_all(&self, why: &str) {
+        let mut subs = self.subscribers.lock().expect("hub lock");
+        let ids: Vec<u64> = subs.keys().copied().collect();
+        for id in ids {
+            self.cut_off(&mut subs, id, why);
+        }
+    }
+
     /// Sends `events` to every subscriber and waits until each has written
     /// them (bounded by the flush timeout); never waits on one that is
     /// already behind.
     pub async fn publish(&self, events: Vec<Event>) {
+        self.publish_at(events, 0).await
+    }
+
+    /// [`EventHub::publish`] for a change push that leads to change-log
+    /// position `seq`.
+    pub async fn publish_at(&self, events: Vec<Event>, seq: u64) {
         if events.is_empty() {
             return;
         }
@@ -197,6 +231,7 @@ impl EventHub {
                 let msg = Outgoing {
                     frames: frames.clone(),
                     ack: Some(ack_tx),
+                    seq,
                 };
                 match sub.tx.try_send(msg) {
                     Ok(()) => acks.push((id, ack_rx)),

@@ -8,7 +8,8 @@ use std::time::Duration;
 use common::{batch, eventually, Daemon, Ipc};
 use serde_json::json;
 use shortlink_core::ipc::{
-    BatchId, ClickBatch, Event, LookupResult, Reply, Request, MAX_FRAME, PROTOCOL_VERSION,
+    BatchId, ChangePosition, ClickBatch, Event, LookupResult, Reply, Request, MAX_FRAME,
+    PROTOCOL_VERSION,
 };
 use shortlink_core::{DeploymentKey, Fingerprint};
 
@@ -257,15 +258,103 @@ async fn click_batches_are_acked_and_counted_once() {
     assert_eq!(d.metric("shortlinkd_ipc_connections").await, 1.0);
 }
 
-async fn next_events(c: &mut Ipc, n: usize) -> Vec<Event> {
+/// The events of the next change push, up to its position.
+async fn next_push(c: &mut Ipc) -> (Vec<Event>, ChangePosition) {
     let mut out = Vec::new();
-    while out.len() < n {
+    loop {
         match c.recv().await {
+            Some(Reply::Event(Event::Position(p))) => return (out, p),
             Some(Reply::Event(e)) => out.push(e),
             other => panic!("expected an event, got {other:?}"),
         }
     }
-    out
+}
+
+/// A worker back after an outage (its connection gone, the daemon killed
+/// and restarted, changes made meanwhile) is replayed exactly what changed
+/// after its position, not reset; a position of another database, or past
+/// the log, is reset.
+#[tokio::test]
+async fn a_returning_worker_is_replayed_what_it_missed_across_a_daemon_kill() {
+    let mut d = Daemon::start().await;
+    let kept = d
+        .create(json!({"url": "https://e.com/kept", "alias": "kept-one"}))
+        .await;
+    let edited = d.create(json!({"url": "https://e.com/edit"})).await;
+    let gone = d
+        .create(json!({"url": "https://e.com/gone", "alias": "gone-one"}))
+        .await;
+    let mut c = d.ipc().await;
+    let first = c.resume(1, None).await;
+    assert!(first.reset);
+    let at = first.position;
+    assert!(at.seq >= 2, "two aliased creates are logged: {at:?}");
+    drop(c);
+    let code = |v: &serde_json::Value| v["generated_code"].as_str().unwrap().to_string();
+    let (s, _) = d
+        .req(
+            "PATCH",
+            &format!("/api/v1/links/{}", code(&edited)),
+            Some(json!({"url": "https://e.com/edited"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, _) = d.req("DELETE", "/api/v1/links/gone-one", None).await;
+    assert_eq!(s, 204);
+    d.kill9();
+    d.spawn().await;
+    let mut c = d.ipc().await;
+    let back = c.resume(1, Some(at)).await;
+    assert!(!back.reset, "the daemon could replay: {back:?}");
+    assert_eq!(back.aliases, vec!["kept-one".to_string()]);
+    assert_eq!(back.position.store, at.store);
+    assert_eq!(back.position.seq, at.seq + 2);
+    let inv = |code: String| Event::Invalidate { code };
+    for want in [
+        inv(code(&edited)),
+        inv(code(&gone)),
+        inv("gone-one".into()),
+        Event::AliasesRemoved {
+            aliases: vec!["gone-one".into()],
+        },
+    ] {
+        assert!(
+            back.replayed.contains(&want),
+            "{want:?} in {:?}",
+            back.replayed
+        );
+    }
+    assert!(
+        !back.replayed.contains(&inv(code(&kept))),
+        "only what changed: {:?}",
+        back.replayed
+    );
+    // Live pushes follow the replay, with their positions.
+    let (s, _) = d
+        .req("DELETE", &format!("/api/v1/links/{}", code(&kept)), None)
+        .await;
+    assert_eq!(s, 204);
+    let (ev, p) = next_push(&mut c).await;
+    assert!(ev.contains(&inv("kept-one".into())), "{ev:?}");
+    assert_eq!(p.seq, back.position.seq + 1);
+    // Up to date: nothing to replay.
+    let mut c2 = d.ipc().await;
+    let current = c2.resume(1, Some(p)).await;
+    assert!(!current.reset && current.replayed.is_empty(), "{current:?}");
+    // Another database, or a position the log never reached: reset.
+    for since in [
+        ChangePosition {
+            store: at.store ^ 1,
+            seq: at.seq,
+        },
+        ChangePosition {
+            store: at.store,
+            seq: p.seq + 10,
+        },
+    ] {
+        let mut c3 = d.ipc().await;
+        assert!(c3.resume(1, Some(since)).await.reset, "{since:?}");
+    }
 }
 
 #[tokio::test]
@@ -277,32 +366,34 @@ async fn subscribe_snapshot_and_live_alias_changes() {
     let mut c = d.ipc().await;
     assert_eq!(c.subscribe(1).await, vec!["first-one".to_string()]);
     assert_eq!(d.metric("shortlinkd_ipc_subscribers").await, 1.0);
-    d.create(json!({"url": "https://e.com/3", "alias": "second-one"}))
+    let v = d
+        .create(json!({"url": "https://e.com/3", "alias": "second-one"}))
         .await;
-    let ev = next_events(&mut c, 2).await;
+    let gen = v["generated_code"].as_str().unwrap().to_string();
+    let (ev, _) = next_push(&mut c).await;
     assert_eq!(
-        ev[0],
-        Event::Aliases {
-            aliases: vec!["second-one".into()]
-        }
-    );
-    assert_eq!(
-        ev[1],
-        Event::Invalidate {
-            code: "second-one".into()
-        }
+        ev,
+        vec![
+            Event::Invalidate { code: gen },
+            Event::Aliases {
+                aliases: vec!["second-one".into()]
+            },
+            Event::Invalidate {
+                code: "second-one".into()
+            }
+        ]
     );
     // Batch creates announce their aliases too.
     let (s, _) = d
         .req("POST", "/api/v1/links/batch", Some(json!({"links": [{"url": "https://e.com/4", "alias": "third-one"}, {"url": "https://e.com/5"}]})))
         .await;
     assert_eq!(s, 200);
-    let ev = next_events(&mut c, 2).await;
-    assert_eq!(
-        ev[0],
-        Event::Aliases {
+    let (ev, _) = next_push(&mut c).await;
+    assert!(
+        ev.contains(&Event::Aliases {
             aliases: vec!["third-one".into()]
-        }
+        }),
+        "{ev:?}"
     );
     // A second subscriber gets everything in its snapshot.
     let mut c2 = d.ipc().await;
@@ -733,7 +824,7 @@ async fn a_subscriber_that_stops_reading_never_slows_edits() {
     let mut healthy = d.ipc().await;
     assert_eq!(healthy.subscribe(1).await.len(), 10_001);
     let mut slow = d.ipc().await;
-    slow.send(&Request::Subscribe { id: 1 }).await;
+    slow.send(&Request::Subscribe { id: 1, since: None }).await;
     // Long enough for its writer to have made no progress for the flush
     // timeout (500 ms).
     tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -260,7 +260,7 @@ impl Conn {
         match req {
             Request::Hello(_) => return Err(ConnError::SecondHello),
             Request::Ping { id } => self.send(Reply::Pong { id }).await,
-            Request::Subscribe { id } => {
+            Request::Subscribe { id, since } => {
                 if self.subscribed {
                     return Err(ConnError::SecondSubscribe);
                 }
@@ -271,7 +271,7 @@ impl Conn {
                 let pid = self.pid;
                 let writer = Arc::clone(&self.writer);
                 tokio::spawn(subscription::subscription(
-                    app, id, out, closed, writer, pid,
+                    app, id, since, out, closed, writer, pid,
                 ));
             }
             Request::Lookup { id, code } => {
@@ -313,7 +313,7 @@ impl Conn {
             encode_lookup(app, &mut frames, id, code, result)
         });
         if !frames.is_empty() {
-            let _ = self.out.send(Outgoing { frames, ack: None }).await;
+            let _ = self.out.send(Outgoing::frames(frames)).await;
         }
         if misses.is_empty() {
             return;
@@ -331,7 +331,7 @@ impl Conn {
                     encode_lookup(&app, &mut frames, id, code, result)
                 })
                 .await;
-            let _ = out.send(Outgoing { frames, ack: None }).await;
+            let _ = out.send(Outgoing::frames(frames)).await;
             drop(permits);
         });
     }
@@ -373,7 +373,7 @@ fn encode_lookup(
 async fn send(out: &mpsc::Sender<Outgoing>, reply: &Reply) {
     match ipc::frame(reply) {
         Ok(frames) => {
-            let _ = out.send(Outgoing { frames, ack: None }).await;
+            let _ = out.send(Outgoing::frames(frames)).await;
         }
         Err(e) => tracing::error!(error = %e, "cannot encode IPC reply"),
     }

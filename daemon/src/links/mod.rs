@@ -75,7 +75,7 @@ pub(crate) mod fixture {
                 rules: &self.rules,
                 store: &self.store,
                 ids: &self.ids,
-                edge: Edge::new(&self.rules.codec, self.store.cache(), &self.hub),
+                edge: Edge::new(&self.rules.codec, &self.store, &self.hub),
                 metrics: &self.metrics,
             }
         }

@@ -172,7 +172,7 @@ impl Links<'_> {
                 if let Err(e) = checked.apply(&mut new, now) {
                     return Ok(Err(e));
                 }
-                match table::update(c, &new) {
+                match table::update(c, &new, old.alias.as_deref()) {
                     Ok(()) => {
                         // The reply shows every acknowledged click.
                         crate::store::clicks::with_overlay(c, &pending, |_, clicks| {

@@ -3,7 +3,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use shortlink_core::ipc::DeviceTargets;
 
-use super::{StoreError, StoreResult};
+use super::{changes, StoreError, StoreResult};
 
 /// A stored short link.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -160,12 +160,18 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         dedupe_hash,
     ])
     .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
+    if link.alias.is_some() {
+        // A new generated code cannot be cached at the edge; an alias can
+        // (as "not found"), and joins the edge's alias set.
+        changes::record(conn, link.id, None, link.alias.as_deref())?;
+    }
     Ok(())
 }
 
 /// Writes every editable field of `link` back (after a patch); clears the
 /// dedupe hash since the link no longer matches how it was created.
-pub fn update(conn: &Connection, link: &Link) -> StoreResult<()> {
+/// `old_alias` is the alias before the patch, for the edge change log.
+pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreResult<()> {
     let n = conn
         .prepare_cached(
             "UPDATE links SET alias = ?2, url = ?3, updated_at = ?4, expires_at = ?5, \
@@ -193,7 +199,7 @@ pub fn update(conn: &Connection, link: &Link) -> StoreResult<()> {
     if n == 0 {
         return Err(StoreError::NotFound(format!("link {}", link.id)));
     }
-    Ok(())
+    changes::record(conn, link.id, old_alias, link.alias.as_deref())
 }
 
 /// Moves a renew-on-access link's expiry.
@@ -243,6 +249,7 @@ pub fn delete(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
     };
     conn.prepare_cached("DELETE FROM links WHERE id = ?1")?
         .execute([id as i64])?;
+    changes::record(conn, id, link.alias.as_deref(), None)?;
     Ok(Some(link))
 }
 

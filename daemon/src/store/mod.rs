@@ -7,6 +7,7 @@
 //! `.await`.
 
 pub mod cache;
+pub mod changes;
 pub mod clicks;
 pub mod ids;
 pub mod keys;
@@ -23,7 +24,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
-use shortlink_core::ipc::ClickBatch;
+use shortlink_core::ipc::{ChangePosition, ClickBatch};
 use tokio::sync::Notify;
 
 pub use cache::LinkCache;
@@ -51,6 +52,8 @@ struct Inner {
     fold_lock: tokio::sync::Mutex<()>,
     /// Woken when the pending clicks should be folded early.
     fold_wake: Notify,
+    /// The change log's head at open.
+    changes_at_open: ChangePosition,
 }
 
 /// Handle to the database threads; clone freely.
@@ -72,6 +75,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("schema_v1.sql")),
         M::up(include_str!("schema_v2.sql")),
         M::up(include_str!("schema_v3.sql")),
+        M::up(include_str!("schema_v4.sql")),
     ])
 }
 
@@ -81,6 +85,7 @@ impl Store {
     pub fn open(path: &Path, readers: usize, cache_size: usize) -> StoreResult<Self> {
         let mut writer_conn = threads::open_writer(path)?;
         migrations().to_latest(&mut writer_conn)?;
+        let changes_at_open = changes::head(&writer_conn)?;
         // Clicks acknowledged before a crash and not folded yet.
         let pending = Arc::new(PendingClicks::default());
         let recovered = clicks::recover(&writer_conn, &pending)?;
@@ -103,6 +108,7 @@ impl Store {
                 pending,
                 fold_lock: tokio::sync::Mutex::new(()),
                 fold_wake: Notify::new(),
+                changes_at_open,
             }),
         })
     }
@@ -239,6 +245,12 @@ impl Store {
     /// `stats::fold_loop`).
     pub fn fold_wake(&self) -> &Notify {
         &self.inner.fold_wake
+    }
+
+    /// The edge change log's head when the store was opened: the live
+    /// feed starts after it (`crate::edge`).
+    pub fn changes_at_open(&self) -> ChangePosition {
+        self.inner.changes_at_open
     }
 
     /// The cache of hot links.

@@ -441,13 +441,26 @@ impl Ipc {
         out
     }
 
-    /// Subscribes and returns the alias snapshot.
+    /// Subscribes as a worker with an empty zone and returns the alias
+    /// snapshot (the daemon resets the worker first).
     pub async fn subscribe(&mut self, id: u32) -> Vec<String> {
-        self.send(&Request::Subscribe { id }).await;
+        let r = self.resume(id, None).await;
+        assert!(r.reset, "a worker without a position is reset");
+        assert!(r.replayed.is_empty());
+        r.aliases
+    }
+
+    /// Subscribes as a worker that applied the changes up to `since`.
+    pub async fn resume(&mut self, id: u32, since: Option<ipc::ChangePosition>) -> Resumed {
+        self.send(&Request::Subscribe { id, since }).await;
         assert_eq!(self.recv().await, Some(Reply::Subscribed { id }));
-        let total = match self.recv().await {
-            Some(Reply::Event(ipc::Event::AliasSnapshotBegin { total })) => total,
-            other => panic!("expected snapshot begin, got {other:?}"),
+        let mut reset = false;
+        let total = loop {
+            match self.recv().await {
+                Some(Reply::Event(ipc::Event::Reset)) if !reset => reset = true,
+                Some(Reply::Event(ipc::Event::AliasSnapshotBegin { total })) => break total,
+                other => panic!("expected snapshot begin, got {other:?}"),
+            }
         };
         let mut aliases = Vec::new();
         loop {
@@ -458,7 +471,20 @@ impl Ipc {
             }
         }
         assert_eq!(aliases.len() as u64, total);
-        aliases
+        let mut replayed = Vec::new();
+        let position = loop {
+            match self.recv().await {
+                Some(Reply::Event(ipc::Event::Position(p))) => break p,
+                Some(Reply::Event(e)) => replayed.push(e),
+                other => panic!("unexpected during replay: {other:?}"),
+            }
+        };
+        Resumed {
+            reset,
+            aliases,
+            replayed,
+            position,
+        }
     }
 
     pub async fn lookup(&mut self, id: u32, code: &str) -> ipc::LookupResult {
@@ -493,6 +519,19 @@ impl Ipc {
             }
         }
     }
+}
+
+/// What a subscription started with.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The daemon told the worker to drop its cache.
+    pub reset: bool,
+    /// The alias snapshot.
+    pub aliases: Vec<String>,
+    /// The changes after the worker's position.
+    pub replayed: Vec<ipc::Event>,
+    /// Where the worker is now.
+    pub position: ipc::ChangePosition,
 }
 
 /// A click batch for one link.

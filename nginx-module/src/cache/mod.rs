@@ -10,6 +10,7 @@
 //!   the daemon.
 //! * `front.rs`: hot links in each worker's own memory, valid while the
 //!   zone's generation is unchanged.
+//! * `position.rs`: the daemon change-log position the entries reflect.
 //! * `hit.rs`: [`Hit`], what the request path answers with, made by one
 //!   function from a zone entry, a front slot or a daemon answer.
 
@@ -23,6 +24,7 @@ mod aliases;
 mod front;
 mod hit;
 mod links;
+mod position;
 mod zone;
 
 pub use hit::Hit;

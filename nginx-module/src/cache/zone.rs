@@ -58,10 +58,15 @@ pub struct Shared {
     /// failed to fit since). When false, alias-shaped misses ask the daemon.
     pub aliases_complete: bool,
     fingerprint: [u8; 8],
+    /// The daemon's change-log position the entries reflect (see
+    /// `position.rs`); meaningful when `position_known`.
+    pub position_store: u64,
+    pub position_seq: u64,
+    pub position_known: bool,
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE04");
+const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE05");
 /// Zone bytes per hash bucket (about one entry per 256 bytes, load ~0.5).
 const BYTES_PER_BUCKET: usize = 512;
 
@@ -205,6 +210,8 @@ fn adopt(lock: &Locked, zone: &ngx_shm_zone_t, conf: &ZoneConf) -> Result<(), Zo
         links::purge_locked(lock);
         super::aliases::clear_locked(lock);
         lock.shared().fingerprint = conf.fingerprint.0;
+        // Another key may mean another daemon and database.
+        lock.shared().position_known = false;
     }
     Ok(())
 }

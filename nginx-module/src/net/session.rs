@@ -170,9 +170,6 @@ impl DaemonLink {
             }
         }
         if self.outage_logged {
-            if self.conf.subscribe {
-                self.forget_missed_events();
-            }
             warning!(
                 self.log,
                 "shortlink: daemon link to {} is back",
@@ -189,7 +186,8 @@ impl DaemonLink {
         if self.conf.subscribe {
             let id = self.next_id();
             self.inflight.insert(id, Inflight::Other);
-            if self.send(&Request::Subscribe { id }).is_err() {
+            let since = self.conf.cache.and_then(|c| c.position());
+            if self.send(&Request::Subscribe { id, since }).is_err() {
                 return;
             }
         }

@@ -1,7 +1,10 @@
 //! What the daemon says goes into the shared zone: lookup answers (after
 //! the check that their targets are safe `Location` values, so hits served
-//! from the zone need none) and pushed events (invalidations and aliases),
-//! which only the subscribed worker receives, since the zone is shared.
+//! from the zone need none) and pushed events (invalidations, aliases and
+//! change-log positions), which only the subscribed worker receives, since
+//! the zone is shared. After an outage the zone keeps serving what it holds:
+//! the daemon replays what changed since the zone's position, or resets it
+//! when it cannot.
 
 use shortlink_core::ipc::{EdgeLink, Event, LookupResult};
 use shortlink_core::target::is_header_safe;
@@ -77,18 +80,19 @@ impl DaemonLink {
                     cache.purge(alias.as_bytes());
                 }
             }
-        }
-    }
-
-    /// Back after an outage: invalidations sent meanwhile are lost, so drop
-    /// what may have changed (the alias set is re-sent whole).
-    pub(super) fn forget_missed_events(&mut self) {
-        if let Some(cache) = self.conf.cache {
-            let dropped = cache.purge_all();
-            info!(
-                self.log,
-                "shortlink: dropped {} cached links after the daemon link outage", dropped
-            );
+            Event::Position(p) => cache.set_position(p),
+            Event::Reset => {
+                cache.forget_position();
+                let dropped = cache.purge_all();
+                if dropped == 0 {
+                    return;
+                }
+                info!(
+                    self.log,
+                    "shortlink: dropped {} cached links: the daemon cannot replay the changes since they were cached",
+                    dropped
+                );
+            }
         }
     }
 }

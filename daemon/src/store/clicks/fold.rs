@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::aggregate::{Aggregate, RowKey};
 use super::pending::PendingClicks;
 use crate::store::error::StoreResult;
-use crate::store::links;
+use crate::store::{changes, links};
 
 /// What a fold did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,6 +126,7 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
             }
         }
         if changed {
+            changes::record(conn, id, alias.as_deref(), alias.as_deref())?;
             outcome.changed.push((id, alias));
         }
     }
