@@ -17,7 +17,7 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::RedirectStatus;
 
 use super::hit::LinkView;
-use super::links::REQUEUE_MS;
+use super::REQUEUE_MS;
 
 const SLOTS: usize = 8192;
 /// Longest code or alias kept here (generated codes are at most 12).

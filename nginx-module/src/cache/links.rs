@@ -21,11 +21,9 @@ use shortlink_core::RedirectStatus;
 
 use super::front::{self, Front};
 use super::hit::{Hit, LinkView};
+use super::node::LinkNode;
 use super::zone::{Locked, Shared};
-use super::{hash, CacheError, Cached, LinkCache};
-
-/// A hit requeues its entry at most this often; front-cache slots live as long.
-pub const REQUEUE_MS: ngx_msec_t = 1000;
+use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
 
 /// Most entries evicted to make room for one new entry. Entries of another
 /// size class free no slot of the size we need until a whole slab page is
@@ -52,29 +50,6 @@ const _: () = {
         i += 1;
     }
 };
-
-/// A cached answer; the code and the targets follow the struct in the same
-/// allocation.
-#[repr(C)]
-pub struct LinkNode {
-    /// Next node in the same bucket.
-    next: *mut LinkNode,
-    hash: u64,
-    queue: ngx_queue_t,
-    /// `ngx_current_msec` after which the entry is stale.
-    fresh_until: ngx_msec_t,
-    /// When a hit last moved it to the front of the queue.
-    touched: ngx_msec_t,
-    id: u64,
-    /// Unix seconds; `i64::MIN` for none.
-    expires_at: i64,
-    status: u16,
-    kind: u8,
-    disabled: bool,
-    code_len: u8,
-    /// Byte lengths of the targets, indexed by `DeviceClass as usize`.
-    lens: [u16; 5],
-}
 
 /// A live node of the locked zone, read through its allocation (the code and
 /// targets lie past the struct, so a `&LinkNode` would not reach them).

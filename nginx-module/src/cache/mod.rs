@@ -1,8 +1,9 @@
 //! `LinkCache`: one LRU of links in an nginx shared-memory zone, used by every
 //! worker, plus the set of known aliases and a per-worker front cache.
 //!
-//! * `zone.rs`: the zone's header, its lock and `init_zone` (adopting the
-//!   previous cycle's zone across `nginx -s reload`).
+//! * `zone.rs`: the zone's header and its lock; `node.rs`: the layout of one
+//!   cached answer; `init.rs`: `init_zone`, which builds the header or adopts
+//!   the previous cycle's zone across `nginx -s reload`.
 //! * `links.rs`: the link table (a chained hash table) and its LRU queue, as
 //!   `ngx_http_limit_req_module` keeps its rbtree and queue: entries expire by
 //!   their own deadline, and a full zone evicts from the back of the queue.
@@ -23,14 +24,21 @@ use shortlink_core::device::DeviceClass;
 mod aliases;
 mod front;
 mod hit;
+mod init;
 mod links;
+mod node;
 mod position;
 mod zone;
 
 pub use hit::Hit;
-pub use zone::{init_zone, Locked, ZoneConf};
+pub use init::init_zone;
+pub use zone::{Locked, ZoneConf};
 
 use zone::Shared;
+
+/// A hit requeues its entry at most this often; front-cache slots live as
+/// long.
+const REQUEUE_MS: ngx_msec_t = 1000;
 
 /// What the zone knows about a code.
 pub enum Cached {
