@@ -22,6 +22,7 @@ test: deps build lint unit e2e e2e-debian deb-test bench-smoke fuzz-smoke
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 scripts/import-circles.py core/src daemon/src nginx-module/src
 
 unit:
 	cargo test --workspace --exclude shortlink-e2e
