@@ -8,6 +8,7 @@ pub mod alias;
 pub mod clicks;
 pub mod codec;
 pub mod device;
+pub mod edge_status;
 pub mod handshake;
 pub mod ipc;
 pub mod key;

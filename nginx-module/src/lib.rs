@@ -28,6 +28,7 @@ mod handler;
 mod log;
 mod net;
 mod request;
+mod status;
 mod variables;
 
 use guard::guard;
@@ -115,6 +116,9 @@ extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
             unsafe { (*cycle).http_main_conf_unchecked::<conf::MainConf>(Module::module_ref()) };
         // SAFETY: the main conf lives as long as the cycle.
         if let Some(main) = main.map(|m| unsafe { m.as_ref() }) {
+            if let Some(cache) = main.cache() {
+                cache.status_rows().claim(std::process::id());
+            }
             net::start_worker(main, log(), handler::deliver);
         }
         NGX_OK as ngx_int_t
@@ -128,6 +132,13 @@ extern "C" fn exit_process(cycle: *mut ngx_cycle_t) {
     guard("worker exit", log, (), || {
         if let Some(mut link) = net::uninstall() {
             link.shutdown();
+        }
+        // SAFETY: as above; the main conf lives as long as the cycle.
+        let main =
+            unsafe { (*cycle).http_main_conf_unchecked::<conf::MainConf>(Module::module_ref()) };
+        // SAFETY: as above.
+        if let Some(cache) = main.and_then(|m| unsafe { m.as_ref() }.cache()) {
+            cache.status_rows().release();
         }
     });
 }

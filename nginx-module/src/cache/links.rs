@@ -325,6 +325,7 @@ pub fn alloc_evicting(lock: &Locked, size: usize) -> Option<*mut u8> {
         // SAFETY: a non-empty LRU's last element is a LinkNode's queue field.
         let last = unsafe { node_of(shared.lru.prev) };
         remove(lock, last);
+        shared.status.evictions.fetch_add(1, Ordering::Relaxed);
     }
     None
 }

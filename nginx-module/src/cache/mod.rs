@@ -21,6 +21,8 @@ use core::sync::atomic::Ordering;
 use nginx_sys::{ngx_msec_t, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t};
 use shortlink_core::device::DeviceClass;
 
+use crate::status::Rows;
+
 mod aliases;
 mod front;
 mod hit;
@@ -117,6 +119,29 @@ impl LinkCache {
             return Cached::Miss;
         };
         links::lookup(&self.lock(), code, h, now, device, copy)
+    }
+
+    /// The figures `shortlink_status` answers: atomics, read and written
+    /// without the lock.
+    pub fn status_rows(&self) -> &'static Rows {
+        // SAFETY: init_zone stored the header in pool->data, mapped for the
+        // worker's life; only the atomic rows are referenced.
+        unsafe { &(*(*self.pool.as_ptr()).data.cast::<Shared>()).status }
+    }
+
+    /// Entries held, and the zone's bytes in use and free (whole free
+    /// pages of the slab pool).
+    pub fn usage(&self) -> (usize, usize, usize) {
+        let lock = self.lock();
+        let pool = lock.pool();
+        // SAFETY: the pool is locked; start, end and pfree are the slab
+        // allocator's own bookkeeping; ngx_pagesize is set at start.
+        let (total, free) = unsafe {
+            let page = nginx_sys::ngx_pagesize;
+            let total = ((*pool).end as usize).saturating_sub((*pool).start as usize);
+            (total, (*pool).pfree * page)
+        };
+        (lock.shared().entries, total.saturating_sub(free), free)
     }
 
     /// The zone's generation: read without the lock, one atomic load.

@@ -12,6 +12,7 @@ use nginx_sys::{
 use shortlink_core::Fingerprint;
 
 use super::node::LinkNode;
+use crate::status::Rows;
 
 /// Per-zone settings, from `shortlink_zone`.
 pub struct ZoneConf {
@@ -55,6 +56,8 @@ pub struct Shared {
     pub position_store: u64,
     pub position_seq: u64,
     pub position_known: bool,
+    /// The figures `shortlink_status` answers (`status/rows.rs`).
+    pub status: Rows,
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).

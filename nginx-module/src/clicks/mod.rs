@@ -328,9 +328,10 @@ impl ClickBook {
         Some(clicks)
     }
 
-    /// The daemon stored this batch.
-    pub fn acked(&mut self, key: PageKey, id: BatchId) {
-        self.done(key, id);
+    /// The daemon stored this batch: returns its clicks, `None` if it was
+    /// not held.
+    pub fn acked(&mut self, key: PageKey, id: BatchId) -> Option<u64> {
+        self.done(key, id)
     }
 
     /// The daemon refused this batch for good (it breaks the click bounds):

@@ -12,8 +12,9 @@ use core::ptr;
 
 use nginx_sys::{
     ngx_command_t, ngx_conf_set_flag_slot, ngx_conf_set_msec_slot, ngx_conf_t, ngx_msec_t,
-    ngx_str_t, ngx_uint_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF,
-    NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF,
+    ngx_str_t, ngx_uint_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1,
+    NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
+    NGX_HTTP_SRV_CONF,
 };
 use ngx::ngx_string;
 
@@ -58,7 +59,7 @@ const MAIN_OFFSET: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const LOC_OFFSET: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 /// The directives, terminated by nginx's null command.
-pub static mut COMMANDS: [ngx_command_t; 13] = [
+pub static mut COMMANDS: [ngx_command_t; 14] = [
     command(
         ngx_string!("shortlink_key_file"),
         MAIN | NGX_CONF_TAKE1,
@@ -140,6 +141,13 @@ pub static mut COMMANDS: [ngx_command_t; 13] = [
         ngx_string!("shortlink_cache_control"),
         ANY | NGX_CONF_1MORE,
         loc_conf::set_cache_control,
+        LOC_OFFSET,
+        0,
+    ),
+    command(
+        ngx_string!("shortlink_status"),
+        LOC | NGX_CONF_NOARGS,
+        crate::status::set_status,
         LOC_OFFSET,
         0,
     ),

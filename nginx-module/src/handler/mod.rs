@@ -26,6 +26,7 @@ mod first_visit;
 mod reply;
 
 pub use answer::deliver;
+pub(crate) use reply::pool_copy;
 
 /// Phase handler entry point: no panic leaves it.
 pub extern "C" fn precontent_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -70,6 +71,11 @@ fn handle(r: &mut Request) -> ngx_int_t {
     match step {
         Step::Declined => NGX_DECLINED as ngx_int_t,
         Step::Suspended => NGX_DONE as ngx_int_t,
-        Step::Reply(reply) => reply.send(r, lcf),
+        Step::Reply(reply) => {
+            if let Some(cache) = main.cache() {
+                cache.status_rows().count(ctx.status);
+            }
+            reply.send(r, lcf)
+        }
     }
 }

@@ -156,7 +156,7 @@ fn redirect(
 }
 
 /// A copy of `bytes` in the request pool, valid for the request's life.
-pub(super) fn pool_copy(pool: &Pool, bytes: &[u8]) -> Option<ngx_str_t> {
+pub(crate) fn pool_copy(pool: &Pool, bytes: &[u8]) -> Option<ngx_str_t> {
     let data = pool.alloc_unaligned(bytes.len()).cast::<u8>();
     if data.is_null() {
         return None;

@@ -7,6 +7,8 @@
 //! to the spool, and so does everything at worker exit. Every few seconds
 //! the worker also adopts the slots of workers that died.
 
+use core::sync::atomic::Ordering::Relaxed;
+
 use nginx_sys::{ngx_event_t, ngx_msec_t};
 use shortlink_core::ipc::{BatchId, Request};
 
@@ -74,6 +76,7 @@ impl DaemonLink {
     fn spool_pressed(&mut self) {
         match self.conf.clicks.spool_all(false) {
             Ok(n) => {
+                self.figures(|row| row.clicks_spooled.fetch_add(n, Relaxed));
                 warning!(
                     self.log,
                     "shortlink: {} clicks held too long for {}, written to the spool",
@@ -96,7 +99,9 @@ impl DaemonLink {
 
     /// The daemon stored a batch.
     pub(super) fn clicks_acked(&mut self, key: PageKey, batch_id: BatchId) {
-        self.conf.clicks.acked(key, batch_id);
+        if let Some(n) = self.conf.clicks.acked(key, batch_id) {
+            self.figures(|row| row.clicks_delivered.fetch_add(n, Relaxed));
+        }
         if !self.conf.clicks.has_failed() {
             self.click_backoff = FIRST_RETRY;
             if self.clicks_failing {
@@ -160,10 +165,13 @@ impl DaemonLink {
         let held = self.conf.clicks.held_clicks();
         if held > 0 {
             match self.conf.clicks.spool_all(true) {
-                Ok(n) => info!(
-                    self.log,
-                    "shortlink: {} unacknowledged clicks written to the spool at exit", n
-                ),
+                Ok(n) => {
+                    self.figures(|row| row.clicks_spooled.fetch_add(n, Relaxed));
+                    info!(
+                        self.log,
+                        "shortlink: {} unacknowledged clicks written to the spool at exit", n
+                    )
+                }
                 Err(e) => error!(
                     self.log,
                     "shortlink: {} clicks left in the shared zone for the next worker (lost if nginx stops first): {}",
@@ -188,6 +196,8 @@ impl DaemonLink {
 pub(super) unsafe extern "C" fn on_flush(ev: *mut ngx_event_t) {
     on_event(ev, |l| {
         l.flush_clicks();
+        let held = l.conf.clicks.held_clicks();
+        l.figures(|row| row.clicks_pending.store(held, Relaxed));
         // SAFETY: reading nginx's exit flag on its own thread.
         if unsafe { nginx_sys::ngx_exiting } == 0 {
             l.arm_flush();

@@ -15,6 +15,7 @@
 //! * `flush.rs`: click batches to the daemon, or to the spool.
 
 use core::ptr;
+use core::sync::atomic::Ordering::Relaxed;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -30,6 +31,7 @@ use crate::clicks::{ClickBook, ClickZone, PageKey};
 use crate::conf::MainConf;
 use crate::guard::guard;
 use crate::log::{error, info, warning};
+use crate::status::Row;
 
 mod flush;
 mod lookups;
@@ -49,7 +51,10 @@ pub fn with_link<R>(f: impl FnOnce(&mut DaemonLink) -> R) -> Option<R> {
     LINK.with(|cell| {
         let mut guard = cell.try_borrow_mut().ok()?;
         let link = guard.as_mut()?;
-        Some(f(link))
+        let out = f(link);
+        let waiting = link.lookups.len() as u64;
+        link.figures(|row| row.lookups_in_flight.store(waiting, Relaxed));
+        Some(out)
     })
 }
 
@@ -328,6 +333,14 @@ impl DaemonLink {
     /// The worker's click counts.
     pub fn clicks(&mut self) -> &mut ClickBook {
         &mut self.conf.clicks
+    }
+
+    /// Updates this worker's figures for `shortlink_status` (when there is
+    /// a zone to keep them in).
+    fn figures<R>(&self, f: impl FnOnce(&Row) -> R) {
+        if let Some(cache) = self.conf.cache {
+            f(cache.status_rows().mine());
+        }
     }
 
     fn next_id(&mut self) -> u32 {

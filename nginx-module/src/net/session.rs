@@ -8,6 +8,8 @@
 //! worker's own nonce. A daemon that cannot prove it is treated as one that
 //! refused the handshake.
 
+use core::sync::atomic::Ordering::Relaxed;
+
 use nginx_sys::ngx_event_t;
 use shortlink_core::handshake::{self, Nonce, Proof};
 use shortlink_core::ipc::{Hello, Reply, Request, PROTOCOL_VERSION};
@@ -47,6 +49,7 @@ impl DaemonLink {
             self.outage_logged = true;
         }
         self.state = State::Down;
+        self.figures(|row| row.link_up.store(0, Relaxed));
         self.inflight.clear();
         self.conf.clicks.connection_lost();
         self.fail_lookups(Answer::Unavailable);
@@ -163,6 +166,13 @@ impl DaemonLink {
         }
         self.state = State::Ready;
         self.backoff = MIN_BACKOFF;
+        let back = self.outage_logged;
+        self.figures(|row| {
+            row.link_up.store(1, Relaxed);
+            if back {
+                row.reconnects.fetch_add(1, Relaxed);
+            }
+        });
         // SAFETY: our live connection; the handshake is done.
         unsafe {
             if (*(*self.conn).read).timer_set() != 0 {
