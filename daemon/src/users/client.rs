@@ -48,22 +48,28 @@ impl ApiPeer {
     }
 }
 
-/// The address a sign-in is counted under: an IPv4 address, an IPv6 /64
-/// (one host usually holds a whole /64, so single addresses would be free
-/// to rotate), `local` for the Unix socket without a forwarded address, or
-/// `unknown` when the connection was not recorded.
+/// The address a sign-in is counted under.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ClientAddr(String);
+pub enum ClientAddr {
+    /// An IPv4 address, or an IPv6 /64 (one host usually holds a whole
+    /// /64, so single addresses would be free to rotate).
+    Ip(String),
+    /// The Unix socket without a forwarded address: every client through
+    /// it looks the same.
+    Local,
+    /// The connection was not recorded.
+    Unknown,
+}
 
 impl ClientAddr {
     /// The key for `ip`.
     pub fn of_ip(ip: IpAddr) -> Self {
         match ip.to_canonical() {
-            IpAddr::V4(v4) => ClientAddr(v4.to_string()),
+            IpAddr::V4(v4) => ClientAddr::Ip(v4.to_string()),
             IpAddr::V6(v6) => {
                 let s = v6.segments();
                 let net = Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
-                ClientAddr(format!("{net}/64"))
+                ClientAddr::Ip(format!("{net}/64"))
             }
         }
     }
@@ -71,7 +77,7 @@ impl ClientAddr {
     /// The client of a request that came from `peer` with `headers`.
     pub fn resolve(peer: Option<ApiPeer>, headers: &HeaderMap) -> Self {
         let Some(peer) = peer else {
-            return ClientAddr("unknown".into());
+            return ClientAddr::Unknown;
         };
         if peer.is_trusted_proxy() {
             if let Some(ip) = forwarded_ip(headers) {
@@ -79,20 +85,29 @@ impl ClientAddr {
             }
         }
         match peer {
-            ApiPeer::Unix => ClientAddr("local".into()),
+            ApiPeer::Unix => ClientAddr::Local,
             ApiPeer::Tcp(addr) => Self::of_ip(addr.ip()),
         }
     }
 
-    /// The key as text (for logs and the lock-out table).
+    /// False when many clients may share this address.
+    pub fn is_known(&self) -> bool {
+        matches!(self, ClientAddr::Ip(_))
+    }
+
+    /// The address as text, for logs.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match self {
+            ClientAddr::Ip(ip) => ip,
+            ClientAddr::Local => "local",
+            ClientAddr::Unknown => "unknown",
+        }
     }
 }
 
 impl std::fmt::Display for ClientAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 

@@ -70,7 +70,10 @@ impl Subject {
 #[derive(Debug)]
 #[must_use = "an attempt counts as a failure unless handed back"]
 pub struct Attempt {
-    subjects: [Subject; 3],
+    /// The (name, address) count, cleared by a success.
+    user_at: Subject,
+    /// The name's count, and the address's when it is known.
+    others: Vec<Subject>,
     locked_for: Option<Duration>,
 }
 
@@ -111,14 +114,16 @@ impl LoginThrottle {
         now: Instant,
     ) -> Result<Attempt, Duration> {
         let name = fold(name);
-        let subjects = [
-            Subject::UserAt(name.clone(), addr.clone()),
-            Subject::Addr(addr.clone()),
-            Subject::User(name),
-        ];
+        let user_at = Subject::UserAt(name.clone(), addr.clone());
+        let mut others = vec![Subject::User(name)];
+        // Without a client address every client shares one; counting it
+        // would let twenty failures lock everyone out of every name.
+        if addr.is_known() {
+            others.push(Subject::Addr(addr.clone()));
+        }
+        let subjects = || std::iter::once(&user_at).chain(&others);
         let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let wait = subjects
-            .iter()
+        let wait = subjects()
             .filter_map(|s| map.get(s)?.locked_until?.checked_duration_since(now))
             .filter(|w| !w.is_zero())
             .max();
@@ -129,7 +134,7 @@ impl LoginThrottle {
             prune(&mut map, now);
         }
         let mut locked_for = None;
-        for s in &subjects {
+        for s in subjects() {
             let f = map.entry(s.clone()).or_insert(Failures {
                 count: 0,
                 last: now,
@@ -147,7 +152,8 @@ impl LoginThrottle {
             }
         }
         Ok(Attempt {
-            subjects,
+            user_at,
+            others,
             locked_for,
         })
     }
@@ -155,10 +161,9 @@ impl LoginThrottle {
     /// The attempt signed in: its (name, address) count is cleared and its
     /// failure taken back from the others.
     pub fn succeeded(&self, attempt: Attempt) {
-        let [user_at, rest @ ..] = attempt.subjects;
         let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        map.remove(&user_at);
-        for s in &rest {
+        map.remove(&attempt.user_at);
+        for s in &attempt.others {
             take_back(&mut map, s);
         }
     }
@@ -167,7 +172,7 @@ impl LoginThrottle {
     /// be read): the attempt does not count.
     pub fn withdraw(&self, attempt: Attempt) {
         let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        for s in &attempt.subjects {
+        for s in std::iter::once(&attempt.user_at).chain(&attempt.others) {
             take_back(&mut map, s);
         }
     }
@@ -321,6 +326,24 @@ mod tests {
         }
         assert_eq!(locked, Some(BASE_DELAY));
         assert!(t.attempt("dave", &from("203.0.113.1"), now).is_err());
+    }
+
+    #[test]
+    fn without_an_address_only_names_are_counted() {
+        let t = LoginThrottle::default();
+        let now = Instant::now();
+        let local = ClientAddr::resolve(Some(super::super::ApiPeer::Unix), &Default::default());
+        for i in 0..ADDR_FREE {
+            assert_eq!(fail(&t, &format!("user{i}"), &local, 1, now), None);
+        }
+        assert!(
+            t.attempt("someone", &local, now).is_ok(),
+            "no shared address lock"
+        );
+        assert_eq!(
+            fail(&t, "user0", &local, USER_FREE - 1, now),
+            Some(BASE_DELAY)
+        );
     }
 
     #[test]
