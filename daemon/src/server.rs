@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 use crate::app::SharedApp;
 use crate::config::Config;
 use crate::store::{self, unix_now, StoreError};
+use crate::users::ApiPeer;
 use crate::{api, ipc, spool, stats};
 
 /// How long shutdown waits for in-flight work.
@@ -233,7 +234,7 @@ pub async fn run(
         token.clone(),
         tracker.clone(),
     )));
-    let api_router = http_router(Arc::clone(&app));
+    let api_router = http_router(Arc::clone(&app)).into_make_service_with_connect_info::<ApiPeer>();
     {
         let t = token.clone();
         let r = api_router.clone();

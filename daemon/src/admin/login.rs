@@ -1,6 +1,6 @@
 //! Sign-in and sign-out.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -10,7 +10,7 @@ use maud::html;
 use super::session::{self, LOGIN_COOKIE, SESSION_COOKIE};
 use super::view::{self, FieldErrors, Nav};
 use super::{base_for, AdminError, AdminState, Authed, FormFields};
-use crate::users::{self, SignInError, UserError};
+use crate::users::{self, ClientAddr, SignInError, UserError, BUSY_RETRY};
 
 /// Lifetime of the sign-in form's CSRF cookie, in seconds.
 const LOGIN_COOKIE_AGE: u64 = 3600;
@@ -71,18 +71,27 @@ pub async fn form(State(admin): State<AdminState>, headers: HeaderMap) -> Respon
     ([(header::SET_COOKIE, cookie)], page(&csrf, "", None)).into_response()
 }
 
-fn client_addr(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("x-real-ip")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty() && v.len() <= 64)
-        .map(str::to_string)
+/// `wait` in whole seconds, rounded up, at least one.
+fn retry_secs(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
+/// A sign-in refused for now: 429 with `Retry-After` and the form again
+/// with `msg`.
+fn too_many(csrf: &str, name: &str, wait: Duration, msg: &str) -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, retry_secs(wait).to_string())],
+        page(csrf, name, Some(msg)),
+    )
+        .into_response()
 }
 
 /// POST `/admin/login` (its CSRF token was checked by the middleware).
+/// `client` is the address the lock-out counts this attempt under.
 pub async fn submit(
     State(admin): State<AdminState>,
+    client: ClientAddr,
     headers: HeaderMap,
     form: FormFields,
 ) -> Result<Response, AdminError> {
@@ -94,27 +103,18 @@ pub async fn submit(
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
     let csrf = form.get("csrf");
-    let refuse =
-        |status: StatusCode, msg: &str| (status, page(&csrf, &name, Some(msg))).into_response();
 
-    let signed_in = users::sign_in(
-        &admin.app,
-        &admin.throttle,
-        &name,
-        password,
-        client_addr(&headers),
-    )
-    .await;
+    let signed_in = users::sign_in(&admin.app, &admin.throttle, &name, password, &client).await;
     let user = match signed_in {
         Ok(user) => user,
         Err(SignInError::LockedOut(wait)) => {
-            return Ok(refuse(
-                StatusCode::TOO_MANY_REQUESTS,
-                &format!(
-                    "Too many failed sign-ins. Try again in {} seconds.",
-                    wait.as_secs().max(1)
-                ),
-            ))
+            let secs = retry_secs(wait);
+            let msg = format!("Too many failed sign-ins. Try again in {secs} seconds.");
+            return Ok(too_many(&csrf, &name, wait, &msg));
+        }
+        Err(SignInError::Busy) => {
+            let msg = "The server is busy checking other sign-ins. Try again in a second.";
+            return Ok(too_many(&csrf, &name, BUSY_RETRY, msg));
         }
         Err(SignInError::Rejected { locked_for }) => {
             let msg = match locked_for {
@@ -124,7 +124,7 @@ pub async fn submit(
                 ),
                 None => "Wrong user name or password.".to_string(),
             };
-            return Ok(refuse(StatusCode::UNAUTHORIZED, &msg));
+            return Ok((StatusCode::UNAUTHORIZED, page(&csrf, &name, Some(&msg))).into_response());
         }
         Err(SignInError::User(e)) => return Err(e.into()),
     };

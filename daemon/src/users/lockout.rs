@@ -1,27 +1,39 @@
 //! Lock-out after repeated failed sign-ins.
 //!
-//! Failures are counted per user name and per client address (nginx's
-//! `X-Real-IP`). After [`USER_FREE`] failures for a name (or [`ADDR_FREE`]
-//! from one address) further attempts are refused without checking the
-//! password for a delay that starts at [`BASE_DELAY`] and doubles with
-//! every further failure, up to [`MAX_DELAY`]. A success clears the name's
-//! count; counts are forgotten [`FORGET_AFTER`] after the last failure.
+//! Failures are counted per user name *and client address* ([`USER_FREE`]),
+//! per address over all names ([`ADDR_FREE`]) and per name over all
+//! addresses ([`NAME_FREE`], looser: it bounds guessing spread over many
+//! addresses). Past a subject's free failures further attempts touching it
+//! are refused without checking the password for a delay that starts at
+//! [`BASE_DELAY`] and doubles with every further failure, up to
+//! [`MAX_DELAY`]. So a stranger failing against a name locks that name
+//! only for their own address; the owner elsewhere still signs in.
+//!
+//! An attempt is counted as a failure when it starts ([`LoginThrottle::attempt`]),
+//! under the same lock as the check, so concurrent attempts cannot all pass
+//! the check before any failure is recorded; a success then clears its
+//! (name, address) count and takes back its count on the others. Counts are
+//! forgotten [`FORGET_AFTER`] after the last failure.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Failures a user name gets before the first delay.
+use super::client::ClientAddr;
+
+/// Failures one address gets against one name before the first delay.
 pub const USER_FREE: u32 = 5;
 /// Failures one client address gets (over any names) before the first delay.
 pub const ADDR_FREE: u32 = 20;
+/// Failures a name gets over all addresses before the first delay.
+pub const NAME_FREE: u32 = 50;
 /// The first delay.
 pub const BASE_DELAY: Duration = Duration::from_secs(30);
 /// The longest delay.
 pub const MAX_DELAY: Duration = Duration::from_secs(15 * 60);
 /// A count is dropped this long after its last failure.
 pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
-/// Most names and addresses tracked at once.
+/// Entries kept before the forgotten and unlocked ones are dropped.
 const MAX_ENTRIES: usize = 100_000;
 
 #[derive(Debug, Clone, Copy)]
@@ -31,26 +43,44 @@ struct Failures {
     locked_until: Option<Instant>,
 }
 
-/// What is being throttled: a user name or a client address.
+/// What is being throttled.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Subject {
-    /// Lower-cased user name.
+enum Subject {
+    /// A lower-cased user name from one client address.
+    UserAt(String, ClientAddr),
+    /// A client address, over all names.
+    Addr(ClientAddr),
+    /// A lower-cased user name, over all addresses.
     User(String),
-    /// Client address as nginx reports it.
-    Addr(String),
 }
 
 impl Subject {
-    /// A user name, case-folded so `Alice` and `alice` share a count.
-    pub fn user(name: &str) -> Self {
-        Subject::User(name.trim().to_lowercase())
-    }
-
     fn free(&self) -> u32 {
         match self {
-            Subject::User(_) => USER_FREE,
+            Subject::UserAt(..) => USER_FREE,
             Subject::Addr(_) => ADDR_FREE,
+            Subject::User(_) => NAME_FREE,
         }
+    }
+}
+
+/// One sign-in attempt, already counted as a failure. Hand it back with
+/// [`LoginThrottle::succeeded`] or [`LoginThrottle::withdraw`]; dropped
+/// (a wrong password, a client that went away) it stays a failure.
+#[derive(Debug)]
+#[must_use = "an attempt counts as a failure unless handed back"]
+pub struct Attempt {
+    /// The (name, address) count, cleared by a success.
+    user_at: Subject,
+    /// The name's count, and the address's when it is known.
+    others: Vec<Subject>,
+    locked_for: Option<Duration>,
+}
+
+impl Attempt {
+    /// The lock-out this attempt starts if it fails.
+    pub fn locked_for(&self) -> Option<Duration> {
+        self.locked_for
     }
 }
 
@@ -69,31 +99,42 @@ pub fn delay_after(count: u32, free: u32) -> Option<Duration> {
     Some(BASE_DELAY.saturating_mul(1u32 << doublings).min(MAX_DELAY))
 }
 
-impl LoginThrottle {
-    /// `Err(wait)` while any subject is locked out.
-    pub fn check(&self, subjects: &[Subject], now: Instant) -> Result<(), Duration> {
-        let map = self.inner.lock().expect("throttle");
-        let wait = subjects
-            .iter()
-            .filter_map(|s| map.get(s)?.locked_until)
-            .filter(|until| *until > now)
-            .map(|until| until - now)
-            .max();
-        match wait {
-            Some(w) => Err(w),
-            None => Ok(()),
-        }
-    }
+/// Lower-cased and trimmed, so `Alice` and ` alice` share a count.
+fn fold(name: &str) -> String {
+    name.trim().to_lowercase()
+}
 
-    /// Counts a failure for each subject; returns the longest lock-out it
-    /// started, if any.
-    pub fn failed(&self, subjects: &[Subject], now: Instant) -> Option<Duration> {
-        let mut map = self.inner.lock().expect("throttle");
-        if map.len() >= MAX_ENTRIES {
-            map.retain(|_, f| now.saturating_duration_since(f.last) < FORGET_AFTER);
+impl LoginThrottle {
+    /// Starts a sign-in of `name` from `addr`: `Err(wait)` while any of its
+    /// counts is locked, else the attempt, counted as a failure already.
+    pub fn attempt(
+        &self,
+        name: &str,
+        addr: &ClientAddr,
+        now: Instant,
+    ) -> Result<Attempt, Duration> {
+        let name = fold(name);
+        let user_at = Subject::UserAt(name.clone(), addr.clone());
+        let mut others = vec![Subject::User(name)];
+        // Without a client address every client shares one; counting it
+        // would let twenty failures lock everyone out of every name.
+        if addr.is_known() {
+            others.push(Subject::Addr(addr.clone()));
         }
-        let mut longest = None;
-        for s in subjects {
+        let subjects = || std::iter::once(&user_at).chain(&others);
+        let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let wait = subjects()
+            .filter_map(|s| map.get(s)?.locked_until?.checked_duration_since(now))
+            .filter(|w| !w.is_zero())
+            .max();
+        if let Some(wait) = wait {
+            return Err(wait);
+        }
+        if map.len() >= MAX_ENTRIES {
+            prune(&mut map, now);
+        }
+        let mut locked_for = None;
+        for s in subjects() {
             let f = map.entry(s.clone()).or_insert(Failures {
                 count: 0,
                 last: now,
@@ -107,21 +148,80 @@ impl LoginThrottle {
             f.last = now;
             if let Some(d) = delay_after(f.count, s.free()) {
                 f.locked_until = Some(now + d);
-                longest = longest.max(Some(d));
+                locked_for = locked_for.max(Some(d));
             }
         }
-        longest
+        Ok(Attempt {
+            user_at,
+            others,
+            locked_for,
+        })
     }
 
-    /// A successful sign-in clears the count of that subject.
-    pub fn succeeded(&self, subject: &Subject) {
-        self.inner.lock().expect("throttle").remove(subject);
+    /// The attempt signed in: its (name, address) count is cleared and its
+    /// failure taken back from the others.
+    pub fn succeeded(&self, attempt: Attempt) {
+        let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        map.remove(&attempt.user_at);
+        for s in &attempt.others {
+            take_back(&mut map, s);
+        }
+    }
+
+    /// The password was never checked (too busy, or the account could not
+    /// be read): the attempt does not count.
+    pub fn withdraw(&self, attempt: Attempt) {
+        let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        for s in std::iter::once(&attempt.user_at).chain(&attempt.others) {
+            take_back(&mut map, s);
+        }
+    }
+}
+
+/// Undoes one counted failure; a count below its free failures unlocks.
+fn take_back(map: &mut HashMap<Subject, Failures>, s: &Subject) {
+    let Some(f) = map.get_mut(s) else { return };
+    f.count = f.count.saturating_sub(1);
+    if f.count == 0 {
+        map.remove(s);
+    } else if f.count < s.free() {
+        f.locked_until = None;
+    }
+}
+
+/// Drops forgotten counts, then (still full) every count not locked now.
+fn prune(map: &mut HashMap<Subject, Failures>, now: Instant) {
+    map.retain(|_, f| now.saturating_duration_since(f.last) < FORGET_AFTER);
+    if map.len() >= MAX_ENTRIES {
+        map.retain(|_, f| f.locked_until.is_some_and(|u| u > now));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn from(ip: &str) -> ClientAddr {
+        ClientAddr::of_ip(ip.parse().unwrap())
+    }
+
+    /// Counts `n` failed attempts; returns the lock-out the last started.
+    fn fail(
+        t: &LoginThrottle,
+        name: &str,
+        addr: &ClientAddr,
+        n: u32,
+        now: Instant,
+    ) -> Option<Duration> {
+        let mut locked = None;
+        for i in 0..n {
+            let a = t
+                .attempt(name, addr, now)
+                .unwrap_or_else(|w| panic!("attempt {i}: locked {w:?}"));
+            locked = a.locked_for();
+        }
+        locked
+    }
 
     #[test]
     fn delays_double_up_to_the_cap() {
@@ -135,60 +235,141 @@ mod tests {
     }
 
     #[test]
-    fn locks_a_name_after_repeated_failures() {
+    fn locks_a_name_from_one_address_only() {
         let t = LoginThrottle::default();
         let now = Instant::now();
-        let alice = [Subject::user("Alice"), Subject::Addr("10.0.0.1".into())];
-        for i in 1..USER_FREE {
-            assert_eq!(t.check(&alice, now), Ok(()), "attempt {i}");
-            assert_eq!(t.failed(&alice, now), None);
-        }
-        assert_eq!(t.failed(&alice, now), Some(BASE_DELAY));
-        assert_eq!(t.check(&alice, now), Err(BASE_DELAY));
+        let attacker = from("10.0.0.1");
+        assert_eq!(fail(&t, "Alice", &attacker, USER_FREE - 1, now), None);
+        assert_eq!(fail(&t, "alice", &attacker, 1, now), Some(BASE_DELAY));
+        assert_eq!(t.attempt("ALICE ", &attacker, now).unwrap_err(), BASE_DELAY);
         let later = now + Duration::from_secs(10);
-        assert_eq!(t.check(&alice, later), Err(Duration::from_secs(20)));
-        // The same name in other case, from another address: still locked.
-        let other = [Subject::user("alice"), Subject::Addr("10.0.0.2".into())];
-        assert!(t.check(&other, later).is_err());
-        // Another name from the first address is not.
-        let bob = [Subject::user("bob"), Subject::Addr("10.0.0.1".into())];
-        assert_eq!(t.check(&bob, later), Ok(()));
+        assert_eq!(
+            t.attempt("alice", &attacker, later).unwrap_err(),
+            Duration::from_secs(20)
+        );
+        // The owner, from another address, is not locked out; another
+        // name from the attacker's address is not either.
+        let owner = t.attempt("alice", &from("10.0.0.2"), later).unwrap();
+        assert_eq!(owner.locked_for(), None);
+        t.succeeded(owner);
+        let bob = t.attempt("bob", &attacker, later).unwrap();
+        t.withdraw(bob);
 
         // After the delay one more failure locks for twice as long.
         let after = now + BASE_DELAY;
-        assert_eq!(t.check(&alice, after), Ok(()));
-        assert_eq!(t.failed(&alice, after), Some(BASE_DELAY * 2));
-        assert_eq!(t.check(&alice, after), Err(BASE_DELAY * 2));
+        assert_eq!(fail(&t, "alice", &attacker, 1, after), Some(BASE_DELAY * 2));
+        assert_eq!(
+            t.attempt("alice", &attacker, after).unwrap_err(),
+            BASE_DELAY * 2
+        );
 
-        // A success clears the name.
-        t.succeeded(&Subject::user("ALICE"));
-        assert_eq!(t.check(&[Subject::user("alice")], after), Ok(()));
-        assert_eq!(t.failed(&[Subject::user("alice")], after), None);
+        // A success from that address (once allowed) clears its count.
+        let much_later = after + BASE_DELAY * 2;
+        t.succeeded(t.attempt("alice", &attacker, much_later).unwrap());
+        assert_eq!(
+            fail(&t, "alice", &attacker, USER_FREE - 1, much_later),
+            None
+        );
+    }
+
+    #[test]
+    fn concurrent_attempts_cannot_pass_the_limit() {
+        let t = std::sync::Arc::new(LoginThrottle::default());
+        let now = Instant::now();
+        let addr = from("192.0.2.9");
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(40));
+        let threads: Vec<_> = (0..40)
+            .map(|_| {
+                let (t, addr, barrier) = (t.clone(), addr.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    // Held across the "password check": nothing is
+                    // recorded after it for a failure.
+                    let attempt = t.attempt("carol", &addr, now).ok();
+                    std::thread::sleep(Duration::from_millis(20));
+                    attempt.is_some()
+                })
+            })
+            .collect();
+        let passed = threads
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|ok| *ok)
+            .count();
+        assert_eq!(passed, USER_FREE as usize);
+        assert!(t.attempt("carol", &addr, now).is_err());
     }
 
     #[test]
     fn one_address_trying_many_names_is_locked() {
         let t = LoginThrottle::default();
         let now = Instant::now();
-        let addr = Subject::Addr("192.0.2.7".into());
+        let addr = from("192.0.2.7");
         for i in 0..ADDR_FREE - 1 {
-            let s = [Subject::user(&format!("user{i}")), addr.clone()];
-            assert_eq!(t.failed(&s, now), None);
+            assert_eq!(fail(&t, &format!("user{i}"), &addr, 1, now), None);
         }
-        let s = [Subject::user("last"), addr.clone()];
-        assert_eq!(t.failed(&s, now), Some(BASE_DELAY));
-        assert!(t.check(&[Subject::user("someone"), addr], now).is_err());
+        assert_eq!(fail(&t, "last", &addr, 1, now), Some(BASE_DELAY));
+        assert!(t.attempt("someone", &addr, now).is_err());
+        assert!(t.attempt("someone", &from("192.0.2.8"), now).is_ok());
+    }
+
+    #[test]
+    fn many_addresses_against_one_name_hit_the_looser_name_bound() {
+        let t = LoginThrottle::default();
+        let now = Instant::now();
+        // Below the per-address limit everywhere, spread over addresses.
+        let mut locked = None;
+        for i in 0..NAME_FREE {
+            let addr = from(&format!("198.51.100.{}", i / (USER_FREE - 1)));
+            assert_eq!(locked, None, "locked before failure {i}");
+            locked = fail(&t, "dave", &addr, 1, now);
+        }
+        assert_eq!(locked, Some(BASE_DELAY));
+        assert!(t.attempt("dave", &from("203.0.113.1"), now).is_err());
+    }
+
+    #[test]
+    fn without_an_address_only_names_are_counted() {
+        let t = LoginThrottle::default();
+        let now = Instant::now();
+        let local = ClientAddr::resolve(Some(super::super::ApiPeer::Unix), &Default::default());
+        for i in 0..ADDR_FREE {
+            assert_eq!(fail(&t, &format!("user{i}"), &local, 1, now), None);
+        }
+        assert!(
+            t.attempt("someone", &local, now).is_ok(),
+            "no shared address lock"
+        );
+        assert_eq!(
+            fail(&t, "user0", &local, USER_FREE - 1, now),
+            Some(BASE_DELAY)
+        );
+    }
+
+    #[test]
+    fn withdrawn_attempts_do_not_count() {
+        let t = LoginThrottle::default();
+        let now = Instant::now();
+        let addr = from("192.0.2.10");
+        for _ in 0..3 * USER_FREE {
+            t.withdraw(t.attempt("erin", &addr, now).unwrap());
+        }
+        assert!(t.inner.lock().unwrap().is_empty(), "nothing left behind");
+        assert_eq!(fail(&t, "erin", &addr, USER_FREE - 1, now), None);
     }
 
     #[test]
     fn counts_are_forgotten() {
         let t = LoginThrottle::default();
         let now = Instant::now();
-        let s = [Subject::user("carol")];
-        for _ in 0..USER_FREE - 1 {
-            t.failed(&s, now);
-        }
+        let addr = from("192.0.2.11");
+        fail(&t, "frank", &addr, USER_FREE - 1, now);
         let much_later = now + FORGET_AFTER;
-        assert_eq!(t.failed(&s, much_later), None, "the count started over");
+        assert_eq!(
+            fail(&t, "frank", &addr, 1, much_later),
+            None,
+            "started over"
+        );
+        assert_eq!(fail(&t, "frank", &addr, USER_FREE - 2, much_later), None);
     }
 }

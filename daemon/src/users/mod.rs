@@ -1,15 +1,18 @@
 //! Admin UI accounts: adding users, changing passwords, finding an account
-//! and signing in. Passwords are hashed and checked in `password.rs` only;
-//! the stored hash never leaves this module (sessions see an account's
-//! [`Account::version`] instead).
+//! and signing in. Passwords are hashed and checked in `password.rs` only,
+//! in the bounded pool of `argon2_pool.rs`; the stored hash never leaves
+//! this module (sessions see an account's [`Account::version`] instead).
 
+pub mod argon2_pool;
+pub mod client;
 pub mod lockout;
 mod password;
 mod sign_in;
 
+pub use client::{ApiPeer, ClientAddr};
 pub use lockout::LoginThrottle;
-pub use password::{account_version, hash_password, verify_password};
-pub use sign_in::{sign_in, SignInError};
+pub use password::{account_version, verify_password};
+pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
