@@ -88,6 +88,54 @@ async fn api_keys_and_scopes() {
     assert_eq!(s, 401);
 }
 
+/// `Authorization: Bearer <key>` is the same key as `X-Api-Key`, on the API
+/// and on `/metrics` (Prometheus's own `authorization` setting); other
+/// schemes are refused, never ignored.
+#[tokio::test]
+async fn a_key_works_as_a_bearer_token() {
+    let d = Daemon::start().await;
+    let stats = key_with(&d, "stats:read").await;
+    let bearer = format!("Bearer {stats}");
+    let (s, _, body) = d
+        .req_with("GET", "/metrics", &[("authorization", &bearer)], None)
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let admin = format!("Bearer {}", d.admin_key);
+    let (s, _, v) = d
+        .req_with(
+            "POST",
+            "/api/v1/links",
+            &[("authorization", &admin)],
+            Some(json!({"url": "https://e.com/bearer"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    for (header, code) in [
+        (format!("Basic {stats}"), "invalid_api_key"),
+        ("Bearer".to_string(), "invalid_api_key"),
+        (format!("Bearer {stats}x"), "invalid_api_key"),
+    ] {
+        let (s, _, v) = d
+            .req_with("GET", "/api/v1/links", &[("authorization", &header)], None)
+            .await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (401, Some(code)),
+            "{header}"
+        );
+    }
+    // The scope still decides: a stats key cannot create links.
+    let (s, _, _) = d
+        .req_with(
+            "POST",
+            "/api/v1/links",
+            &[("authorization", &bearer)],
+            Some(json!({"url": "https://e.com/no"})),
+        )
+        .await;
+    assert_eq!(s, 403);
+}
+
 #[tokio::test]
 async fn keys_api_validates() {
     let d = Daemon::start().await;

@@ -48,8 +48,8 @@ impl Credential {
     /// only requests the auth middleware accepted are recorded).
     pub fn of(headers: &axum::http::HeaderMap) -> Option<Credential> {
         let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::trim);
-        if let Some(key) = h("x-api-key") {
-            return key_prefix(key).map(|p| Credential::Key(p.to_string()));
+        if let Some(key) = crate::api::auth::presented_key(headers) {
+            return key_prefix(key.ok()?).map(|p| Credential::Key(p.to_string()));
         }
         h("x-app-id")
             .filter(|a| !a.is_empty() && a.len() <= 100)

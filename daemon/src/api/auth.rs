@@ -55,11 +55,33 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
+/// The API key a request presents: `X-Api-Key`, or `Authorization: Bearer
+/// <key>` (what Prometheus's `authorization` setting and most HTTP clients
+/// send). `None` when it presents neither; an unreadable value or another
+/// `Authorization` scheme is an invalid key.
+pub fn presented_key(headers: &HeaderMap) -> Option<Result<&str, AuthError>> {
+    if let Some(key) = headers.get("x-api-key") {
+        return Some(
+            key.to_str()
+                .map(str::trim)
+                .map_err(|_| AuthError::InvalidApiKey),
+        );
+    }
+    let value = headers.get(axum::http::header::AUTHORIZATION)?;
+    let Ok(value) = value.to_str() else {
+        return Some(Err(AuthError::InvalidApiKey));
+    };
+    let (scheme, key) = value.trim().split_once(' ').unwrap_or((value, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") || key.trim().is_empty() {
+        return Some(Err(AuthError::InvalidApiKey));
+    }
+    Some(Ok(key.trim()))
+}
+
 async fn authenticated(app: &App, mut req: Request) -> Result<Request, ApiError> {
     let headers = req.headers();
-    let principal = if let Some(key) = headers.get("x-api-key") {
-        let key = key.to_str().map_err(|_| AuthError::InvalidApiKey)?;
-        auth::verify_key(&app.store, &app.auth, key).await?
+    let principal = if let Some(key) = presented_key(headers) {
+        auth::verify_key(&app.store, &app.auth, key?).await?
     } else if let Some(app_id) = headers.get("x-app-id") {
         let app_id = app_id
             .to_str()
@@ -103,6 +125,35 @@ async fn authenticated(app: &App, mut req: Request) -> Result<Request, ApiError>
 mod tests {
     use super::*;
     use crate::auth::Scope;
+
+    #[test]
+    fn a_key_is_presented_as_x_api_key_or_a_bearer_token() {
+        let with = |name: &str, value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+            h
+        };
+        let key = |h: &HeaderMap| presented_key(h).map(|r| r.map(str::to_string).map_err(|_| ()));
+        assert_eq!(key(&with("x-api-key", "slk_a")), Some(Ok("slk_a".into())));
+        assert_eq!(
+            key(&with("authorization", "Bearer slk_b")),
+            Some(Ok("slk_b".into()))
+        );
+        assert_eq!(
+            key(&with("authorization", "bearer  slk_c ")),
+            Some(Ok("slk_c".into()))
+        );
+        for bad in ["Basic dXNlcjpw", "Bearer", "Bearer  ", "slk_d"] {
+            assert!(
+                matches!(key(&with("authorization", bad)), Some(Err(_))),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(key(&HeaderMap::new()), None);
+    }
 
     #[test]
     fn auth_errors_keep_their_statuses_and_codes() {

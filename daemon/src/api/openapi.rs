@@ -1,7 +1,9 @@
 //! The OpenAPI document, generated from the handlers and types.
 
 use axum::Json;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::{Modify, OpenApi};
 
 use super::{error, health, keys, links, stats, users};
@@ -55,6 +57,15 @@ impl Modify for SecuritySchemes {
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(name, what)))
         };
         components.add_security_scheme("api_key", header("X-Api-Key", "API key (`slk_...`)"));
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The same API key as `Authorization: Bearer slk_...`"))
+                    .build(),
+            ),
+        );
         components.add_security_scheme("app_id", header("X-App-Id", "Signing app id"));
         components.add_security_scheme(
             "app_timestamp",
@@ -67,6 +78,23 @@ impl Modify for SecuritySchemes {
             "app_signature",
             header("X-Signature", "Hex HMAC-SHA256 of the signing string"),
         );
+        // Wherever an API key is accepted, so is the bearer form.
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if let Some(security) = op.security.as_mut().filter(|s| !s.is_empty()) {
+                    security.push(SecurityRequirement::new("bearer", Vec::<String>::new()));
+                }
+            }
+        }
     }
 }
 

@@ -27,7 +27,7 @@ use crate::store::StoreError;
 pub enum AuthError {
     /// Neither an API key nor a signature was sent.
     #[error(
-        "send an API key in X-Api-Key, or sign the request (X-App-Id, X-Timestamp, X-Signature)"
+        "send an API key in X-Api-Key or Authorization: Bearer, or sign the request (X-App-Id, X-Timestamp, X-Signature)"
     )]
     MissingCredentials,
     /// A signed request lacks one of its headers (named, lower case).
