@@ -23,6 +23,7 @@ pub mod ids;
 pub mod ipc;
 pub mod links;
 pub mod metrics;
+pub mod process_stats;
 pub mod server;
 pub mod spool;
 pub mod stats;

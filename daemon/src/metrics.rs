@@ -6,7 +6,9 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::{Registry, Unit};
 
 /// Prefix of every metric name.
 pub const PREFIX: &str = "shortlinkd";
@@ -16,6 +18,25 @@ pub const PREFIX: &str = "shortlinkd";
 struct HttpLabels {
     method: String,
     status: u16,
+}
+
+/// Labels of `shortlinkd_http_request_duration_seconds`: the route
+/// pattern, never the raw path, so the series stay few.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RouteLabels {
+    method: String,
+    route: String,
+}
+
+/// Labels of `shortlinkd_ipc_lookup_duration_seconds`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct SourceLabels {
+    source: &'static str,
+}
+
+/// Buckets from 100 µs to about 13 s, ×2.5 apart.
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.5, 14))
 }
 
 /// Labels of `shortlinkd_ipc_lookup_results_total`.
@@ -58,6 +79,13 @@ pub struct Metrics {
     pub errors: Counter,
     /// HTTP requests by method and status.
     http_requests: Family<HttpLabels, Counter>,
+    /// HTTP request latency by method and route.
+    http_duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    /// IPC lookups answered from the daemon's cache: seconds from the
+    /// read of the request to the reply queued.
+    pub ipc_lookup_cached: Histogram,
+    /// IPC lookups that read the database.
+    pub ipc_lookup_stored: Histogram,
     /// Everything above, for the exposition.
     registry: Registry,
 }
@@ -88,15 +116,36 @@ impl Default for Metrics {
             links_created: Counter::default(),
             errors: Counter::default(),
             http_requests: Family::default(),
+            http_duration: Family::new_with_constructor(latency_histogram),
+            ipc_lookup_cached: Histogram::new(std::iter::empty()),
+            ipc_lookup_stored: Histogram::new(std::iter::empty()),
             registry: Registry::with_prefix(PREFIX),
         };
-        m.registered(lookup_results)
+        let lookup_durations =
+            Family::<SourceLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram,
+            );
+        let by_source = |source| {
+            lookup_durations
+                .get_or_create(&SourceLabels { source })
+                .clone()
+        };
+        let m = Self {
+            ipc_lookup_cached: by_source("cache"),
+            ipc_lookup_stored: by_source("store"),
+            ..m
+        };
+        m.registered(lookup_results, lookup_durations)
     }
 }
 
 impl Metrics {
     /// Registers every metric (the registry holds clones sharing the values).
-    fn registered(mut self, lookup_results: Family<LookupLabels, Counter>) -> Self {
+    fn registered(
+        mut self,
+        lookup_results: Family<LookupLabels, Counter>,
+        lookup_durations: Family<SourceLabels, Histogram, fn() -> Histogram>,
+    ) -> Self {
         let counters = [
             (
                 "ipc_lookups",
@@ -160,7 +209,40 @@ impl Metrics {
             "HTTP API requests answered, by method and status",
             self.http_requests.clone(),
         );
+        r.register_with_unit(
+            "http_request_duration",
+            "HTTP API request latency, by method and route",
+            Unit::Seconds,
+            self.http_duration.clone(),
+        );
+        r.register_with_unit(
+            "ipc_lookup_duration",
+            "IPC lookup latency, answered from the cache or the store",
+            Unit::Seconds,
+            lookup_durations,
+        );
+        r.register(
+            "build",
+            "The daemon's version and IPC protocol",
+            Info::new(vec![
+                ("version", env!("CARGO_PKG_VERSION").to_string()),
+                (
+                    "protocol",
+                    shortlink_core::ipc::PROTOCOL_VERSION.to_string(),
+                ),
+            ]),
+        );
         self
+    }
+
+    /// Times one answered HTTP request (`route`: the matched pattern).
+    pub fn http_duration(&self, method: &str, route: &str, seconds: f64) {
+        self.http_duration
+            .get_or_create(&RouteLabels {
+                method: method.to_string(),
+                route: route.to_string(),
+            })
+            .observe(seconds);
     }
 
     /// Counts one answered HTTP request.

@@ -115,6 +115,7 @@ pub fn render(app: &App) -> String {
     // Writing into a String cannot fail.
     let _ = text::encode_registry(&mut out, app.metrics.registry())
         .and_then(|()| text::encode_registry(&mut out, &state(app)))
+        .and_then(|()| text::encode_registry(&mut out, &crate::process_stats::registry()))
         .and_then(|()| text::encode_eof(&mut out));
     out
 }

@@ -65,8 +65,16 @@ fn public(app: &SharedApp) -> Router<SharedApp> {
 
 async fn count_requests(State(app): State<SharedApp>, req: Request, next: Next) -> Response {
     let method = req.method().as_str().to_string();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_string();
+    let started = std::time::Instant::now();
     let resp = next.run(req).await;
     app.metrics.http_request(&method, resp.status().as_u16());
+    app.metrics
+        .http_duration(&method, &route, started.elapsed().as_secs_f64());
     resp
 }
 

@@ -307,13 +307,18 @@ impl Conn {
             return;
         }
         let items = std::mem::take(&mut self.lookups);
+        let started = std::time::Instant::now();
         let app = &self.app;
         let mut frames = Vec::new();
+        let mut cached = 0;
         let misses = app.links().edge_lookup_cached(items, |id, code, result| {
+            cached += 1;
             encode_lookup(app, &mut frames, id, code, result)
         });
         if !frames.is_empty() {
             let _ = self.out.send(Outgoing::frames(frames)).await;
+            let took = started.elapsed().as_secs_f64();
+            (0..cached).for_each(|_| app.metrics.ipc_lookup_cached.observe(took));
         }
         if misses.is_empty() {
             return;
@@ -326,12 +331,16 @@ impl Conn {
         let out = self.out.clone();
         tokio::spawn(async move {
             let mut frames = Vec::with_capacity(misses.len() * 160);
+            let mut stored = 0;
             misses
                 .resolve(&app.store, |id, code, result| {
+                    stored += 1;
                     encode_lookup(&app, &mut frames, id, code, result)
                 })
                 .await;
             let _ = out.send(Outgoing::frames(frames)).await;
+            let took = started.elapsed().as_secs_f64();
+            (0..stored).for_each(|_| app.metrics.ipc_lookup_stored.observe(took));
             drop(permits);
         });
     }
