@@ -12,6 +12,7 @@
 //! * `front.rs`: hot links in each worker's own memory, valid while the
 //!   zone's generation is unchanged.
 //! * `position.rs`: the daemon change-log position the entries reflect.
+//! * `figures.rs`: the counters `shortlink_status` answers, a row per worker.
 //! * `hit.rs`: [`Hit`], what the request path answers with, made by one
 //!   function from a zone entry, a front slot or a daemon answer.
 
@@ -21,9 +22,8 @@ use core::sync::atomic::Ordering;
 use nginx_sys::{ngx_msec_t, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t};
 use shortlink_core::device::DeviceClass;
 
-use crate::status::Rows;
-
 mod aliases;
+mod figures;
 mod front;
 mod hit;
 mod init;
@@ -32,6 +32,7 @@ mod node;
 mod position;
 mod zone;
 
+pub use figures::{Row, Rows};
 pub use hit::Hit;
 pub use init::init_zone;
 pub use zone::{Locked, ZoneConf};

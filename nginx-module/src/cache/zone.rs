@@ -11,8 +11,8 @@ use nginx_sys::{
 };
 use shortlink_core::Fingerprint;
 
+use super::figures::Rows;
 use super::node::LinkNode;
-use crate::status::Rows;
 
 /// Per-zone settings, from `shortlink_zone`.
 pub struct ZoneConf {

@@ -28,6 +28,9 @@ pub struct LocConf {
     pub cache_control: Option<Option<String>>,
     /// `shortlink_clicks on|off`: count redirects for stats.
     pub clicks: ngx_flag_t,
+    /// `shortlink_status`: this location answers the edge's figures (not
+    /// inherited, as `stub_status`).
+    pub status: bool,
 }
 
 impl Default for LocConf {
@@ -39,6 +42,7 @@ impl Default for LocConf {
             fallback: None,
             cache_control: None,
             clicks: UNSET_FLAG,
+            status: false,
         }
     }
 }
@@ -86,6 +90,24 @@ fn enabled(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
 }
 
 /// `shortlink_redirect 301|302|307|308`.
+/// `shortlink_status`.
+pub extern "C" fn set_status(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: as for set_enabled: a LocConf.
+    unsafe { run_directive(cf, conf, status) }
+}
+
+fn status(_: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
+    if lcf.status {
+        return Err(ConfError::Duplicate);
+    }
+    lcf.status = true;
+    Ok(())
+}
+
 pub extern "C" fn set_redirect(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,

@@ -147,7 +147,7 @@ pub static mut COMMANDS: [ngx_command_t; 14] = [
     command(
         ngx_string!("shortlink_status"),
         LOC | NGX_CONF_NOARGS,
-        crate::status::set_status,
+        loc_conf::set_status,
         LOC_OFFSET,
         0,
     ),

@@ -7,12 +7,13 @@ use core::ptr::addr_of_mut;
 use nginx_sys::ngx_http_request_t;
 use ngx::http::Request;
 
-use super::reply::{pool_copy, respond, Outcome, Reply};
+use super::reply::{respond, Outcome, Reply};
 use super::Step;
 use crate::cache::Hit;
 use crate::conf::LocConf;
 use crate::guard::guard;
 use crate::net::Answer;
+use crate::pool::pool_copy;
 use crate::request::RequestCtx;
 
 /// Hands a lookup's answer to a waiting request and posts its write event;

@@ -4,12 +4,13 @@
 use nginx_sys::{ngx_http_request_t, NGX_HTTP_GET, NGX_HTTP_HEAD};
 use ngx::http::Request;
 
-use super::reply::{pool_copy, respond, Outcome, Reply};
+use super::reply::{respond, Outcome, Reply};
 use super::Step;
 use crate::cache::Cached;
 use crate::conf::{LocConf, MainConf};
 use crate::log::{debug, error};
 use crate::net::{with_link, Started};
+use crate::pool::pool_copy;
 use crate::request::{CacheStatus, RequestCtx};
 
 /// The answer to a request seen for the first time.

@@ -26,7 +26,6 @@ mod first_visit;
 mod reply;
 
 pub use answer::deliver;
-pub(crate) use reply::pool_copy;
 
 /// Phase handler entry point: no panic leaves it.
 pub extern "C" fn precontent_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -56,6 +55,9 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let (Some(lcf), Some(main)) = (Module::location_conf(r), Module::main_conf(r)) else {
         return NGX_DECLINED as ngx_int_t;
     };
+    if lcf.status {
+        return crate::status::answer(r, main);
+    }
     if !lcf.is_enabled() {
         return NGX_DECLINED as ngx_int_t;
     }
@@ -73,7 +75,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         Step::Suspended => NGX_DONE as ngx_int_t,
         Step::Reply(reply) => {
             if let Some(cache) = main.cache() {
-                cache.status_rows().count(ctx.status);
+                cache.status_rows().count(ctx.status.figure_index());
             }
             reply.send(r, lcf)
         }

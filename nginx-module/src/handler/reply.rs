@@ -7,7 +7,6 @@ use nginx_sys::{
     ngx_http_complex_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
     NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
-use ngx::core::Pool;
 use ngx::http::Request;
 use shortlink_core::RedirectStatus;
 
@@ -153,18 +152,4 @@ fn redirect(
         cv.value = location;
         nginx_sys::ngx_http_send_response(r.as_mut(), status as _, core::ptr::null_mut(), &mut cv)
     }
-}
-
-/// A copy of `bytes` in the request pool, valid for the request's life.
-pub(crate) fn pool_copy(pool: &Pool, bytes: &[u8]) -> Option<ngx_str_t> {
-    let data = pool.alloc_unaligned(bytes.len()).cast::<u8>();
-    if data.is_null() {
-        return None;
-    }
-    // SAFETY: data has room for bytes.len() bytes.
-    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len()) };
-    Some(ngx_str_t {
-        len: bytes.len(),
-        data,
-    })
 }

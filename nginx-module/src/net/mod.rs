@@ -26,12 +26,11 @@ use shortlink_core::ipc::{BatchId, EdgeLink, FrameError, LookupResult};
 use shortlink_core::spool::SpoolSeal;
 use shortlink_core::Fingerprint;
 
-use crate::cache::LinkCache;
+use crate::cache::{LinkCache, Row};
 use crate::clicks::{ClickBook, ClickZone, PageKey};
 use crate::conf::MainConf;
 use crate::guard::guard;
 use crate::log::{error, info, warning};
-use crate::status::Row;
 
 mod flush;
 mod lookups;

@@ -33,6 +33,20 @@ pub enum CacheStatus {
 }
 
 impl CacheStatus {
+    /// Its place in `edge_status::CACHE_STATUSES`, where `shortlink_status`
+    /// counts it (a request answered before any status was set counts as
+    /// BYPASS).
+    pub fn figure_index(self) -> usize {
+        match self {
+            CacheStatus::Hit => 0,
+            CacheStatus::Miss => 1,
+            CacheStatus::Negative => 2,
+            CacheStatus::Invalid => 3,
+            CacheStatus::Expired => 4,
+            CacheStatus::Unset | CacheStatus::Bypass => 5,
+        }
+    }
+
     /// The variable's value.
     pub fn as_bytes(self) -> &'static [u8] {
         match self {

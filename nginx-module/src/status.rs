@@ -1,63 +1,25 @@
 //! `shortlink_status`: a location that answers the edge's figures, the way
 //! `stub_status` does: requests by cache status, the zone's entries, bytes
 //! and evictions, the daemon links, lookups in flight and clicks pending,
-//! delivered and spooled, for every worker at once (`rows.rs` keeps them in
-//! the shared zone). Prometheus text by default, JSON with `?format=json`.
-
-use core::ffi::{c_char, c_void};
+//! delivered and spooled, for every worker at once (`cache/figures.rs`
+//! keeps them in the shared zone). Prometheus text by default, JSON with
+//! `?format=json`; the formats are core's `edge_status`.
 
 use nginx_sys::{
-    ngx_command_t, ngx_conf_t, ngx_http_request_t, ngx_int_t, ngx_str_t, NGX_HTTP_GET,
-    NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED,
+    ngx_int_t, ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_HTTP_NOT_ALLOWED,
 };
-use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
+use ngx::http::Request;
 use shortlink_core::edge_status::{self, ZoneFigures};
 
 use crate::conf::MainConf;
-use crate::guard::guard;
-use crate::Module;
-
-mod rows;
-
-pub use rows::{Row, Rows};
 
 const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 const JSON: &str = "application/json";
 
-/// `shortlink_status;`: this location answers the figures.
-pub extern "C" fn set_status(
-    cf: *mut ngx_conf_t,
-    _cmd: *mut ngx_command_t,
-    _conf: *mut c_void,
-) -> *mut c_char {
-    // SAFETY: nginx passes the configuration being parsed, live for the call.
-    let log = || unsafe { (*cf).log };
-    guard("shortlink_status", log, NGX_CONF_ERROR, || {
-        // SAFETY: a location directive: cf is inside a location block,
-        // whose core location conf exists.
-        match unsafe { NgxHttpCoreModule::location_conf_mut(&*cf) } {
-            Some(clcf) => {
-                clcf.handler = Some(status_handler);
-                NGX_CONF_OK
-            }
-            None => NGX_CONF_ERROR,
-        }
-    })
-}
-
-/// The location's content handler.
-extern "C" fn status_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
-    // SAFETY: nginx passes a live request, with its connection and log.
-    let log = || unsafe { (*(*r).connection).log };
-    let failed = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    guard("shortlink_status", log, failed, || {
-        // SAFETY: nginx passes a live request to content handlers.
-        answer(unsafe { Request::from_ngx_http_request(r) })
-    })
-}
-
-fn answer(r: &mut Request) -> ngx_int_t {
+/// Answers the figures (the location has `shortlink_status`; called from
+/// the phase handler, after the access checks).
+pub fn answer(r: &mut Request, main: &MainConf) -> ngx_int_t {
     let method = r.as_ref().method as u32;
     if method != NGX_HTTP_GET && method != NGX_HTTP_HEAD {
         return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
@@ -67,7 +29,7 @@ fn answer(r: &mut Request) -> ngx_int_t {
     if rc != nginx_sys::NGX_OK as ngx_int_t {
         return rc;
     }
-    let zones: Vec<ZoneFigures> = Module::main_conf(r).and_then(figures).into_iter().collect();
+    let zones: Vec<ZoneFigures> = figures(main).into_iter().collect();
     let (body, content_type) = if wants_json(r.as_ref().args.as_bytes()) {
         (edge_status::json(&zones), JSON)
     } else {
@@ -76,7 +38,7 @@ fn answer(r: &mut Request) -> ngx_int_t {
     if r.add_header_out("Cache-Control", "no-store").is_none() {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     }
-    let Some(value) = crate::handler::pool_copy(&r.pool(), body.as_bytes()) else {
+    let Some(value) = crate::pool::pool_copy(&r.pool(), body.as_bytes()) else {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
     let mut ct = ngx_str_t {
@@ -86,11 +48,16 @@ fn answer(r: &mut Request) -> ngx_int_t {
     // SAFETY: a zeroed complex value is a constant one, as `return 200
     // "text"` builds it; the body lives in the request pool and the content
     // type in a static, both outliving the response.
-    unsafe {
+    let rc = unsafe {
         let mut cv: nginx_sys::ngx_http_complex_value_t = core::mem::zeroed();
         cv.value = value;
         nginx_sys::ngx_http_send_response(r.as_mut(), 200, &mut ct, &mut cv)
-    }
+    };
+    // Answered from the precontent phase: finish here, or the phase engine
+    // would go on to the content phase after an NGX_OK.
+    // SAFETY: r is live and its response is sent (or failed with rc).
+    unsafe { nginx_sys::ngx_http_finalize_request(r.as_mut(), rc) };
+    nginx_sys::NGX_DONE as ngx_int_t
 }
 
 /// True when the query string has `format=json`.

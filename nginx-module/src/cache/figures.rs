@@ -1,4 +1,5 @@
-//! The edge's counters, in the shared zone so any worker answers for all:
+//! The edge's counters for `shortlink_status`, in the shared zone so any
+//! worker answers for all:
 //! one row per worker (its own cache lines, written with relaxed atomics
 //! and no lock), plus an overflow row for a worker that found none free.
 //!
@@ -11,8 +12,6 @@
 
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-
-use crate::request::CacheStatus;
 
 /// Rows, the last of which is the shared overflow row.
 pub const ROWS: usize = 64;
@@ -100,17 +99,12 @@ impl Rows {
         &self.rows[MINE.with(Cell::get)]
     }
 
-    /// Counts one answered request.
-    pub fn count(&self, status: CacheStatus) {
-        let i = match status {
-            CacheStatus::Hit => 0,
-            CacheStatus::Miss => 1,
-            CacheStatus::Negative => 2,
-            CacheStatus::Invalid => 3,
-            CacheStatus::Expired => 4,
-            CacheStatus::Unset | CacheStatus::Bypass => 5,
-        };
-        self.mine().requests[i].fetch_add(1, Relaxed);
+    /// Counts one answered request under the cache status at `index`
+    /// (`edge_status::CACHE_STATUSES` order).
+    pub fn count(&self, index: usize) {
+        if let Some(n) = self.mine().requests.get(index) {
+            n.fetch_add(1, Relaxed);
+        }
     }
 
     /// The sums over every row: counters of all, gauges of live owners.
