@@ -24,6 +24,7 @@ pub mod ipc;
 pub mod links;
 pub mod metrics;
 pub mod process_stats;
+pub mod qr;
 pub mod server;
 pub mod spool;
 pub mod stats;

@@ -538,6 +538,7 @@ async fn health_and_openapi() {
         ("/api/v1/links/batch", &["post"]),
         ("/api/v1/links/{code}", &["get", "patch", "delete"]),
         ("/api/v1/links/{code}/stats", &["get"]),
+        ("/api/v1/links/{code}/qr", &["get"]),
         ("/api/v1/keys", &["post", "get"]),
         ("/api/v1/keys/{id}", &["delete"]),
         ("/api/v1/apps", &["post", "get"]),

@@ -15,7 +15,6 @@ pub mod charts;
 pub mod keys;
 pub mod links;
 pub mod login;
-pub mod qr;
 pub mod session;
 pub mod usage;
 pub mod view;

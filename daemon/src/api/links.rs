@@ -1,7 +1,8 @@
 //! `/api/v1/links`: create (single and batch), read, list, edit, delete.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -26,7 +27,8 @@ fn base(app: &SharedApp, headers: &HeaderMap) -> String {
     request_body = CreateLink,
     params(("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs, set by nginx")),
     responses(
-        (status = 201, description = "Created", body = LinkView),
+        (status = 201, description = "Created; `Location` is the new link's resource, `/api/v1/links/{generated_code}`", body = LinkView,
+            headers(("Location" = String, description = "The created link's URL in this API"))),
         (status = 200, description = "`dedupe` found an existing live link with the same URL and options", body = LinkView),
         (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
@@ -43,21 +45,22 @@ pub async fn create(
     Extension(p): Extension<Principal>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<CreateLink>,
-) -> Result<(StatusCode, Json<LinkView>), ApiError> {
+) -> Result<Response, ApiError> {
     p.require(Scope::LinksWrite)?;
     let created = app.links().create(&req, Some(&p.who)).await?;
-    let status = match created {
-        Created::New(_) => StatusCode::CREATED,
-        Created::Existing(_) => StatusCode::OK,
-    };
-    Ok((
-        status,
-        Json(LinkView::new(
-            &app.codec,
-            created.link(),
-            &base(&app, &headers),
-        )),
-    ))
+    let view = LinkView::new(&app.codec, created.link(), &base(&app, &headers));
+    Ok(match created {
+        Created::New(_) => {
+            let location = format!("/api/v1/links/{}", view.generated_code);
+            (
+                StatusCode::CREATED,
+                [(header::LOCATION, location)],
+                Json(view),
+            )
+                .into_response()
+        }
+        Created::Existing(_) => (StatusCode::OK, Json(view)).into_response(),
+    })
 }
 
 /// Body of `POST /api/v1/links/batch`.
@@ -201,7 +204,7 @@ pub struct ListParams {
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
-    /// Substring of the URL or alias.
+    /// Substring of the URL or alias, or a generated code.
     pub q: Option<String>,
     /// Only links with this tag.
     pub tag: Option<String>,
@@ -214,6 +217,8 @@ pub struct LinkPage {
     pub links: Vec<LinkView>,
     /// Pass as `cursor` for the next page; absent on the last page.
     pub next_cursor: Option<String>,
+    /// Links matching the filter across every page.
+    pub total: u64,
 }
 
 /// Lists links, newest first, with cursor pagination.
@@ -262,19 +267,22 @@ pub async fn list(
             limit,
             before,
             q: q.q.filter(|s| !s.is_empty()),
+            code_id: None,
             tag: q.tag.filter(|s| !s.is_empty()),
         })
         .await?;
-    let next_cursor = (page.len() == limit as usize)
-        .then(|| page.last().map(|l| l.id.to_string()))
+    let next_cursor = (page.links.len() == limit as usize)
+        .then(|| page.links.last().map(|l| l.id.to_string()))
         .flatten();
     let base = base(&app, &headers);
     Ok(Json(LinkPage {
         links: page
+            .links
             .iter()
             .map(|l| LinkView::new(&app.codec, l, &base))
             .collect(),
         next_cursor,
+        total: page.total,
     }))
 }
 

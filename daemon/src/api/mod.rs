@@ -13,6 +13,7 @@ pub mod keys;
 pub mod links;
 pub mod metrics;
 pub mod openapi;
+pub mod qr;
 pub mod stats;
 pub mod users;
 
@@ -42,6 +43,7 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
             get(links::get).patch(links::update).delete(links::delete),
         )
         .route("/api/v1/links/{code}/stats", get(stats::get))
+        .route("/api/v1/links/{code}/qr", get(qr::get))
         .route("/api/v1/keys", post(keys::create_key).get(keys::list_keys))
         .route("/api/v1/keys/{id}", delete(keys::revoke_key))
         .route("/api/v1/apps", post(keys::create_app).get(keys::list_apps))

@@ -6,18 +6,18 @@ use utoipa::openapi::security::{
 };
 use utoipa::{Modify, OpenApi};
 
-use super::{error, health, keys, links, stats, users};
+use super::{error, health, keys, links, qr, stats, users};
 
 /// The whole API.
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "shortlinkd",
-        description = "HTTP API of the shortlink daemon. Every endpoint but health needs an API key (`X-Api-Key`) or a signed request (`X-App-Id`, `X-Timestamp`, `X-Signature` = hex HMAC-SHA256 with the app secret of `\"{timestamp}\\n{METHOD}\\n{path?query}\\n{hex sha256(body)}\"`, timestamp within 60 s, each signature usable once). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}`."
+        description = "HTTP API of the shortlink daemon. Every endpoint but health needs an API key (`X-Api-Key` or `Authorization: Bearer`) or a signed request (`X-App-Id`, `X-Timestamp`, `X-Signature` = hex HMAC-SHA256 with the app secret of `\"{timestamp}\\n{METHOD}\\n{path?query}\\n{hex sha256(body)}\"`, timestamp within 60 s, each signature usable once). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}`."
     ),
     paths(
         links::create, links::create_batch, links::list, links::get, links::update, links::delete,
-        stats::get,
+        stats::get, qr::get,
         keys::create_key, keys::list_keys, keys::revoke_key,
         keys::create_app, keys::list_apps, keys::revoke_app,
         users::create, users::set_password,

@@ -9,6 +9,7 @@
 pub mod error;
 pub mod import;
 pub mod input;
+pub mod list;
 pub mod lookup;
 pub mod ops;
 pub mod patch;
@@ -20,6 +21,7 @@ pub use import::{ImportError, ImportOutcome, ImportRow, MAX_IMPORT};
 pub use input::{
     parse_time, CreateLink, RenewInput, TargetsInput, TimeInput, UpdateLink, MAX_BATCH,
 };
+pub use list::Page;
 pub use lookup::{edge_result, EdgeMisses};
 pub use ops::{Created, Links};
 pub use patch::CheckedPatch;

@@ -14,7 +14,7 @@ use crate::codes::{self, CodeRef};
 use crate::edge::{Edge, LinkChange};
 use crate::ids::IdSegments;
 use crate::metrics::Metrics;
-use crate::store::links::{self as table, Link, ListQuery};
+use crate::store::links::{self as table, Link};
 use crate::store::{unix_now, Store, StoreError, StoreResult};
 
 /// What the link operations work with, borrowed from the daemon's state
@@ -141,18 +141,6 @@ impl Links<'_> {
             })
             .await?;
         link.ok_or_else(|| LinkError::NotFound(code.to_string()))
-    }
-
-    /// One page of links, with every acknowledged click in their totals.
-    pub async fn list(&self, query: ListQuery) -> Result<Vec<Link>, LinkError> {
-        Ok(self
-            .store
-            .read_counted(move |c, clicks| {
-                let mut links = table::list(c, &query)?;
-                links.iter_mut().for_each(|l| clicks.apply(l));
-                Ok(links)
-            })
-            .await?)
     }
 
     /// Edits a link; the edge is told to drop it before this returns.

@@ -6,12 +6,12 @@ use axum::extract::{Path, State};
 use maud::{html, Markup};
 
 use super::super::charts::{self, Bar};
-use super::super::qr;
 use super::super::session::Flash;
 use super::super::view::{self, FieldErrors, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
 use super::form::{general_error, link_fields, LinkForm};
 use crate::codes;
+use crate::qr;
 use crate::stats::{self, Granularity, StatsView};
 use crate::store::links::Link;
 use crate::store::unix_now;

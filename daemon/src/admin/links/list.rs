@@ -53,16 +53,18 @@ pub async fn list(
     Query(p): Query<ListParams>,
 ) -> Result<Page, AdminError> {
     let (q, tag) = (p.q.trim().to_string(), p.tag.trim().to_string());
-    let mut page = admin
+    let found = admin
         .app
         .links()
         .list(ListQuery {
             limit: PAGE_SIZE + 1,
             before: p.before,
             q: (!q.is_empty()).then(|| q.clone()),
+            code_id: None,
             tag: (!tag.is_empty()).then(|| tag.clone()),
         })
         .await?;
+    let (total, mut page) = (found.total, found.links);
     let more = page.len() > PAGE_SIZE as usize;
     page.truncate(PAGE_SIZE as usize);
     let next = more.then(|| page.last().map(|l| l.id)).flatten();
@@ -79,11 +81,12 @@ pub async fn list(
                 a.button.primary href="/admin/links/new" { "New link" }
             }
             form.search method="get" action="/admin/links" id="search" {
-                input type="search" name="q" value=(q) placeholder="Search target URL or alias" aria-label="Search";
+                input type="search" name="q" value=(q) placeholder="Search target URL, alias or code" aria-label="Search";
                 input type="text" name="tag" value=(tag) placeholder="Tag" aria-label="Tag";
                 button type="submit" { "Search" }
                 @if !q.is_empty() || !tag.is_empty() { a href="/admin/links" { "Clear" } }
             }
+            p.total id="total" { (total) @if total == 1 { " link" } @else { " links" } }
             @if page.is_empty() {
                 p.empty id="no-links" {
                     @if q.is_empty() && tag.is_empty() && p.before.is_none() {

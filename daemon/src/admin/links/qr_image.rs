@@ -1,14 +1,14 @@
 //! The QR code of a link's short URL as a file: `qr.svg` and `qr.png`,
-//! inline or as a download (the renderer is [`super::super::qr`]).
+//! inline or as a download (the renderer is [`crate::qr`]).
 
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::super::qr;
 use super::super::{AdminError, AdminState, Authed};
 use crate::codes;
+use crate::qr;
 
 /// Query of the QR endpoints.
 #[derive(Debug, Default, Deserialize)]
