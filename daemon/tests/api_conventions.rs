@@ -108,3 +108,66 @@ async fn qr_codes_through_the_api() {
         .await;
     assert_eq!(s, 401);
 }
+
+/// `GET /api/v1/stats`: every link's clicks over a range, with the most
+/// clicked links; the same before and after the fold writes them to the
+/// tables.
+#[tokio::test]
+async fn site_wide_stats_total_series_and_top_links() {
+    let d = Daemon::start().await;
+    let mut links = Vec::new();
+    for name in ["a", "b", "c"] {
+        let v = d
+            .create(json!({ "url": format!("https://e.com/{name}") }))
+            .await;
+        links.push((
+            v["id"].as_u64().unwrap(),
+            v["code"].as_str().unwrap().to_string(),
+        ));
+    }
+    let mut c = d.ipc().await;
+    c.clicks(1, common::batch(1, links[0].0, 5, false)).await;
+    c.clicks(2, common::batch(2, links[1].0, 3, false)).await;
+    c.clicks(3, common::batch(3, links[2].0, 1, true)).await;
+    let check = |v: &serde_json::Value| {
+        assert_eq!(
+            (v["total"].as_i64(), v["bots"].as_i64()),
+            (Some(9), Some(1)),
+            "{v}"
+        );
+        let series: i64 = v["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["clicks"].as_i64().unwrap())
+            .sum();
+        assert_eq!(series, 9);
+        let top: Vec<(&str, i64)> = v["top_links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| (l["code"].as_str().unwrap(), l["clicks"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(top, [(links[0].1.as_str(), 5), (links[1].1.as_str(), 3)]);
+    };
+    let (s, pending) = d.req("GET", "/api/v1/stats?top=2", None).await;
+    assert_eq!(s, 200, "{pending}");
+    check(&pending);
+    assert!(
+        common::eventually(shortlinkd::stats::FOLD_EVERY * 3, || async {
+            d.metric("shortlinkd_clicks_total").await == 9.0
+        })
+        .await
+    );
+    let (_, folded) = d
+        .req("GET", "/api/v1/stats?top=2&granularity=day", None)
+        .await;
+    check(&folded);
+    let (s, v) = d.req("GET", "/api/v1/stats?top=101", None).await;
+    assert_eq!((s, v["error"]["field"].as_str()), (400, Some("top")));
+    let (s, v) = d.req("GET", "/api/v1/stats?from=100&to=50", None).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (422, Some("invalid_range"))
+    );
+}

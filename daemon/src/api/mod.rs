@@ -44,6 +44,7 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         )
         .route("/api/v1/links/{code}/stats", get(stats::get))
         .route("/api/v1/links/{code}/qr", get(qr::get))
+        .route("/api/v1/stats", get(stats::site))
         .route("/api/v1/keys", post(keys::create_key).get(keys::list_keys))
         .route("/api/v1/keys/{id}", delete(keys::revoke_key))
         .route("/api/v1/apps", post(keys::create_app).get(keys::list_apps))

@@ -17,7 +17,7 @@ use super::{error, health, keys, links, qr, stats, users};
     ),
     paths(
         links::create, links::create_batch, links::list, links::get, links::update, links::delete,
-        stats::get, qr::get,
+        stats::get, stats::site, qr::get,
         keys::create_key, keys::list_keys, keys::revoke_key,
         keys::create_app, keys::list_apps, keys::revoke_app,
         users::create, users::set_password,
@@ -32,6 +32,7 @@ use super::{error, health, keys, links, qr, stats, users};
         links::BatchRequest, links::BatchResponse, links::BatchItem, links::LinkPage,
         crate::stats::StatsView, crate::stats::Point, crate::stats::DeviceCounts,
         crate::stats::ReferrerCount, crate::stats::Granularity,
+        crate::stats::SiteStatsView, crate::stats::LinkCount,
         keys::NewCredential, keys::KeyView, keys::CreatedKey, keys::KeyList,
         keys::AppView, keys::CreatedApp, keys::AppList,
         users::NewUser, users::NewPassword, users::UserView,

@@ -1,4 +1,4 @@
-//! `GET /api/v1/links/{code}/stats`.
+//! `GET /api/v1/links/{code}/stats` and `GET /api/v1/stats` (every link).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -10,7 +10,7 @@ use super::error::{ApiError, ApiQuery, ErrorBody};
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::links::parse_time;
-use crate::stats::{self, Granularity, StatsView};
+use crate::stats::{self, Granularity, SiteStatsView, StatsView, MAX_TOP};
 
 /// Query of the stats endpoint.
 #[derive(Debug, Serialize, Deserialize, IntoParams)]
@@ -22,6 +22,20 @@ pub struct StatsParams {
     pub to: Option<String>,
     /// `hour` (default) or `day`.
     pub granularity: Option<String>,
+}
+
+/// `hour` (default) or `day`.
+fn granularity_param(v: Option<&str>) -> Result<Granularity, ApiError> {
+    match v {
+        None | Some("") | Some("hour") => Ok(Granularity::Hour),
+        Some("day") => Ok(Granularity::Day),
+        Some(other) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("granularity must be hour or day; got {other:?}"),
+        )
+        .field("granularity")),
+    }
 }
 
 fn time_param(field: &'static str, v: Option<&str>) -> Result<Option<i64>, ApiError> {
@@ -59,19 +73,61 @@ pub async fn get(
     p.require(Scope::StatsRead)?;
     let from = time_param("from", q.from.as_deref())?;
     let to = time_param("to", q.to.as_deref())?;
-    let granularity = match q.granularity.as_deref() {
-        None | Some("") | Some("hour") => Granularity::Hour,
-        Some("day") => Granularity::Day,
-        Some(other) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_query",
-                format!("granularity must be hour or day; got {other:?}"),
-            )
-            .field("granularity"))
-        }
-    };
+    let granularity = granularity_param(q.granularity.as_deref())?;
     Ok(Json(
         stats::query(&app, &code, from, to, granularity).await?,
+    ))
+}
+
+/// Query of the site-wide stats endpoint.
+#[derive(Debug, Serialize, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct SiteStatsParams {
+    /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).
+    pub from: Option<String>,
+    /// Range end, exclusive: Unix seconds or RFC 3339 (default: now).
+    pub to: Option<String>,
+    /// `hour` (default) or `day`.
+    pub granularity: Option<String>,
+    /// How many of the most clicked links to list, 0 to 100 (default 10).
+    #[param(minimum = 0, maximum = 100)]
+    pub top: Option<usize>,
+}
+
+/// Click stats of every link: totals, an hourly or daily series and the
+/// most clicked links in the range.
+#[utoipa::path(
+    get, path = "/api/v1/stats", tag = "stats",
+    params(SiteStatsParams),
+    responses(
+        (status = 200, description = "Stats over the range", body = SiteStatsView),
+        (status = 400, description = "Bad query (`invalid_query`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `stats:read`", body = ErrorBody),
+        (status = 422, description = "Empty or too long range (`invalid_range`)", body = ErrorBody),
+        (status = 500, description = "Internal error", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn site(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    ApiQuery(q): ApiQuery<SiteStatsParams>,
+) -> Result<Json<SiteStatsView>, ApiError> {
+    p.require(Scope::StatsRead)?;
+    let from = time_param("from", q.from.as_deref())?;
+    let to = time_param("to", q.to.as_deref())?;
+    let granularity = granularity_param(q.granularity.as_deref())?;
+    let top = q.top.unwrap_or(10);
+    if top > MAX_TOP {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("top must be between 0 and {MAX_TOP}"),
+        )
+        .field("top"));
+    }
+    Ok(Json(
+        stats::site_query(&app, from, to, granularity, top).await?,
     ))
 }

@@ -22,12 +22,14 @@ mod fold;
 mod log;
 mod pending;
 mod range;
+mod site;
 
 pub use aggregate::{Aggregate, LinkAgg, RowKey};
 pub use fold::{fold_job, FoldOutcome};
 pub use log::{append_batches, log_len, prune_batches, recover};
 pub use pending::{with_overlay, ClickOverlay, PendingClicks};
 pub use range::{range_stats, RangeStats};
+pub use site::{site_stats, SiteStats};
 
 #[cfg(test)]
 mod tests {

@@ -99,6 +99,15 @@ impl ClickOverlay<'_> {
         link.bot_clicks += b;
     }
 
+    /// Every pending `clicks` row, with its link id.
+    pub fn all_rows(&self) -> impl Iterator<Item = (u64, &RowKey, i64)> {
+        self.parts.iter().flatten().flat_map(|a| {
+            a.links
+                .iter()
+                .flat_map(|(id, l)| l.rows.iter().map(move |(k, n)| (*id, k, *n)))
+        })
+    }
+
     /// Pending `clicks` rows of one link.
     pub fn rows(&self, id: u64) -> impl Iterator<Item = (&RowKey, i64)> {
         self.links(id)

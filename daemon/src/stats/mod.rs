@@ -1,0 +1,91 @@
+//! Click ingestion (from IPC and spool files), the fold of acknowledged
+//! clicks into the tables, and stats queries.
+//!
+//! Ingesting a batch appends it to the store's click log (O(1) pages per
+//! batch, committed with `synchronous=FULL` before the ack) and adds it to
+//! the pending clicks in memory, which every read sees at once. [`fold_loop`]
+//! writes the pending clicks to the `clicks` table and the link totals every
+//! [`FOLD_EVERY`] (or sooner when a lot is pending), and that is when
+//! visit limits and renew-on-access take effect and the edge is told.
+//! `query.rs` answers stats over a range, of one link or of all.
+
+use std::time::Duration;
+
+use shortlink_core::ipc::ClickBatch;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{App, SharedApp};
+use crate::edge::LinkChange;
+use crate::store::clicks::FoldOutcome;
+use crate::store::{unix_now, StoreResult};
+
+mod query;
+
+pub use query::{
+    query, site_query, DeviceCounts, Granularity, LinkCount, Point, ReferrerCount, SiteStatsView,
+    StatsView, MAX_BUCKETS, MAX_TOP,
+};
+
+/// Longest time acknowledged clicks wait to be folded into the tables (and
+/// so the longest a reached visit limit or a renewal waits to reach the
+/// edge).
+pub const FOLD_EVERY: Duration = Duration::from_secs(2);
+/// Fold before [`FOLD_EVERY`] when this many batches are pending...
+pub const FOLD_BATCHES: u64 = 20_000;
+/// ... or this many distinct `clicks` rows (memory bound).
+pub const FOLD_ROWS: u64 = 2_000_000;
+
+/// Counts click batches (each once, by batch id): durable and visible to
+/// every read when this returns, so the caller may acknowledge. `true` per
+/// batch counted, `false` per duplicate.
+pub async fn ingest(app: &App, batches: Vec<ClickBatch>) -> StoreResult<Vec<bool>> {
+    if batches.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n = batches.len() as u64;
+    let counted = app.store.append_clicks(batches, unix_now()).await?;
+    let m = &app.metrics;
+    m.click_batches.inc_by(n);
+    let duplicates = counted.iter().filter(|c| !**c).count() as u64;
+    m.click_batches_duplicate.inc_by(duplicates);
+    let (batches, rows) = app.store.pending_clicks().backlog();
+    if batches >= FOLD_BATCHES || rows >= FOLD_ROWS {
+        app.store.fold_wake().notify_one();
+    }
+    Ok(counted)
+}
+
+/// Folds the pending clicks into the tables, then tells the edge about
+/// links that reached their visit limit or were renewed.
+pub async fn fold(app: &App) -> StoreResult<FoldOutcome> {
+    let outcome = app.store.fold_clicks().await?;
+    app.metrics.clicks.inc_by(outcome.counted);
+    app.edge()
+        .links_changed(
+            outcome
+                .changed
+                .iter()
+                .map(|(id, alias)| LinkChange::in_place(*id, alias.as_deref())),
+        )
+        .await;
+    Ok(outcome)
+}
+
+/// Folds every [`FOLD_EVERY`], or when [`ingest`] finds a lot pending,
+/// until `token` fires. (The final fold at shutdown is the server's.)
+pub async fn fold_loop(app: SharedApp, token: CancellationToken) {
+    let mut tick = tokio::time::interval(FOLD_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => break,
+            _ = tick.tick() => {}
+            _ = app.store.fold_wake().notified() => {}
+        }
+        if let Err(e) = fold(&app).await {
+            app.metrics.errors.inc();
+            tracing::error!(error = %e, "cannot fold clicks into the tables; retrying later");
+        }
+    }
+}

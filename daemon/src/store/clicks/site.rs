@@ -1,0 +1,71 @@
+//! Click stats of every link over a range of hours: totals, a series and
+//! the most clicked links (the `clicks` table plus the pending clicks).
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::{params, Connection};
+
+use super::pending::ClickOverlay;
+use crate::store::error::StoreResult;
+
+/// Click numbers of all links over a range of hours.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteStats {
+    /// Clicks in the range, bots included.
+    pub total: i64,
+    /// Bot clicks in the range.
+    pub bots: i64,
+    /// `(bucket start in Unix seconds, clicks)` for every bucket with clicks.
+    pub series: Vec<(i64, i64)>,
+    /// `(link id, clicks)` of the `top` most clicked links, most first
+    /// (ties: lower id first).
+    pub top: Vec<(u64, i64)>,
+}
+
+/// Stats of every link for hours `from_hour..=to_hour`, in hour or day
+/// buckets, with the `top` most clicked links.
+pub fn site_stats(
+    conn: &Connection,
+    overlay: &ClickOverlay<'_>,
+    from_hour: i64,
+    to_hour: i64,
+    daily: bool,
+    top: usize,
+) -> StoreResult<SiteStats> {
+    let bucket_hours: i64 = if daily { 24 } else { 1 };
+    let mut out = SiteStats::default();
+    let mut series: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut links: HashMap<u64, i64> = HashMap::new();
+    let mut add = |link: u64, hour: i64, bot: bool, n: i64| {
+        out.total += n;
+        if bot {
+            out.bots += n;
+        }
+        *series.entry(hour.div_euclid(bucket_hours)).or_default() += n;
+        *links.entry(link).or_default() += n;
+    };
+    {
+        let mut st = conn.prepare_cached(
+            "SELECT link_id, hour, bot, sum(count) FROM clicks \
+             WHERE hour BETWEEN ?1 AND ?2 GROUP BY link_id, hour, bot",
+        )?;
+        let mut rows = st.query(params![from_hour, to_hour])?;
+        while let Some(r) = rows.next()? {
+            add(r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?, r.get(3)?);
+        }
+    }
+    for (link, k, n) in overlay.all_rows() {
+        if (from_hour..=to_hour).contains(&k.hour) {
+            add(link, k.hour, k.bot, n);
+        }
+    }
+    out.series = series
+        .into_iter()
+        .map(|(b, n)| (b * bucket_hours * 3600, n))
+        .collect();
+    let mut ranked: Vec<(u64, i64)> = links.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(top);
+    out.top = ranked;
+    Ok(out)
+}
