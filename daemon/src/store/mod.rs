@@ -16,6 +16,7 @@ pub mod users;
 
 mod error;
 mod threads;
+mod watch;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::error::{StoreError, StoreResult};
+use super::watch::FileWatch;
 
 /// Most jobs grouped into one write transaction.
 const MAX_GROUP: usize = 512;
@@ -22,10 +23,23 @@ const MAX_GROUP: usize = 512;
 /// commit failed).
 pub(super) type Deliver = Box<dyn FnOnce(Option<StoreError>) + Send>;
 /// A write job: runs on the connection (or gets the error that kept the
-/// transaction from starting), says whether it succeeded and hands back its
+/// transaction from starting), says how it went and hands back its
 /// delivery.
 pub(super) type WriteJob =
-    Box<dyn FnOnce(Result<&Connection, StoreError>) -> (bool, Deliver) + Send>;
+    Box<dyn FnOnce(Result<&Connection, StoreError>) -> (JobOutcome, Deliver) + Send>;
+
+/// How a write job went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum JobOutcome {
+    /// Its changes stay in the transaction.
+    Done,
+    /// It failed for a reason of its own (a conflict, bad input): rolled
+    /// back to its savepoint.
+    Failed,
+    /// It failed because the database cannot be written (disk full, I/O
+    /// error): rolled back, and the store is degraded.
+    Storage(String),
+}
 /// A read job: runs on a reader connection and delivers its own result.
 pub(super) type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 
@@ -48,7 +62,8 @@ pub(super) enum ReadMsg {
     Close,
 }
 
-/// Counters about the store, read by `/metrics`.
+/// Counters about the store, read by `/metrics`, and whether it can write,
+/// read by `/api/v1/health`.
 #[derive(Debug, Default)]
 pub struct StoreStats {
     /// Write transactions committed.
@@ -57,6 +72,50 @@ pub struct StoreStats {
     pub writes: AtomicU64,
     /// Write jobs that failed and were rolled back to their savepoint.
     pub write_errors: AtomicU64,
+    /// Why the last write transaction could not be stored (disk full, I/O
+    /// error); cleared by the next one that commits.
+    commit_error: Mutex<Option<String>>,
+    /// A database file was deleted or replaced under the daemon: writes
+    /// are refused until a restart.
+    lost_file: Mutex<Option<String>>,
+}
+
+impl StoreStats {
+    /// Why the store cannot durably write now, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        let lost = self.lost_file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lost) = lost.as_ref() {
+            return Some(lost.clone());
+        }
+        drop(lost);
+        self.commit_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Notes the outcome of a write transaction: the error logs once per
+    /// change of state (a full disk fails every write: one line says so,
+    /// and one more when writes work again).
+    fn commit_outcome(&self, outcome: Option<String>) {
+        let mut last = self.commit_error.lock().unwrap_or_else(|e| e.into_inner());
+        match (&*last, &outcome) {
+            (None, Some(e)) => tracing::error!(
+                error = %e,
+                "the database cannot store writes; they are refused until a commit succeeds"
+            ),
+            (Some(_), None) => tracing::info!("the database stores writes again"),
+            _ => {}
+        }
+        *last = outcome;
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.lost_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// The running threads and the channels to them.
@@ -149,10 +208,17 @@ pub(super) fn start(
             .spawn(f)
             .map_err(|e| StoreError::Panic(e.to_string()))
     };
+    let watch = FileWatch::new(path);
+    let writer = Writer {
+        conn: writer_conn,
+        bulk_conn,
+        stats,
+        watch,
+    };
     let mut handles = vec![
         spawn(
             "sqlite-writer".into(),
-            Box::new(move || writer_loop(writer_conn, bulk_conn, wrx, stats, ctx)),
+            Box::new(move || writer_loop(writer, wrx, ctx)),
         )?,
         spawn(
             "sqlite-checkpoint".into(),
@@ -190,7 +256,10 @@ where
                 .unwrap_or_else(|p| Err(StoreError::Panic(panic_message(&p)))),
             Err(e) => Err(e),
         };
-        let ok = result.is_ok();
+        let outcome = match &result {
+            Ok(_) => JobOutcome::Done,
+            Err(e) => storage_failure(e).map_or(JobOutcome::Failed, JobOutcome::Storage),
+        };
         let deliver: Deliver = Box::new(move |commit_error| {
             let result = match commit_error {
                 Some(e) => Err(e),
@@ -198,9 +267,26 @@ where
             };
             let _ = tx.send(after(result));
         });
-        (ok, deliver)
+        (outcome, deliver)
     });
     (job, rx)
+}
+
+/// The error, when it says the database cannot be written at all (as
+/// opposed to this job's own failure).
+fn storage_failure(e: &StoreError) -> Option<String> {
+    use rusqlite::ErrorCode as C;
+    match e {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(
+                f.code,
+                C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly
+            ) =>
+        {
+            Some(e.to_string())
+        }
+        _ => None,
+    }
 }
 
 /// Wraps `f` as a read job; a panic in it is that job's error.
@@ -229,25 +315,41 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 /// copied back in one go (one sync of the database file for all of it).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
-fn writer_loop(
+/// How often the writer checks its files when no write comes (see
+/// [`FileWatch`]); a write also checks the `-wal` before it commits.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// The writer thread's state.
+struct Writer {
     conn: Connection,
     bulk_conn: Connection,
-    rx: std::sync::mpsc::Receiver<WriteMsg>,
     stats: Arc<StoreStats>,
+    watch: FileWatch,
+}
+
+fn writer_loop(
+    mut w: Writer,
+    rx: std::sync::mpsc::Receiver<WriteMsg>,
     checkpoint: std::sync::mpsc::SyncSender<()>,
 ) {
+    use std::sync::mpsc::RecvTimeoutError;
     let mut closing: Option<std::sync::mpsc::Sender<()>> = None;
     while closing.is_none() {
         let mut jobs = Vec::new();
         let mut bulk = None;
-        match rx.recv() {
+        match rx.recv_timeout(WATCH_EVERY) {
             Ok(WriteMsg::Job(job)) => jobs.push(job),
             Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
             Ok(WriteMsg::Close(done)) => {
                 closing = Some(done);
                 break;
             }
-            Err(_) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                let checked = w.watch.check_all();
+                w.file_check(checked);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
         }
         while bulk.is_none() && jobs.len() < MAX_GROUP {
             match rx.try_recv() {
@@ -262,15 +364,18 @@ fn writer_loop(
             }
         }
         if !jobs.is_empty() {
-            run_group(&conn, jobs, &stats);
+            w.run_group(false, jobs);
         }
         if let Some(job) = bulk {
-            run_group(&bulk_conn, vec![job], &stats);
+            w.run_group(true, vec![job]);
         }
         // A full channel means a request is pending, which covers this one.
         let _ = checkpoint.try_send(());
     }
     drop(checkpoint);
+    let Writer {
+        conn, bulk_conn, ..
+    } = w;
     drop(bulk_conn);
     // Jobs that arrived after the close request are refused by dropping them
     // (their callers see `Closed`).
@@ -282,45 +387,117 @@ fn writer_loop(
     }
 }
 
-fn run_group(conn: &Connection, jobs: Vec<WriteJob>, stats: &StoreStats) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let msg = e.to_string();
-        for job in jobs {
-            let (_, deliver) = job(Err(StoreError::Commit(msg.clone())));
-            deliver(None);
-        }
-        tracing::error!(error = %msg, "cannot begin a write transaction");
-        return;
-    }
-    let mut delivers = Vec::with_capacity(jobs.len());
-    let mut failed = 0u64;
-    let count = jobs.len() as u64;
+/// Answers every job of a group with `error`, nothing run.
+fn refuse(jobs: Vec<WriteJob>, error: &str) {
     for job in jobs {
-        let savepoint = run_cached(conn, "SAVEPOINT job");
-        let (ok, deliver) = job(Ok(conn));
-        if savepoint.is_ok() {
-            if ok {
-                let _ = run_cached(conn, "RELEASE job");
-            } else {
-                failed += 1;
-                let _ = run_cached(conn, "ROLLBACK TO job");
-                let _ = run_cached(conn, "RELEASE job");
-            }
-        }
-        delivers.push(deliver);
+        let (_, deliver) = job(Err(StoreError::Commit(error.to_string())));
+        deliver(None);
     }
-    let commit = conn.execute_batch("COMMIT");
-    stats.transactions.fetch_add(1, Ordering::Relaxed);
-    stats.writes.fetch_add(count, Ordering::Relaxed);
-    stats.write_errors.fetch_add(failed, Ordering::Relaxed);
-    match commit {
-        Ok(()) => delivers.into_iter().for_each(|d| d(None)),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
+}
+
+impl Writer {
+    /// Acts on a file check: the first time a database file is found gone,
+    /// copies what the WAL holds into the database file (SQLite still has
+    /// the deleted WAL open, so the commits acknowledged before are not
+    /// lost), logs one error line and refuses writes from then on: they
+    /// would go into a file no path leads to, gone at the next restart.
+    fn file_check(&mut self, checked: Result<(), String>) {
+        let Err(what) = checked else {
+            return;
+        };
+        if self.stats.lost().is_some() {
+            return;
+        }
+        let rescue = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            });
+        let rescued = match rescue {
+            Ok((0, frames, done)) if frames == done => "copied into the database file".to_string(),
+            Ok((_, frames, done)) => format!("only {done} of {frames} WAL pages copied back"),
+            Err(e) => format!("copying them back failed: {e}"),
+        };
+        tracing::error!(
+            problem = %what,
+            earlier_commits = %rescued,
+            "a database file is gone: writes are refused until shortlinkd is restarted"
+        );
+        *self
+            .stats
+            .lost_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(format!(
+            "{what}; writes are refused until shortlinkd is restarted"
+        ));
+    }
+
+    fn run_group(&mut self, bulk: bool, jobs: Vec<WriteJob>) {
+        if let Some(lost) = self.stats.lost() {
+            refuse(jobs, &lost);
+            return;
+        }
+        let conn = if bulk { &self.bulk_conn } else { &self.conn };
+        let stats = &*self.stats;
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             let msg = e.to_string();
-            tracing::error!(error = %msg, "write transaction failed to commit");
-            for d in delivers {
-                d(Some(StoreError::Commit(msg.clone())));
+            refuse(jobs, &msg);
+            tracing::error!(error = %msg, "cannot begin a write transaction");
+            stats.commit_outcome(Some(msg));
+            return;
+        }
+        let mut delivers = Vec::with_capacity(jobs.len());
+        let mut failed = 0u64;
+        let mut storage = None;
+        let count = jobs.len() as u64;
+        for job in jobs {
+            let savepoint = run_cached(conn, "SAVEPOINT job");
+            let (outcome, deliver) = job(Ok(conn));
+            if savepoint.is_ok() {
+                if outcome == JobOutcome::Done {
+                    let _ = run_cached(conn, "RELEASE job");
+                } else {
+                    failed += 1;
+                    let _ = run_cached(conn, "ROLLBACK TO job");
+                    let _ = run_cached(conn, "RELEASE job");
+                }
+            }
+            if let JobOutcome::Storage(e) = outcome {
+                storage = Some(e);
+            }
+            delivers.push(deliver);
+        }
+        // Never acknowledge a commit into a WAL that was deleted.
+        let commit = match self.watch.check_wal() {
+            Ok(()) => conn.execute_batch("COMMIT").map_err(|e| e.to_string()),
+            Err(lost) => Err(lost),
+        };
+        stats.transactions.fetch_add(1, Ordering::Relaxed);
+        stats.writes.fetch_add(count, Ordering::Relaxed);
+        stats.write_errors.fetch_add(failed, Ordering::Relaxed);
+        match commit {
+            Ok(()) => {
+                delivers.into_iter().for_each(|d| d(None));
+                stats.commit_outcome(storage);
+            }
+            Err(msg) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                tracing::error!(error = %msg, "write transaction failed to commit");
+                for d in delivers {
+                    d(Some(StoreError::Commit(msg.clone())));
+                }
+                if self.stats.lost().is_none() {
+                    let checked = self.watch.check_all();
+                    if checked.is_err() {
+                        self.file_check(checked);
+                    } else {
+                        self.stats.commit_outcome(Some(msg));
+                    }
+                }
             }
         }
     }

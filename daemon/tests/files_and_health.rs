@@ -1,0 +1,308 @@
+//! What the health probe tells whom, and that it tells the truth when the
+//! database cannot store writes (a full disk, a WAL deleted under the
+//! daemon); the modes of the files the daemon makes and that app secrets
+//! are not in them in clear.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{batch, cli_in, eventually, http_unix, stderr, stdout, Daemon};
+use serde_json::{json, Value};
+use shortlink_core::ipc::{Reply, Request};
+use shortlink_core::DeploymentKey;
+
+const ADMIN_SCOPES: &str = "links:write,links:read,stats:read,admin";
+
+/// A `shortlinkd serve` on a data directory the test chose, started from
+/// a shell with umask 022 (what a daemon started by hand usually gets).
+struct Serve {
+    data: PathBuf,
+    log: PathBuf,
+    child: Child,
+    admin_key: String,
+}
+
+impl Serve {
+    async fn start(data: &Path, log: &Path, extra: &[&str]) -> Serve {
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg("umask 022; exec \"$0\" \"$@\"")
+            .arg(common::BIN)
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(data)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env_remove("SHORTLINKD_CONFIG")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut s = Serve {
+            data: data.to_path_buf(),
+            log: log.to_path_buf(),
+            child,
+            admin_key: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !matches!(s.health(None).await, Ok((200, _))) {
+            if let Some(status) = s.child.try_wait().unwrap() {
+                panic!("daemon exited with {status}: {}", s.log());
+            }
+            assert!(Instant::now() < deadline, "not ready: {}", s.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let out = cli_in(
+            data,
+            &["key", "create", "--name", "admin", "--scopes", ADMIN_SCOPES],
+            "",
+        );
+        assert!(out.status.success(), "key create: {}", stderr(&out));
+        s.admin_key = stdout(&out).trim().to_string();
+        s
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn health(&self, key: Option<&str>) -> Result<(u16, Value), String> {
+        let headers: Vec<(&str, &str)> = key.map(|k| ("x-api-key", k)).into_iter().collect();
+        http_unix(
+            &self.data.join("api.sock"),
+            "GET",
+            "/api/v1/health",
+            &headers,
+            None,
+        )
+        .await
+        .map(|(s, _, v)| (s, v))
+    }
+
+    async fn post_link(&self, url: &str) -> (u16, Value) {
+        let (s, _, v) = http_unix(
+            &self.data.join("api.sock"),
+            "POST",
+            "/api/v1/links",
+            &[("x-api-key", &self.admin_key)],
+            Some(json!({ "url": url }).to_string().into_bytes()),
+        )
+        .await
+        .unwrap();
+        (s, v)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A small tmpfs, unmounted when dropped (mounting needs root, which the
+/// test suite runs as).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
+            .arg("tmpfs")
+            .arg(dir)
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "cannot mount a tmpfs at {} (needs root): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+
+    /// Fills the file system; returns the filler file.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let path = self.0.join("filler");
+        let mut f = std::fs::File::create(&path).unwrap();
+        for size in [64 * 1024, 4096, 1] {
+            let chunk = vec![0u8; size];
+            while f.write_all(&chunk).is_ok() {}
+        }
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+fn fields(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+#[tokio::test]
+async fn health_tells_details_only_to_a_valid_key() {
+    let d = Daemon::start().await;
+    d.create(json!({"url": "https://example.com/x"})).await;
+
+    let (s, _, v) = d.req_with("GET", "/api/v1/health", &[], None).await;
+    assert_eq!(s, 200);
+    assert_eq!(fields(&v), ["status", "version"], "{v}");
+    assert_eq!(v["status"], "ok");
+    let fp = d.fingerprint().to_string();
+    assert!(!v.to_string().contains(&fp));
+
+    let (s, v) = d.req("GET", "/api/v1/health", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["key_fingerprint"], fp);
+    assert_eq!(v["links"], 1);
+    assert!(
+        v["uptime_seconds"].is_u64() && v["ipc_connections"].is_i64(),
+        "{v}"
+    );
+    assert!(v.get("problem").is_none(), "{v}");
+
+    // A key with the fewest scopes will do; a wrong one is refused.
+    let out = d.cli(&["key", "create", "--name", "probe", "--scopes", "stats:read"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let probe = stdout(&out).trim().to_string();
+    let (s, _, v) = d
+        .req_with("GET", "/api/v1/health", &[("x-api-key", &probe)], None)
+        .await;
+    assert_eq!((s, v["key_fingerprint"].as_str()), (200, Some(fp.as_str())));
+    let wrong = format!("{}0", &d.admin_key[..d.admin_key.len() - 1]);
+    let (s, _, v) = d
+        .req_with("GET", "/api/v1/health", &[("x-api-key", &wrong)], None)
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (401, Some("invalid_api_key"))
+    );
+    assert!(!v.to_string().contains(&fp));
+}
+
+#[tokio::test]
+async fn a_full_disk_degrades_health_and_every_write_fails_until_space_is_back() {
+    let scratch = tempfile::tempdir().unwrap();
+    let data = scratch.path().join("data");
+    let disk = Tmpfs::mount(&data, "3m");
+    DeploymentKey::generate()
+        .unwrap()
+        .write_new(&data.join("key"))
+        .unwrap();
+    let s = Serve::start(&data, &scratch.path().join("daemon.log"), &[]).await;
+    let (status, v) = s.post_link("https://example.com/before").await;
+    assert_eq!(status, 201, "{v}");
+
+    let filler = disk.fill();
+    // Small writes may still fit in WAL pages already allocated; big ones
+    // soon need new blocks.
+    let long = format!("https://example.com/{}", "x".repeat(1800));
+    let mut refused = None;
+    for i in 0..400 {
+        let (status, v) = s.post_link(&format!("{long}{i}")).await;
+        if status != 201 {
+            refused = Some((status, v));
+            break;
+        }
+    }
+    let (status, v) = refused.expect("some write must fail on a full disk");
+    assert!(status >= 500, "{status} {v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("full"),
+        "{v}"
+    );
+    let (code, v) = s.health(Some(&s.admin_key)).await.unwrap();
+    assert_eq!((code, v["status"].as_str()), (503, Some("degraded")), "{v}");
+    assert!(v["problem"].as_str().unwrap().contains("full"), "{v}");
+    let (code, v) = s.health(None).await.unwrap();
+    assert_eq!(
+        (code, fields(&v)),
+        (503, vec!["status".into(), "version".into()])
+    );
+    assert!(
+        s.log().contains("the database cannot store writes"),
+        "{}",
+        s.log()
+    );
+
+    std::fs::remove_file(filler).unwrap();
+    let (status, v) = s.post_link("https://example.com/after").await;
+    assert_eq!(status, 201, "{v}");
+    let (code, v) = s.health(Some(&s.admin_key)).await.unwrap();
+    assert_eq!((code, v["status"].as_str()), (200, Some("ok")), "{v}");
+    assert!(s.log().contains("the database stores writes again"));
+    drop(s);
+}
+
+#[tokio::test]
+async fn a_deleted_wal_degrades_health_logs_once_and_refuses_writes() {
+    let d = Daemon::start().await;
+    let before = d.create(json!({"url": "https://example.com/kept"})).await;
+    let wal = d.data_dir().join("shortlink.db-wal");
+    assert!(wal.exists());
+    std::fs::remove_file(&wal).unwrap();
+
+    let degraded = eventually(Duration::from_secs(5), || async {
+        let (s, v) = d.req("GET", "/api/v1/health", None).await;
+        s == 503 && v["status"] == "degraded"
+    })
+    .await;
+    assert!(degraded, "health did not notice: {}", d.log());
+    let (_, v) = d.req("GET", "/api/v1/health", None).await;
+    assert!(
+        v["problem"]
+            .as_str()
+            .unwrap()
+            .contains("shortlink.db-wal was deleted"),
+        "{v}"
+    );
+    let (s, _, v) = d.req_with("GET", "/api/v1/health", &[], None).await;
+    assert_eq!((s, v["status"].as_str()), (503, Some("degraded")));
+
+    // Writes are refused, not acknowledged into a file nobody will read.
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/lost"})),
+        )
+        .await;
+    assert!(s >= 500, "{s} {v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("deleted"),
+        "{v}"
+    );
+    let mut ipc = d.ipc().await;
+    ipc.send(&Request::Clicks {
+        id: 7,
+        batch: batch(1, 1, 3, false),
+    })
+    .await;
+    match ipc.recv().await {
+        Some(Reply::Error { id: 7, message }) => assert!(message.contains("deleted"), "{message}"),
+        other => panic!("expected an error for the click batch, got {other:?}"),
+    }
+    // Reads still work: redirects go on.
+    let code = before["code"].as_str().unwrap();
+    let (s, _) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(s, 200);
+
+    let log = d.log();
+    assert_eq!(
+        log.matches("a database file is gone").count(),
+        1,
+        "one error line: {log}"
+    );
+}
