@@ -1,7 +1,6 @@
 //! The daemon's shared state: configuration, codec, link rules, store, id
 //! allocator, event hub, metrics and credential caches.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,6 +17,8 @@ use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
+mod files;
+
 /// Why the state could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -33,8 +34,8 @@ pub enum AppError {
         #[source]
         source: StoreError,
     },
-    /// A directory could not be created.
-    #[error("cannot create {path}: {source}")]
+    /// A directory or file could not be created, or its mode not set.
+    #[error("cannot create or restrict {path}: {source}")]
     Dir {
         /// The directory.
         path: String,
@@ -98,8 +99,9 @@ impl App {
         key: &DeploymentKey,
         segment_size: Option<u64>,
     ) -> Result<SharedApp, AppError> {
-        create_dir(&config.data_dir)?;
+        files::data_dir(&config)?;
         let db = config.db_path();
+        files::database_files(&db)?;
         let store = Store::open(&db, config.readers, config.cache_size).map_err(|source| {
             AppError::Store {
                 path: db.display().to_string(),
@@ -146,11 +148,4 @@ impl App {
             metrics: &self.metrics,
         }
     }
-}
-
-fn create_dir(path: &Path) -> Result<(), AppError> {
-    std::fs::create_dir_all(path).map_err(|source| AppError::Dir {
-        path: path.display().to_string(),
-        source,
-    })
 }

@@ -82,6 +82,16 @@ impl Serve {
         .map(|(s, _, v)| (s, v))
     }
 
+    /// SIGTERM and wait.
+    fn stop(&mut self) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        self.child.wait().unwrap();
+    }
+
     async fn post_link(&self, url: &str) -> (u16, Value) {
         let (s, _, v) = http_unix(
             &self.data.join("api.sock"),
@@ -305,4 +315,102 @@ async fn a_deleted_wal_degrades_health_logs_once_and_refuses_writes() {
         1,
         "one error line: {log}"
     );
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[tokio::test]
+async fn data_files_are_private_whatever_the_umask() {
+    let scratch = tempfile::tempdir().unwrap();
+    let key = scratch.path().join("key");
+    DeploymentKey::generate().unwrap().write_new(&key).unwrap();
+    let key_arg = ["--key-file", key.to_str().unwrap()];
+    let log = scratch.path().join("daemon.log");
+
+    // Sockets elsewhere: the directory is the daemon's and its group's.
+    let sockets = scratch.path().join("run");
+    std::fs::create_dir(&sockets).unwrap();
+    let (ipc, api) = (sockets.join("ipc.sock"), sockets.join("api.sock"));
+    let private = scratch.path().join("private");
+    let mut args = key_arg.to_vec();
+    args.extend(["--ipc-socket", ipc.to_str().unwrap()]);
+    args.extend(["--api-socket", api.to_str().unwrap()]);
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("umask 022; exec \"$0\" \"$@\"")
+        .arg(common::BIN)
+        .args(["serve", "--data-dir", private.to_str().unwrap()])
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let ready = eventually(Duration::from_secs(10), || async {
+        matches!(
+            http_unix(&api, "GET", "/api/v1/health", &[], None).await,
+            Ok((200, _, _))
+        )
+    })
+    .await;
+    assert!(
+        ready,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_eq!(mode(&private), 0o750);
+    for f in ["shortlink.db", "shortlink.db-wal", "shortlink.db-shm"] {
+        assert_eq!(mode(&private.join(f)), 0o600, "{f}");
+    }
+    let _ = child.0.kill();
+    let _ = child.0.wait();
+
+    // The default layout has the sockets inside: others may only reach them.
+    let data = scratch.path().join("data");
+    let mut s = Serve::start(&data, &log, &key_arg).await;
+    assert_eq!(mode(&data), 0o711);
+    for f in ["shortlink.db", "shortlink.db-wal", "shortlink.db-shm"] {
+        assert_eq!(mode(&data.join(f)), 0o600, "{f}");
+    }
+    s.stop();
+
+    // What an earlier daemon left open to everyone is tightened, and said.
+    set_mode(&data, 0o755);
+    set_mode(&data.join("shortlink.db"), 0o644);
+    let s = Serve::start(&data, &log, &key_arg).await;
+    assert_eq!(mode(&data), 0o751);
+    for f in ["shortlink.db", "shortlink.db-wal", "shortlink.db-shm"] {
+        assert_eq!(mode(&data.join(f)) & 0o137, 0, "{f}");
+    }
+    let log = s.log();
+    assert!(
+        log.contains("the data directory was open to every local user"),
+        "{log}"
+    );
+    assert!(
+        log.contains("a database file was readable or writable beyond"),
+        "{log}"
+    );
+}
+
+/// Kills the child when dropped.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
