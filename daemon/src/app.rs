@@ -8,7 +8,7 @@ use shortlink_core::handshake::LinkAuth;
 use shortlink_core::spool::SpoolSeal;
 use shortlink_core::{Codec, DeploymentKey, Fingerprint};
 
-use crate::auth::AuthCache;
+use crate::auth::{AuthCache, SecretSeal};
 use crate::config::Config;
 use crate::edge::Edge;
 use crate::events::EventHub;
@@ -102,12 +102,12 @@ impl App {
         files::data_dir(&config)?;
         let db = config.db_path();
         files::database_files(&db)?;
-        let store = Store::open(&db, config.readers, config.cache_size).map_err(|source| {
-            AppError::Store {
+        let seal = SecretSeal::new(key);
+        let store = Store::open_sealed(&db, config.readers, config.cache_size, Some(seal))
+            .map_err(|source| AppError::Store {
                 path: db.display().to_string(),
                 source,
-            }
-        })?;
+            })?;
         let floor = Codec::first_id_of_length(config.min_length);
         let ids = IdSegments::new(
             store.clone(),

@@ -10,9 +10,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{batch, cli_in, eventually, http_unix, stderr, stdout, Daemon};
+use rusqlite_migration::{Migrations, M};
 use serde_json::{json, Value};
 use shortlink_core::ipc::{Reply, Request};
 use shortlink_core::DeploymentKey;
+use shortlinkd::auth::{sign, signing_string};
+use shortlinkd::store::unix_now;
 
 const ADMIN_SCOPES: &str = "links:write,links:read,stats:read,admin";
 
@@ -413,4 +416,119 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Makes `db` a database at schema v4 (before app secrets were sealed)
+/// with an app whose secret is kept in clear.
+fn v4_database_with_clear_app(db: &Path, app_id: &str, secret: &str) {
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    Migrations::new(vec![
+        M::up(include_str!("../src/store/schema_v1.sql")),
+        M::up(include_str!("../src/store/schema_v2.sql")),
+        M::up(include_str!("../src/store/schema_v3.sql")),
+        M::up(include_str!("../src/store/schema_v4.sql")),
+    ])
+    .to_latest(&mut conn)
+    .unwrap();
+    conn.execute(
+        "INSERT INTO apps (app_id, name, secret, scopes, created_at) \
+         VALUES (?1, 'old', ?2, 'links:write,links:read', 1)",
+        [app_id, secret],
+    )
+    .unwrap();
+}
+
+async fn signed_post(api: &Path, app_id: &str, secret: &str, url: &str) -> (u16, Value) {
+    let body = json!({ "url": url }).to_string();
+    let ts = unix_now();
+    let sig = sign(
+        secret,
+        &signing_string(ts, "POST", "/api/v1/links", body.as_bytes()),
+    );
+    let ts = ts.to_string();
+    let headers = [
+        ("x-app-id", app_id),
+        ("x-timestamp", ts.as_str()),
+        ("x-signature", sig.as_str()),
+    ];
+    let (s, _, v) = http_unix(
+        api,
+        "POST",
+        "/api/v1/links",
+        &headers,
+        Some(body.into_bytes()),
+    )
+    .await
+    .unwrap();
+    (s, v)
+}
+
+#[tokio::test]
+async fn app_secrets_are_sealed_in_the_database_and_old_apps_still_sign() {
+    let scratch = tempfile::tempdir().unwrap();
+    let data = scratch.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    DeploymentKey::generate()
+        .unwrap()
+        .write_new(&data.join("key"))
+        .unwrap();
+    let old_secret = "0f".repeat(32);
+    v4_database_with_clear_app(
+        &data.join("shortlink.db"),
+        "app_0123456789abcdef",
+        &old_secret,
+    );
+
+    let s = Serve::start(&data, &scratch.path().join("daemon.log"), &[]).await;
+    let api = data.join("api.sock");
+    let (status, v) =
+        signed_post(&api, "app_0123456789abcdef", &old_secret, "https://e.com/o").await;
+    assert_eq!(status, 201, "an app made before the migration signs: {v}");
+
+    let out = cli_in(
+        &data,
+        &["app", "create", "--name", "new", "--scopes", "links:write"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .to_string()
+    };
+    let (new_id, new_secret) = (field("app_id"), field("secret"));
+    let (status, v) = signed_post(&api, &new_id, &new_secret, "https://e.com/n").await;
+    assert_eq!(status, 201, "{v}");
+
+    // What someone who copies the database gets: no secret.
+    let copy = rusqlite::Connection::open_with_flags(
+        data.join("shortlink.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let stored: Vec<String> = copy
+        .prepare("SELECT secret FROM apps")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(stored.len(), 2);
+    for s in &stored {
+        assert!(s.starts_with("sealed1:"), "{s}");
+        assert!(!s.contains(&old_secret) && !s.contains(&new_secret), "{s}");
+    }
+    drop(copy);
+    for f in ["shortlink.db", "shortlink.db-wal"] {
+        let bytes = std::fs::read(data.join(f)).unwrap();
+        for clear in [&old_secret, &new_secret] {
+            assert!(
+                !bytes.windows(clear.len()).any(|w| w == clear.as_bytes()),
+                "a secret in clear in {f}"
+            );
+        }
+    }
+    drop(s);
 }

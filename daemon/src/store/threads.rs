@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::auth::SecretSeal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::error::{StoreError, StoreResult};
+use super::keys::register_secret_functions;
 use super::watch::FileWatch;
 
 /// Most jobs grouped into one write transaction.
@@ -157,8 +159,9 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Opens the writer connection (WAL mode); the caller migrates the schema
 /// on it before [`start`] hands it to the writer thread.
-pub(super) fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
+pub(super) fn open_writer(path: &Path, seal: &Option<SecretSeal>) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
+    register_secret_functions(&conn, seal.clone())?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     configure(&conn)?;
     // synchronous=NORMAL in WAL mode survives a process crash (the
@@ -181,8 +184,10 @@ pub(super) fn start(
     writer_conn: Connection,
     readers: usize,
     stats: Arc<StoreStats>,
+    seal: &Option<SecretSeal>,
 ) -> StoreResult<Threads> {
     let bulk_conn = Connection::open(path)?;
+    register_secret_functions(&bulk_conn, seal.clone())?;
     configure(&bulk_conn)?;
     bulk_conn.pragma_update(None, "synchronous", "FULL")?;
     bulk_conn.pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
@@ -193,6 +198,7 @@ pub(super) fn start(
     let mut reader_conns = Vec::new();
     for _ in 0..readers.max(1) {
         let conn = Connection::open(path)?;
+        register_secret_functions(&conn, seal.clone())?;
         configure(&conn)?;
         conn.pragma_update(None, "query_only", "ON")?;
         conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
