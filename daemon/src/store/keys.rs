@@ -139,8 +139,9 @@ pub struct App {
     pub app_id: String,
     /// What the app is.
     pub name: String,
-    /// The shared HMAC secret, opened (the database keeps it sealed; see
-    /// [`crate::auth::AppSecret::from_stored`]).
+    /// The shared HMAC secret, opened by [`app_by_app_id`] (the database
+    /// keeps it sealed; see [`crate::auth::AppSecret::from_stored`]); empty
+    /// from [`list_apps`] and [`revoke_app`].
     pub secret: String,
     /// Space-free comma-separated scopes.
     pub scopes: String,
@@ -164,6 +165,10 @@ fn app_row(r: &Row<'_>) -> rusqlite::Result<App> {
 
 const APP_COLUMNS: &str =
     "id, app_id, name, open_app_secret(app_id, secret), scopes, created_at, revoked_at";
+/// The same without the secret (left empty): listing and revoking have no
+/// use for it, and a secret that does not open must not keep an app from
+/// being listed or revoked.
+const LISTED_APP_COLUMNS: &str = "id, app_id, name, '', scopes, created_at, revoked_at";
 
 /// Stores a new app; `secret` in clear, sealed on its way in.
 pub fn insert_app(
@@ -193,7 +198,7 @@ pub fn app_by_app_id(conn: &Connection, app_id: &str) -> StoreResult<Option<App>
 
 /// All apps, oldest first.
 pub fn list_apps(conn: &Connection) -> StoreResult<Vec<App>> {
-    let sql = format!("SELECT {APP_COLUMNS} FROM apps ORDER BY id");
+    let sql = format!("SELECT {LISTED_APP_COLUMNS} FROM apps ORDER BY id");
     let mut st = conn.prepare(&sql)?;
     let rows = st.query_map([], app_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -206,7 +211,8 @@ pub fn revoke_app(conn: &Connection, which: &str, now: i64) -> StoreResult<App> 
          AND revoked_at IS NULL",
         params![which, now],
     )?;
-    let sql = format!("SELECT {APP_COLUMNS} FROM apps WHERE app_id = ?1 OR CAST(id AS TEXT) = ?1");
+    let sql =
+        format!("SELECT {LISTED_APP_COLUMNS} FROM apps WHERE app_id = ?1 OR CAST(id AS TEXT) = ?1");
     conn.query_row(&sql, [which], app_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("app \"{which}\"")))
@@ -368,8 +374,8 @@ mod tests {
             .write(move |c| insert_app(c, "app_new", "new", &s, "links:read", 2))
             .await
             .unwrap();
-        let listed = store.read(list_apps).await.unwrap();
-        assert_eq!(listed.last().unwrap().secret, fresh.reveal());
+        let opened = store.read(|c| app_by_app_id(c, "app_new")).await.unwrap();
+        assert_eq!(opened.unwrap().secret, fresh.reveal());
         store.close();
 
         let raw = Connection::open(&path).unwrap();
@@ -406,6 +412,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not open with this deployment key"), "{e}");
+        // Listing and revoking need no secret.
+        assert_eq!(store.read(list_apps).await.unwrap().len(), 2 + more.len());
+        let revoked = store.write(|c| revoke_app(c, "app_old", 3)).await.unwrap();
+        assert_eq!(revoked.revoked_at, Some(3));
         store.close();
     }
 }

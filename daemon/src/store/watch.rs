@@ -61,6 +61,13 @@ impl FileWatch {
                 .collect(),
         };
         watch.find_missing();
+        if watch.files.iter().all(|f| f.open.is_none()) {
+            tracing::warn!(
+                db = %db.display(),
+                "cannot find the database files among the open descriptors ({PROC_FDS}): \
+                 a WAL deleted under the daemon would go unnoticed"
+            );
+        }
         watch
     }
 

@@ -171,4 +171,16 @@ async fn a_deleted_wal_degrades_health_logs_once_and_refuses_writes() {
         1,
         "one error line: {log}"
     );
+    assert!(log.contains("copied into the database file"), "{log}");
+
+    // A restart is the way back; what was acknowledged before is there.
+    let mut d = d;
+    assert!(d.sigterm().success());
+    d.spawn().await;
+    let (s, v) = d.req("GET", "/api/v1/health", None).await;
+    assert_eq!((s, v["status"].as_str()), (200, Some("ok")), "{v}");
+    let (s, _) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(s, 200);
+    d.create(json!({"url": "https://example.com/after-restart"}))
+        .await;
 }
