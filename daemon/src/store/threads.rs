@@ -97,18 +97,20 @@ impl StoreStats {
             .clone()
     }
 
-    /// Notes the outcome of a write transaction: the error logs once per
-    /// change of state (a full disk fails every write: one line says so,
-    /// and one more when writes work again).
+    /// Notes the outcome of a write transaction. The error is logged once
+    /// per change of state (a full disk fails every write: one error line
+    /// says so, one more line when writes work again); the failures in
+    /// between are logged at debug level.
     fn commit_outcome(&self, outcome: Option<String>) {
         let mut last = self.commit_error.lock().unwrap_or_else(|e| e.into_inner());
         match (&*last, &outcome) {
             (None, Some(e)) => tracing::error!(
                 error = %e,
-                "the database cannot store writes; they are refused until a commit succeeds"
+                "the database cannot store writes: every write fails until a commit succeeds again"
             ),
+            (Some(_), Some(e)) => tracing::debug!(error = %e, "write transaction failed to commit"),
             (Some(_), None) => tracing::info!("the database stores writes again"),
-            _ => {}
+            (None, None) => {}
         }
         *last = outcome;
     }

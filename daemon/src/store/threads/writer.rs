@@ -149,8 +149,7 @@ impl Writer {
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             let msg = e.to_string();
             refuse(jobs, &msg);
-            tracing::error!(error = %msg, "cannot begin a write transaction");
-            stats.commit_outcome(Some(msg));
+            stats.commit_outcome(Some(format!("cannot begin a write transaction: {msg}")));
             return;
         }
         let mut delivers = Vec::with_capacity(jobs.len());
@@ -189,7 +188,6 @@ impl Writer {
             }
             Err(msg) => {
                 let _ = conn.execute_batch("ROLLBACK");
-                tracing::error!(error = %msg, "write transaction failed to commit");
                 for d in delivers {
                     d(Some(StoreError::Commit(msg.clone())));
                 }
