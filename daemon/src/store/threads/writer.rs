@@ -155,18 +155,40 @@ impl Writer {
         let mut delivers = Vec::with_capacity(jobs.len());
         let mut failed = 0u64;
         let mut storage = None;
+        // Set when a job's changes can no longer be told apart from the
+        // others' (a savepoint statement failed, or SQLite rolled the whole
+        // transaction back, as it may on a full disk): nothing commits.
+        let mut broken: Option<String> = None;
         let count = jobs.len() as u64;
         for job in jobs {
-            let savepoint = run_cached(conn, "SAVEPOINT job");
+            if let Some(why) = &broken {
+                let (_, deliver) = job(Err(StoreError::Commit(why.clone())));
+                failed += 1;
+                delivers.push(deliver);
+                continue;
+            }
+            if let Err(e) = run_cached(conn, "SAVEPOINT job") {
+                broken = Some(format!("cannot open a savepoint: {e}"));
+                let (_, deliver) = job(Err(StoreError::Commit(e.to_string())));
+                failed += 1;
+                delivers.push(deliver);
+                continue;
+            }
             let (outcome, deliver) = job(Ok(conn));
-            if savepoint.is_ok() {
-                if outcome == JobOutcome::Done {
-                    let _ = run_cached(conn, "RELEASE job");
-                } else {
-                    failed += 1;
-                    let _ = run_cached(conn, "ROLLBACK TO job");
-                    let _ = run_cached(conn, "RELEASE job");
-                }
+            let closed = if outcome == JobOutcome::Done {
+                run_cached(conn, "RELEASE job").map(|_| ())
+            } else {
+                failed += 1;
+                run_cached(conn, "ROLLBACK TO job")
+                    .and_then(|_| run_cached(conn, "RELEASE job").map(|_| ()))
+            };
+            if conn.is_autocommit() {
+                broken = Some(match &outcome {
+                    JobOutcome::Storage(e) => format!("the transaction was rolled back: {e}"),
+                    _ => "the transaction was rolled back by SQLite".to_string(),
+                });
+            } else if let Err(e) = closed {
+                broken = Some(format!("cannot close a savepoint: {e}"));
             }
             if let JobOutcome::Storage(e) = outcome {
                 storage = Some(e);
@@ -174,30 +196,35 @@ impl Writer {
             delivers.push(deliver);
         }
         // Never acknowledge a commit into a WAL that was deleted.
-        let commit = match self.watch.check_wal() {
-            Ok(()) => conn.execute_batch("COMMIT").map_err(|e| e.to_string()),
-            Err(lost) => Err(lost),
+        let commit = match (broken, self.watch.check_wal()) {
+            (Some(why), _) => Err(why),
+            (None, Ok(())) => conn.execute_batch("COMMIT").map_err(|e| e.to_string()),
+            (None, Err(lost)) => Err(lost),
         };
         stats.transactions.fetch_add(1, Ordering::Relaxed);
         stats.writes.fetch_add(count, Ordering::Relaxed);
         stats.write_errors.fetch_add(failed, Ordering::Relaxed);
         match commit {
+            // The outcome is recorded before anyone hears of it: a caller
+            // told its write failed finds health degraded.
             Ok(()) => {
-                delivers.into_iter().for_each(|d| d(None));
                 stats.commit_outcome(storage);
+                delivers.into_iter().for_each(|d| d(None));
             }
             Err(msg) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                for d in delivers {
-                    d(Some(StoreError::Commit(msg.clone())));
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
                 }
                 if self.stats.lost().is_none() {
                     let checked = self.watch.check_all();
                     if checked.is_err() {
                         self.file_check(checked);
                     } else {
-                        self.stats.commit_outcome(Some(msg));
+                        self.stats.commit_outcome(Some(msg.clone()));
                     }
+                }
+                for d in delivers {
+                    d(Some(StoreError::Commit(msg.clone())));
                 }
             }
         }
@@ -208,4 +235,67 @@ impl Writer {
 /// statements run once per write job: no parsing each time).
 fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute([])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::store::tests::temp_store;
+    use crate::store::StoreError;
+
+    #[tokio::test]
+    async fn a_job_that_ends_the_transaction_fails_the_whole_group() {
+        let (_dir, store) = temp_store();
+        let insert = |name: &'static str| {
+            move |c: &rusqlite::Connection| {
+                c.execute("INSERT INTO id_alloc(name, next) VALUES (?1, 1)", [name])?;
+                Ok(())
+            }
+        };
+        // The first job holds the writer so that the next three queue up
+        // and are grouped into one transaction.
+        let (started, running) = tokio::sync::oneshot::channel();
+        let hold = tokio::spawn({
+            let store = store.clone();
+            async move {
+                store
+                    .write(move |_| {
+                        let _ = started.send(());
+                        std::thread::sleep(Duration::from_millis(300));
+                        Ok(())
+                    })
+                    .await
+            }
+        });
+        running.await.unwrap();
+        let a = store.write(insert("a"));
+        // As SQLite itself does on some disk-full errors.
+        let b = store.write(|c| {
+            c.execute_batch("ROLLBACK")?;
+            Err::<(), _>(StoreError::Commit("simulated".into()))
+        });
+        let c = store.write(insert("c"));
+        let (a, b, c) = tokio::join!(a, b, c);
+        assert!(hold.await.unwrap().is_ok());
+        assert!(a.is_err() && b.is_err() && c.is_err(), "{a:?} {b:?} {c:?}");
+        let names: Vec<String> = store
+            .read(|c| {
+                let mut st = c.prepare("SELECT name FROM id_alloc WHERE name IN ('a', 'c')")?;
+                let rows = st.query_map([], |r| r.get(0))?;
+                Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            names,
+            Vec::<String>::new(),
+            "nothing of a failed group is stored"
+        );
+        assert!(store.stats().problem().is_some());
+        // The next write works and clears the problem.
+        store.write(insert("d")).await.unwrap();
+        assert_eq!(store.stats().problem(), None);
+        store.close();
+    }
 }
