@@ -148,8 +148,8 @@ impl Writer {
         let stats = &*self.stats;
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             let msg = e.to_string();
-            refuse(jobs, &msg);
             stats.commit_outcome(Some(format!("cannot begin a write transaction: {msg}")));
+            refuse(jobs, &msg);
             return;
         }
         let mut delivers = Vec::with_capacity(jobs.len());
