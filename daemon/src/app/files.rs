@@ -7,8 +7,8 @@
 //! kept). The database file is made here with 0600 before SQLite opens it;
 //! SQLite gives the `-wal` and `-shm` files it makes the mode of the
 //! database file. The directory is made 0750, or 0711 when the nginx
-//! workers' sockets are in it (they must reach them by name; listing it
-//! and reading the database stay refused). Existing files and directories
+//! workers' sockets or click spool are in it (they must reach them by
+//! name; listing it and reading the database stay refused). Existing files and directories
 //! that let every local user read them are tightened, with a log line.
 
 use std::fs::Permissions;
@@ -20,7 +20,7 @@ use crate::config::Config;
 
 /// Mode of a data directory the daemon makes, without sockets in it.
 pub const DIR_MODE: u32 = 0o750;
-/// ... and with the IPC or API socket in it.
+/// ... and with the IPC or API socket or the click spool in it.
 pub const DIR_MODE_WITH_SOCKETS: u32 = 0o711;
 /// Mode of a database file the daemon makes.
 pub const DB_MODE: u32 = 0o600;
@@ -42,10 +42,11 @@ fn chmod(path: &Path, mode: u32) -> Result<(), AppError> {
 /// Makes the data directory (or tightens the one there).
 pub fn data_dir(config: &Config) -> Result<(), AppError> {
     let dir = &config.data_dir;
-    let sockets_inside = [config.ipc_path(), config.api_path()]
+    // What the nginx workers must reach by name.
+    let workers_inside = [config.ipc_path(), config.api_path(), config.spool_path()]
         .iter()
-        .any(|p| p.parent() == Some(dir.as_path()));
-    let wanted = if sockets_inside {
+        .any(|p| p.starts_with(dir) && p != dir);
+    let wanted = if workers_inside {
         DIR_MODE_WITH_SOCKETS
     } else {
         DIR_MODE
@@ -153,6 +154,11 @@ mod tests {
         config.data_dir = tmp.path().join("b");
         config.ipc_socket = Some(tmp.path().join("ipc.sock"));
         config.api_socket = Some(tmp.path().join("api.sock"));
+        // The spool is still inside by default.
+        data_dir(&config).unwrap();
+        assert_eq!(mode(&config.data_dir), DIR_MODE_WITH_SOCKETS);
+        std::fs::remove_dir(&config.data_dir).unwrap();
+        config.spool_dir = Some(tmp.path().join("spool"));
         data_dir(&config).unwrap();
         assert_eq!(mode(&config.data_dir), DIR_MODE);
 

@@ -21,14 +21,18 @@ async fn data_files_are_private_whatever_the_umask() {
     let key_arg = ["--key-file", key.to_str().unwrap()];
     let log = scratch.path().join("daemon.log");
 
-    // Sockets elsewhere: the directory is the daemon's and its group's.
+    // Sockets and spool elsewhere: the directory is the daemon's and its
+    // group's.
     let sockets = scratch.path().join("run");
     std::fs::create_dir(&sockets).unwrap();
     let (ipc, api) = (sockets.join("ipc.sock"), sockets.join("api.sock"));
+    let spool = scratch.path().join("spool");
+    std::fs::create_dir(&spool).unwrap();
     let private = scratch.path().join("private");
     let mut args = key_arg.to_vec();
     args.extend(["--ipc-socket", ipc.to_str().unwrap()]);
     args.extend(["--api-socket", api.to_str().unwrap()]);
+    args.extend(["--spool-dir", spool.to_str().unwrap()]);
     let child = Command::new("sh")
         .arg("-c")
         .arg("umask 022; exec \"$0\" \"$@\"")
@@ -59,7 +63,8 @@ async fn data_files_are_private_whatever_the_umask() {
     let _ = child.0.kill();
     let _ = child.0.wait();
 
-    // The default layout has the sockets inside: others may only reach them.
+    // The default layout has the sockets and spool inside: others may only
+    // reach them.
     let data = scratch.path().join("data");
     let mut s = Serve::start(&data, &log, &key_arg).await;
     assert_eq!(mode(&data), 0o711);
