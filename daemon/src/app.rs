@@ -1,7 +1,6 @@
 //! The daemon's shared state: configuration, codec, link rules, store, id
 //! allocator, event hub, metrics and credential caches.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -9,7 +8,7 @@ use shortlink_core::handshake::LinkAuth;
 use shortlink_core::spool::SpoolSeal;
 use shortlink_core::{Codec, DeploymentKey, Fingerprint};
 
-use crate::auth::AuthCache;
+use crate::auth::{AuthCache, SecretSeal};
 use crate::config::Config;
 use crate::edge::Edge;
 use crate::events::EventHub;
@@ -17,6 +16,8 @@ use crate::ids::IdSegments;
 use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
+
+mod files;
 
 /// Why the state could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -33,8 +34,8 @@ pub enum AppError {
         #[source]
         source: StoreError,
     },
-    /// A directory could not be created.
-    #[error("cannot create {path}: {source}")]
+    /// A directory or file could not be created, or its mode not set.
+    #[error("cannot create or restrict {path}: {source}")]
     Dir {
         /// The directory.
         path: String,
@@ -98,14 +99,15 @@ impl App {
         key: &DeploymentKey,
         segment_size: Option<u64>,
     ) -> Result<SharedApp, AppError> {
-        create_dir(&config.data_dir)?;
+        files::data_dir(&config)?;
         let db = config.db_path();
-        let store = Store::open(&db, config.readers, config.cache_size).map_err(|source| {
-            AppError::Store {
+        files::database_files(&db)?;
+        let seal = SecretSeal::new(key);
+        let store = Store::open_sealed(&db, config.readers, config.cache_size, Some(seal))
+            .map_err(|source| AppError::Store {
                 path: db.display().to_string(),
                 source,
-            }
-        })?;
+            })?;
         let floor = Codec::first_id_of_length(config.min_length);
         let ids = IdSegments::new(
             store.clone(),
@@ -146,11 +148,4 @@ impl App {
             metrics: &self.metrics,
         }
     }
-}
-
-fn create_dir(path: &Path) -> Result<(), AppError> {
-    std::fs::create_dir_all(path).map_err(|source| AppError::Dir {
-        path: path.display().to_string(),
-        source,
-    })
 }

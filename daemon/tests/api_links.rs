@@ -529,6 +529,7 @@ async fn health_and_openapi() {
     let (s, _, v) = d.req_with("GET", "/api/v1/health", &[], None).await;
     assert_eq!(s, 200);
     assert_eq!(v["status"], "ok");
+    let (_, v) = d.req("GET", "/api/v1/health", None).await;
     assert_eq!(v["key_fingerprint"], d.fingerprint().to_string());
     let (s, doc) = d.req("GET", "/api/v1/openapi.json", None).await;
     assert_eq!(s, 200);

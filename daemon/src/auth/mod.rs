@@ -14,7 +14,7 @@ mod scope;
 mod signature;
 
 pub use api_key::{key_prefix, verify_key, NewApiKey};
-pub use app_secret::{new_app_id, AppSecret};
+pub use app_secret::{new_app_id, AppSecret, SealError, SecretSeal, SEALED_PREFIX};
 pub use cache::AuthCache;
 pub use principal::Principal;
 pub use scope::{parse_scopes, scopes_from_stored, scopes_to_string, Scope, ScopeError};

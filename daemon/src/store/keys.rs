@@ -1,8 +1,56 @@
 //! The `api_keys`, `apps`, `seen_signatures` and `credential_use` tables.
+//!
+//! App secrets are sealed in the statements that write them and opened in
+//! those that read them, by two SQL functions every store connection has
+//! ([`register_secret_functions`]): `seal_app_secret(app_id, secret)` and
+//! `open_app_secret(app_id, stored)`. The database keeps only sealed
+//! secrets; callers see clear ones.
 
+use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{StoreError, StoreResult};
+use crate::auth::SecretSeal;
+
+/// Why the seal functions fail on a store opened without the key.
+const NO_SEAL: &str =
+    "app secrets are sealed with the deployment key, and this store was opened without it";
+
+fn text_arg(ctx: &Context<'_>, i: usize) -> rusqlite::Result<String> {
+    ctx.get::<String>(i)
+}
+
+fn user_error(message: String) -> rusqlite::Error {
+    rusqlite::Error::UserFunctionError(message.into())
+}
+
+/// Gives `conn` the SQL functions that seal and open app secrets with
+/// `seal` (without one they fail, saying so, when an app secret is touched).
+pub(crate) fn register_secret_functions(
+    conn: &Connection,
+    seal: Option<SecretSeal>,
+) -> rusqlite::Result<()> {
+    let opener = seal.clone();
+    conn.create_scalar_function(
+        "seal_app_secret",
+        2,
+        FunctionFlags::SQLITE_UTF8,
+        move |ctx| {
+            let seal = seal.as_ref().ok_or_else(|| user_error(NO_SEAL.into()))?;
+            Ok(seal.seal(&text_arg(ctx, 0)?, &text_arg(ctx, 1)?))
+        },
+    )?;
+    conn.create_scalar_function(
+        "open_app_secret",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        move |ctx| {
+            let seal = opener.as_ref().ok_or_else(|| user_error(NO_SEAL.into()))?;
+            seal.open(&text_arg(ctx, 0)?, &text_arg(ctx, 1)?)
+                .map_err(|e| user_error(e.to_string()))
+        },
+    )
+}
 
 /// A stored API key (the secret itself is never stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,8 +139,9 @@ pub struct App {
     pub app_id: String,
     /// What the app is.
     pub name: String,
-    /// The shared HMAC secret in its stored form (see
-    /// [`crate::auth::AppSecret::from_stored`]).
+    /// The shared HMAC secret, opened by [`app_by_app_id`] (the database
+    /// keeps it sealed; see [`crate::auth::AppSecret::from_stored`]); empty
+    /// from [`list_apps`] and [`revoke_app`].
     pub secret: String,
     /// Space-free comma-separated scopes.
     pub scopes: String,
@@ -114,9 +163,14 @@ fn app_row(r: &Row<'_>) -> rusqlite::Result<App> {
     })
 }
 
-const APP_COLUMNS: &str = "id, app_id, name, secret, scopes, created_at, revoked_at";
+const APP_COLUMNS: &str =
+    "id, app_id, name, open_app_secret(app_id, secret), scopes, created_at, revoked_at";
+/// The same without the secret (left empty): listing and revoking have no
+/// use for it, and a secret that does not open must not keep an app from
+/// being listed or revoked.
+const LISTED_APP_COLUMNS: &str = "id, app_id, name, '', scopes, created_at, revoked_at";
 
-/// Stores a new app.
+/// Stores a new app; `secret` in clear, sealed on its way in.
 pub fn insert_app(
     conn: &Connection,
     app_id: &str,
@@ -126,7 +180,8 @@ pub fn insert_app(
     now: i64,
 ) -> StoreResult<i64> {
     conn.execute(
-        "INSERT INTO apps (app_id, name, secret, scopes, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO apps (app_id, name, secret, scopes, created_at) \
+         VALUES (?1, ?2, seal_app_secret(?1, ?3), ?4, ?5)",
         params![app_id, name, secret, scopes, now],
     )?;
     Ok(conn.last_insert_rowid())
@@ -143,7 +198,7 @@ pub fn app_by_app_id(conn: &Connection, app_id: &str) -> StoreResult<Option<App>
 
 /// All apps, oldest first.
 pub fn list_apps(conn: &Connection) -> StoreResult<Vec<App>> {
-    let sql = format!("SELECT {APP_COLUMNS} FROM apps ORDER BY id");
+    let sql = format!("SELECT {LISTED_APP_COLUMNS} FROM apps ORDER BY id");
     let mut st = conn.prepare(&sql)?;
     let rows = st.query_map([], app_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -156,7 +211,8 @@ pub fn revoke_app(conn: &Connection, which: &str, now: i64) -> StoreResult<App> 
          AND revoked_at IS NULL",
         params![which, now],
     )?;
-    let sql = format!("SELECT {APP_COLUMNS} FROM apps WHERE app_id = ?1 OR CAST(id AS TEXT) = ?1");
+    let sql =
+        format!("SELECT {LISTED_APP_COLUMNS} FROM apps WHERE app_id = ?1 OR CAST(id AS TEXT) = ?1");
     conn.query_row(&sql, [which], app_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("app \"{which}\"")))
@@ -255,5 +311,111 @@ mod tests {
         let fresh = Store::open(&dir.path().join("fresh.db"), 1, 16).unwrap();
         assert_eq!(fresh.read(last_uses).await.unwrap(), vec![]);
         fresh.close();
+    }
+
+    /// A database at schema v4 with an app whose secret is kept in clear,
+    /// as daemons before v5 kept them, and `more` such apps.
+    fn v4_with_clear_apps(path: &std::path::Path, secret: &str, more: &[String]) {
+        let mut conn = Connection::open(path).unwrap();
+        Migrations::new(vec![
+            M::up(include_str!("schema_v1.sql")),
+            M::up(include_str!("schema_v2.sql")),
+            M::up(include_str!("schema_v3.sql")),
+            M::up(include_str!("schema_v4.sql")),
+        ])
+        .to_latest(&mut conn)
+        .unwrap();
+        conn.execute(
+            "INSERT INTO apps (app_id, name, secret, scopes, created_at) \
+             VALUES ('app_old', 'old', ?1, 'links:read', 1)",
+            [secret],
+        )
+        .unwrap();
+        for (i, s) in more.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO apps (app_id, name, secret, scopes, created_at) \
+                 VALUES (?1, 'more', ?2, 'links:read', 1)",
+                params![format!("app_{i}"), s],
+            )
+            .unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn the_v5_migration_seals_clear_secrets_which_still_verify() {
+        use crate::auth::{AppSecret, SecretSeal, SEALED_PREFIX};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shortlink.db");
+        let secret = AppSecret::generate();
+        let more: Vec<String> = (0..40)
+            .map(|_| AppSecret::generate().reveal().to_string())
+            .collect();
+        v4_with_clear_apps(&path, secret.reveal(), &more);
+
+        // Without the key the clear secret cannot be sealed: said, not done.
+        let e = Store::open(&path, 1, 16).unwrap_err().to_string();
+        assert!(e.contains("opened without"), "{e}");
+
+        let key = shortlink_core::DeploymentKey::generate().unwrap();
+        let store = Store::open_sealed(&path, 1, 16, Some(SecretSeal::new(&key))).unwrap();
+        let app = store
+            .read(|c| app_by_app_id(c, "app_old"))
+            .await
+            .unwrap()
+            .unwrap();
+        let opened = AppSecret::from_stored(&app.secret);
+        assert_eq!(opened, secret);
+        let sig = secret.sign("message");
+        assert!(opened.verifies("message", &hex::decode(sig).unwrap()));
+        // New apps go in sealed too.
+        let fresh = AppSecret::generate();
+        let s = fresh.to_stored();
+        store
+            .write(move |c| insert_app(c, "app_new", "new", &s, "links:read", 2))
+            .await
+            .unwrap();
+        let opened = store.read(|c| app_by_app_id(c, "app_new")).await.unwrap();
+        assert_eq!(opened.unwrap().secret, fresh.reveal());
+        store.close();
+
+        let raw = Connection::open(&path).unwrap();
+        let mut st = raw.prepare("SELECT secret FROM apps ORDER BY id").unwrap();
+        let stored: Vec<String> = st
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(stored.len(), 2 + more.len());
+        assert!(
+            stored.iter().all(|s| s.starts_with(SEALED_PREFIX)),
+            "{stored:?}"
+        );
+        drop(st);
+        drop(raw);
+        for file in std::fs::read_dir(dir.path()).unwrap() {
+            let bytes = std::fs::read(file.unwrap().path()).unwrap();
+            let all = more.iter().map(String::as_str);
+            for clear in all.chain([secret.reveal(), fresh.reveal()]) {
+                assert!(
+                    !bytes.windows(clear.len()).any(|w| w == clear.as_bytes()),
+                    "a secret in clear in the database files"
+                );
+            }
+        }
+
+        // Under another key nothing opens, and the error says why.
+        let other = shortlink_core::DeploymentKey::generate().unwrap();
+        let store = Store::open_sealed(&path, 1, 16, Some(SecretSeal::new(&other))).unwrap();
+        let e = store
+            .read(|c| app_by_app_id(c, "app_old"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not open with this deployment key"), "{e}");
+        // Listing and revoking need no secret.
+        assert_eq!(store.read(list_apps).await.unwrap().len(), 2 + more.len());
+        let revoked = store.write(|c| revoke_app(c, "app_old", 3)).await.unwrap();
+        assert_eq!(revoked.revoked_at, Some(3));
+        store.close();
     }
 }

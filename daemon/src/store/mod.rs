@@ -16,6 +16,7 @@ pub mod users;
 
 mod error;
 mod threads;
+mod watch;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -76,6 +77,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("schema_v2.sql")),
         M::up(include_str!("schema_v3.sql")),
         M::up(include_str!("schema_v4.sql")),
+        M::up(include_str!("schema_v5.sql")),
     ])
 }
 
@@ -83,8 +85,22 @@ impl Store {
     /// Opens (creating if needed) the database at `path`, brings the schema
     /// up to date and starts the writer and `readers` reader threads.
     pub fn open(path: &Path, readers: usize, cache_size: usize) -> StoreResult<Self> {
-        let mut writer_conn = threads::open_writer(path)?;
+        Self::open_sealed(path, readers, cache_size, None)
+    }
+
+    /// Like [`Store::open`], sealing and opening app secrets with `seal`
+    /// (without it, touching an app secret fails; see `keys`).
+    pub fn open_sealed(
+        path: &Path,
+        readers: usize,
+        cache_size: usize,
+        seal: Option<crate::auth::SecretSeal>,
+    ) -> StoreResult<Self> {
+        let mut writer_conn = threads::open_writer(path, &seal)?;
         migrations().to_latest(&mut writer_conn)?;
+        // What a migration rewrote (secrets sealed by v5) leaves the WAL
+        // and reaches the database file now, old page images overwritten.
+        writer_conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         let changes_at_open = changes::head(&writer_conn)?;
         // Clicks acknowledged before a crash and not folded yet.
         let pending = Arc::new(PendingClicks::default());
@@ -96,7 +112,7 @@ impl Store {
             );
         }
         let stats = Arc::new(StoreStats::default());
-        let threads = threads::start(path, writer_conn, readers, Arc::clone(&stats))?;
+        let threads = threads::start(path, writer_conn, readers, Arc::clone(&stats), &seal)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 writer: threads.writer,

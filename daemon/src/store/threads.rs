@@ -1,31 +1,48 @@
 //! The database threads: one writer that groups concurrent write jobs
 //! into one transaction (a savepoint per job), a checkpointer that copies
 //! the WAL back into the database off the writer's path, and readers that
-//! run read jobs in parallel. [`super::Store`] only sends them closures.
+//! run read jobs in parallel. [`super::Store`] only sends them closures. The
+//! writer's loop is in `threads/writer.rs`.
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::auth::SecretSeal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::error::{StoreError, StoreResult};
+use super::keys::register_secret_functions;
+use super::watch::FileWatch;
 
-/// Most jobs grouped into one write transaction.
-const MAX_GROUP: usize = 512;
+mod writer;
+use writer::{writer_loop, Writer};
 
 /// Delivers a write job's result once its transaction is over (`Some`: the
 /// commit failed).
 pub(super) type Deliver = Box<dyn FnOnce(Option<StoreError>) + Send>;
 /// A write job: runs on the connection (or gets the error that kept the
-/// transaction from starting), says whether it succeeded and hands back its
+/// transaction from starting), says how it went and hands back its
 /// delivery.
 pub(super) type WriteJob =
-    Box<dyn FnOnce(Result<&Connection, StoreError>) -> (bool, Deliver) + Send>;
+    Box<dyn FnOnce(Result<&Connection, StoreError>) -> (JobOutcome, Deliver) + Send>;
+
+/// How a write job went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum JobOutcome {
+    /// Its changes stay in the transaction.
+    Done,
+    /// It failed for a reason of its own (a conflict, bad input): rolled
+    /// back to its savepoint.
+    Failed,
+    /// It failed because the database cannot be written (disk full, I/O
+    /// error): rolled back, and the store is degraded.
+    Storage(String),
+}
 /// A read job: runs on a reader connection and delivers its own result.
 pub(super) type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 
@@ -48,7 +65,8 @@ pub(super) enum ReadMsg {
     Close,
 }
 
-/// Counters about the store, read by `/metrics`.
+/// Counters about the store, read by `/metrics`, and whether it can write,
+/// read by `/api/v1/health`.
 #[derive(Debug, Default)]
 pub struct StoreStats {
     /// Write transactions committed.
@@ -57,6 +75,52 @@ pub struct StoreStats {
     pub writes: AtomicU64,
     /// Write jobs that failed and were rolled back to their savepoint.
     pub write_errors: AtomicU64,
+    /// Why the last write transaction could not be stored (disk full, I/O
+    /// error); cleared by the next one that commits.
+    commit_error: Mutex<Option<String>>,
+    /// A database file was deleted or replaced under the daemon: writes
+    /// are refused until a restart.
+    lost_file: Mutex<Option<String>>,
+}
+
+impl StoreStats {
+    /// Why the store cannot durably write now, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        let lost = self.lost_file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lost) = lost.as_ref() {
+            return Some(lost.clone());
+        }
+        drop(lost);
+        self.commit_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Notes the outcome of a write transaction. The error is logged once
+    /// per change of state (a full disk fails every write: one error line
+    /// says so, one more line when writes work again); the failures in
+    /// between are logged at debug level.
+    fn commit_outcome(&self, outcome: Option<String>) {
+        let mut last = self.commit_error.lock().unwrap_or_else(|e| e.into_inner());
+        match (&*last, &outcome) {
+            (None, Some(e)) => tracing::error!(
+                error = %e,
+                "the database cannot store writes: every write fails until a commit succeeds again"
+            ),
+            (Some(_), Some(e)) => tracing::debug!(error = %e, "write transaction failed to commit"),
+            (Some(_), None) => tracing::info!("the database stores writes again"),
+            (None, None) => {}
+        }
+        *last = outcome;
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.lost_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// The running threads and the channels to them.
@@ -98,8 +162,9 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Opens the writer connection (WAL mode); the caller migrates the schema
 /// on it before [`start`] hands it to the writer thread.
-pub(super) fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
+pub(super) fn open_writer(path: &Path, seal: &Option<SecretSeal>) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
+    register_secret_functions(&conn, seal.clone())?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     configure(&conn)?;
     // synchronous=NORMAL in WAL mode survives a process crash (the
@@ -122,8 +187,10 @@ pub(super) fn start(
     writer_conn: Connection,
     readers: usize,
     stats: Arc<StoreStats>,
+    seal: &Option<SecretSeal>,
 ) -> StoreResult<Threads> {
     let bulk_conn = Connection::open(path)?;
+    register_secret_functions(&bulk_conn, seal.clone())?;
     configure(&bulk_conn)?;
     bulk_conn.pragma_update(None, "synchronous", "FULL")?;
     bulk_conn.pragma_update(None, "cache_size", -BULK_CACHE_KIB)?;
@@ -134,6 +201,7 @@ pub(super) fn start(
     let mut reader_conns = Vec::new();
     for _ in 0..readers.max(1) {
         let conn = Connection::open(path)?;
+        register_secret_functions(&conn, seal.clone())?;
         configure(&conn)?;
         conn.pragma_update(None, "query_only", "ON")?;
         conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
@@ -149,10 +217,17 @@ pub(super) fn start(
             .spawn(f)
             .map_err(|e| StoreError::Panic(e.to_string()))
     };
+    let watch = FileWatch::new(path);
+    let writer = Writer {
+        conn: writer_conn,
+        bulk_conn,
+        stats,
+        watch,
+    };
     let mut handles = vec![
         spawn(
             "sqlite-writer".into(),
-            Box::new(move || writer_loop(writer_conn, bulk_conn, wrx, stats, ctx)),
+            Box::new(move || writer_loop(writer, wrx, ctx)),
         )?,
         spawn(
             "sqlite-checkpoint".into(),
@@ -190,7 +265,10 @@ where
                 .unwrap_or_else(|p| Err(StoreError::Panic(panic_message(&p)))),
             Err(e) => Err(e),
         };
-        let ok = result.is_ok();
+        let outcome = match &result {
+            Ok(_) => JobOutcome::Done,
+            Err(e) => storage_failure(e).map_or(JobOutcome::Failed, JobOutcome::Storage),
+        };
         let deliver: Deliver = Box::new(move |commit_error| {
             let result = match commit_error {
                 Some(e) => Err(e),
@@ -198,9 +276,26 @@ where
             };
             let _ = tx.send(after(result));
         });
-        (ok, deliver)
+        (outcome, deliver)
     });
     (job, rx)
+}
+
+/// The error, when it says the database cannot be written at all (as
+/// opposed to this job's own failure).
+fn storage_failure(e: &StoreError) -> Option<String> {
+    use rusqlite::ErrorCode as C;
+    match e {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(
+                f.code,
+                C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly
+            ) =>
+        {
+            Some(e.to_string())
+        }
+        _ => None,
+    }
 }
 
 /// Wraps `f` as a read job; a panic in it is that job's error.
@@ -229,103 +324,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 /// copied back in one go (one sync of the database file for all of it).
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
-fn writer_loop(
-    conn: Connection,
-    bulk_conn: Connection,
-    rx: std::sync::mpsc::Receiver<WriteMsg>,
-    stats: Arc<StoreStats>,
-    checkpoint: std::sync::mpsc::SyncSender<()>,
-) {
-    let mut closing: Option<std::sync::mpsc::Sender<()>> = None;
-    while closing.is_none() {
-        let mut jobs = Vec::new();
-        let mut bulk = None;
-        match rx.recv() {
-            Ok(WriteMsg::Job(job)) => jobs.push(job),
-            Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
-            Ok(WriteMsg::Close(done)) => {
-                closing = Some(done);
-                break;
-            }
-            Err(_) => break,
-        }
-        while bulk.is_none() && jobs.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(WriteMsg::Job(job)) => jobs.push(job),
-                // Runs after the jobs that queued before it.
-                Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
-                Ok(WriteMsg::Close(done)) => {
-                    closing = Some(done);
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        if !jobs.is_empty() {
-            run_group(&conn, jobs, &stats);
-        }
-        if let Some(job) = bulk {
-            run_group(&bulk_conn, vec![job], &stats);
-        }
-        // A full channel means a request is pending, which covers this one.
-        let _ = checkpoint.try_send(());
-    }
-    drop(checkpoint);
-    drop(bulk_conn);
-    // Jobs that arrived after the close request are refused by dropping them
-    // (their callers see `Closed`).
-    drop(rx);
-    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
-    drop(conn);
-    if let Some(done) = closing {
-        let _ = done.send(());
-    }
-}
-
-fn run_group(conn: &Connection, jobs: Vec<WriteJob>, stats: &StoreStats) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let msg = e.to_string();
-        for job in jobs {
-            let (_, deliver) = job(Err(StoreError::Commit(msg.clone())));
-            deliver(None);
-        }
-        tracing::error!(error = %msg, "cannot begin a write transaction");
-        return;
-    }
-    let mut delivers = Vec::with_capacity(jobs.len());
-    let mut failed = 0u64;
-    let count = jobs.len() as u64;
-    for job in jobs {
-        let savepoint = run_cached(conn, "SAVEPOINT job");
-        let (ok, deliver) = job(Ok(conn));
-        if savepoint.is_ok() {
-            if ok {
-                let _ = run_cached(conn, "RELEASE job");
-            } else {
-                failed += 1;
-                let _ = run_cached(conn, "ROLLBACK TO job");
-                let _ = run_cached(conn, "RELEASE job");
-            }
-        }
-        delivers.push(deliver);
-    }
-    let commit = conn.execute_batch("COMMIT");
-    stats.transactions.fetch_add(1, Ordering::Relaxed);
-    stats.writes.fetch_add(count, Ordering::Relaxed);
-    stats.write_errors.fetch_add(failed, Ordering::Relaxed);
-    match commit {
-        Ok(()) => delivers.into_iter().for_each(|d| d(None)),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            let msg = e.to_string();
-            tracing::error!(error = %msg, "write transaction failed to commit");
-            for d in delivers {
-                d(Some(StoreError::Commit(msg.clone())));
-            }
-        }
-    }
-}
-
 /// Copies the WAL back into the database after commits, at most every
 /// [`CHECKPOINT_EVERY`], on its own connection and thread: PASSIVE, so it
 /// never blocks the writer or the readers, and with `synchronous=FULL`, so
@@ -339,12 +337,6 @@ fn checkpoint_loop(conn: Connection, rx: std::sync::mpsc::Receiver<()>) {
         }
         std::thread::sleep(CHECKPOINT_EVERY);
     }
-}
-
-/// Runs a statement from the connection's statement cache (the savepoint
-/// statements run once per write job: no parsing each time).
-fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
-    conn.prepare_cached(sql)?.execute([])
 }
 
 fn reader_loop(conn: Connection, rx: crossbeam_channel::Receiver<ReadMsg>) {
