@@ -4,7 +4,7 @@
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::de::DeserializeOwned;
@@ -151,13 +151,23 @@ pub fn serde_field(message: &str) -> Option<String> {
     (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
 }
 
+/// The code of a body that does not fit its shape: a field with a code of
+/// its own keeps it whether the rules or the parser refused the value.
+fn data_error_code(field: Option<&str>) -> &'static str {
+    match field {
+        Some("max_visits") => "invalid_max_visits",
+        _ => "invalid_body",
+    }
+}
+
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> Self {
         let text = r.body_text();
         match r {
             JsonRejection::JsonDataError(_) => {
                 let field = serde_field(&text);
-                let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", text);
+                let code = data_error_code(field.as_deref());
+                let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, text);
                 e.field = field;
                 e
             }
@@ -226,6 +236,19 @@ where
 /// Reply for routes that do not exist.
 pub async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint")
+}
+
+/// Reply for a route that exists but not with this method; the router adds
+/// the `Allow` header with the methods it has.
+pub async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{method} is not allowed on {}; the Allow header lists the methods that are",
+            uri.path()
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -73,6 +73,7 @@ async fn count_requests(State(app): State<SharedApp>, req: Request, next: Next) 
 fn finish(app: SharedApp, routes: Router<SharedApp>) -> Router {
     routes
         .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(app.clone(), count_requests))
         .with_state(app)

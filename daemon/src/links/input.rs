@@ -2,7 +2,10 @@
 //! `POST /api/v1/links` and `PATCH /api/v1/links/{code}` and their parts.
 //! Shapes only; [`super::rules`] judges the values.
 
+use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
+
+use super::rules::max_visits_range;
 use utoipa::ToSchema;
 
 /// Most links in one batch call.
@@ -78,7 +81,8 @@ pub struct CreateLink {
     pub ttl: Option<u64>,
     /// Extend the expiry on every use (`true`, or a number of seconds).
     pub renew_on_access: Option<RenewInput>,
-    /// Human visits after which the link is gone.
+    /// Human visits after which the link is gone (1 to 2^63 - 1).
+    #[serde(default, deserialize_with = "visit_limit")]
     pub max_visits: Option<u64>,
     /// Redirect status: 301, 302, 307 or 308.
     pub redirect: Option<u16>,
@@ -101,6 +105,24 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// A visit limit read as any JSON number, so one that is no `u64`
+/// (negative, fractional, past 2^64) is refused with the allowed range
+/// rather than serde's "expected u64"; [`super::rules`] judges the rest.
+fn visit_limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<serde_json::Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => n
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(max_visits_range(n))),
+    }
+}
+
+/// [`visit_limit`] where `null` clears the limit.
+fn visit_limit_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
+    visit_limit(d).map(Some)
+}
+
 /// Body of `PATCH /api/v1/links/{code}`: absent fields stay, `null` clears.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -120,7 +142,7 @@ pub struct UpdateLink {
     /// `false` stops renewing; `true` or seconds start it.
     pub renew_on_access: Option<RenewInput>,
     /// New visit limit; `null` removes it.
-    #[serde(default, deserialize_with = "double_option")]
+    #[serde(default, deserialize_with = "visit_limit_or_null")]
     #[schema(value_type = Option<u64>, nullable)]
     pub max_visits: Option<Option<u64>>,
     /// New redirect status; `null` uses the edge default.

@@ -23,7 +23,7 @@ pub use input::{
 pub use lookup::{edge_result, EdgeMisses};
 pub use ops::{Created, Links};
 pub use patch::CheckedPatch;
-pub use rules::{LinkRules, Prepared, MAX_TAGS, MAX_TAG_LEN};
+pub use rules::{LinkRules, Prepared, MAX_TAGS, MAX_TAG_LEN, MAX_VISITS};
 pub use view::LinkView;
 
 /// The pieces [`Links`] borrows, opened on a temporary directory, for the

@@ -17,6 +17,8 @@ use crate::store::links::Link;
 pub const MAX_TAGS: usize = 32;
 /// Longest tag.
 pub const MAX_TAG_LEN: usize = 64;
+/// Largest visit limit (the store keeps it as a signed 64-bit count).
+pub const MAX_VISITS: u64 = i64::MAX as u64;
 /// Longest lifetime accepted (100 years), in seconds.
 pub(crate) const MAX_TTL: u64 = 100 * 366 * 86_400;
 
@@ -275,16 +277,21 @@ pub(crate) fn check_expires_at(input: &TimeInput, now: i64) -> Result<i64, LinkE
     Ok(t)
 }
 
-/// A visit limit: at least 1.
+/// A visit limit: 1 to [`MAX_VISITS`].
 pub(crate) fn check_max_visits(v: u64) -> Result<i64, LinkError> {
-    if v == 0 || v > i64::MAX as u64 {
-        return Err(invalid(
+    match i64::try_from(v) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(invalid(
             "max_visits",
             "invalid_max_visits",
-            "max_visits must be at least 1",
-        ));
+            max_visits_range(v),
+        )),
     }
-    Ok(v as i64)
+}
+
+/// What a refused visit limit is told: the range, and what was sent.
+pub(crate) fn max_visits_range(got: impl std::fmt::Display) -> String {
+    format!("max_visits must be a whole number from 1 to {MAX_VISITS}; got {got}")
 }
 
 #[cfg(test)]
