@@ -127,3 +127,36 @@ async fn max_visits_out_of_range_names_the_range() {
         assert!(v["error"]["message"].as_str().unwrap().contains(range));
     }
 }
+
+#[tokio::test]
+async fn null_on_a_field_that_cannot_be_cleared_is_refused() {
+    let d = Daemon::start().await;
+    let code = d
+        .create(json!({"url": "https://e.com/keep", "tags": ["t"], "ttl": 3600}))
+        .await["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/v1/links/{code}");
+    for field in ["url", "ttl", "renew_on_access", "tags", "disabled"] {
+        let (s, v) = d.req("PATCH", &path, Some(json!({ field: null }))).await;
+        assert_eq!(s, 422, "{field}: null: {v}");
+        assert_eq!(v["error"]["code"], "not_clearable", "{field}");
+        assert_eq!(v["error"]["field"], field);
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("{field}: ")), "{message}");
+    }
+    let (_, got) = d.req("GET", &path, None).await;
+    assert_eq!(got["url"], "https://e.com/keep");
+    assert_eq!(got["tags"], json!(["t"]));
+    // The fields that can be cleared still are.
+    let (s, v) = d
+        .req(
+            "PATCH",
+            &path,
+            Some(json!({"expires_at": null, "max_visits": null, "redirect": null, "targets": null, "alias": null})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["expires_at"], serde_json::Value::Null);
+}

@@ -151,22 +151,13 @@ pub fn serde_field(message: &str) -> Option<String> {
     (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
 }
 
-/// The code of a body that does not fit its shape: a field with a code of
-/// its own keeps it whether the rules or the parser refused the value.
-fn data_error_code(field: Option<&str>) -> &'static str {
-    match field {
-        Some("max_visits") => "invalid_max_visits",
-        _ => "invalid_body",
-    }
-}
-
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> Self {
         let text = r.body_text();
         match r {
             JsonRejection::JsonDataError(_) => {
                 let field = serde_field(&text);
-                let code = data_error_code(field.as_deref());
+                let code = crate::links::input::shape_error_code(&text).unwrap_or("invalid_body");
                 let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, text);
                 e.field = field;
                 e

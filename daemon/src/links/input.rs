@@ -5,7 +5,7 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::rules::max_visits_range;
+use super::rules::{max_visits_range, MAX_VISITS_RANGE};
 use utoipa::ToSchema;
 
 /// Most links in one batch call.
@@ -123,11 +123,44 @@ fn visit_limit_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<
     visit_limit(d).map(Some)
 }
 
-/// Body of `PATCH /api/v1/links/{code}`: absent fields stay, `null` clears.
+/// What a `null` on a field that cannot be cleared is told.
+const NOT_CLEARABLE: &str = "cannot be cleared with null";
+
+/// The code of a body the parser refused because of a check these shapes
+/// make themselves (the rest are shape errors: `invalid_body`).
+pub fn shape_error_code(message: &str) -> Option<&'static str> {
+    if message.contains(NOT_CLEARABLE) {
+        Some("not_clearable")
+    } else if message.contains(MAX_VISITS_RANGE) {
+        Some("invalid_max_visits")
+    } else {
+        None
+    }
+}
+
+/// A field that may be left out but not cleared: an explicit `null` is
+/// refused (it was once read as "absent", and the edit answered 200 having
+/// done nothing).
+fn not_null<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    match Option::<T>::deserialize(d)? {
+        Some(v) => Ok(Some(v)),
+        None => Err(D::Error::custom(format!(
+            "this field {NOT_CLEARABLE}; leave it out to keep it"
+        ))),
+    }
+}
+
+/// Body of `PATCH /api/v1/links/{code}`: absent fields stay, `null` clears
+/// the fields that can be cleared and is refused on the others.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateLink {
     /// New target URL.
+    #[serde(default, deserialize_with = "not_null")]
     pub url: Option<String>,
     /// New alias; `null` removes it.
     #[serde(default, deserialize_with = "double_option")]
@@ -138,8 +171,10 @@ pub struct UpdateLink {
     #[schema(value_type = Option<TimeInput>, nullable)]
     pub expires_at: Option<Option<TimeInput>>,
     /// New lifetime from now, in seconds.
+    #[serde(default, deserialize_with = "not_null")]
     pub ttl: Option<u64>,
     /// `false` stops renewing; `true` or seconds start it.
+    #[serde(default, deserialize_with = "not_null")]
     pub renew_on_access: Option<RenewInput>,
     /// New visit limit; `null` removes it.
     #[serde(default, deserialize_with = "visit_limit_or_null")]
@@ -154,7 +189,9 @@ pub struct UpdateLink {
     #[schema(value_type = Option<TargetsInput>, nullable)]
     pub targets: Option<Option<TargetsInput>>,
     /// Replaces the tags.
+    #[serde(default, deserialize_with = "not_null")]
     pub tags: Option<Vec<String>>,
     /// Switches the link off (`true`) or on.
+    #[serde(default, deserialize_with = "not_null")]
     pub disabled: Option<bool>,
 }

@@ -289,9 +289,13 @@ pub(crate) fn check_max_visits(v: u64) -> Result<i64, LinkError> {
     }
 }
 
+/// How a refused visit limit's message starts (the API finds it in the
+/// parser's message too).
+pub(crate) const MAX_VISITS_RANGE: &str = "max_visits must be a whole number from 1 to";
+
 /// What a refused visit limit is told: the range, and what was sent.
 pub(crate) fn max_visits_range(got: impl std::fmt::Display) -> String {
-    format!("max_visits must be a whole number from 1 to {MAX_VISITS}; got {got}")
+    format!("{MAX_VISITS_RANGE} {MAX_VISITS}; got {got}")
 }
 
 #[cfg(test)]
