@@ -4,9 +4,7 @@
 
 use sha2::{Digest, Sha256};
 use shortlink_core::ipc::DeviceTargets;
-use shortlink_core::{
-    validate_alias, validate_target, AliasError, Codec, RedirectStatus, TargetRules,
-};
+use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
 
 use super::error::{invalid, LinkError};
 use super::input::{CreateLink, RenewInput, TargetsInput, TimeInput};
@@ -28,8 +26,9 @@ pub(crate) const MAX_TTL: u64 = 100 * 366 * 86_400;
 pub struct LinkRules {
     /// Tells aliases from generated codes (an alias may not decode as one).
     pub codec: Codec,
-    /// What target URLs are accepted.
-    pub targets: TargetRules,
+    /// What target URLs are accepted, host lists compiled once at start
+    /// (every target is matched on its host's normal form).
+    pub targets: TargetPolicy,
     /// Aliases refused by name (built-in plus configured).
     pub reserved: Vec<String>,
     /// Redirect status of links created without one.
@@ -54,7 +53,7 @@ impl LinkRules {
     pub fn new(config: &Config, codec: Codec) -> Self {
         Self {
             codec,
-            targets: config.targets.0.clone(),
+            targets: config.targets.policy().clone(),
             reserved: config.reserved(),
             default_redirect: config.default_redirect,
             default_ttl: config.default_ttl,
@@ -133,7 +132,8 @@ impl LinkRules {
 
     /// A target URL, normalized.
     pub(crate) fn check_url(&self, field: &'static str, raw: &str) -> Result<String, LinkError> {
-        validate_target(raw, &self.targets)
+        self.targets
+            .validate(raw)
             .map_err(|e| invalid(field, "invalid_url", format!("{field}: {e}")))
     }
 
