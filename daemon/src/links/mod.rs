@@ -10,6 +10,7 @@ pub mod error;
 pub mod import;
 pub mod input;
 pub mod lookup;
+pub mod loops;
 pub mod ops;
 pub mod patch;
 pub mod rules;
@@ -21,6 +22,7 @@ pub use input::{
     parse_time, CreateLink, RenewInput, TargetsInput, TimeInput, UpdateLink, MAX_BATCH,
 };
 pub use lookup::{edge_result, EdgeMisses};
+pub use loops::ServedBases;
 pub use ops::{Created, Links};
 pub use patch::CheckedPatch;
 pub use rules::{LinkRules, Prepared, MAX_TAGS, MAX_TAG_LEN, MAX_VISITS};

@@ -8,6 +8,7 @@ use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPo
 
 use super::error::{invalid, LinkError};
 use super::input::{CreateLink, RenewInput, TargetsInput, TimeInput};
+use super::loops::{AliasTarget, ServedBases};
 use crate::config::Config;
 use crate::store::links::Link;
 
@@ -35,6 +36,8 @@ pub struct LinkRules {
     pub default_redirect: Option<u16>,
     /// Lifetime in seconds of links created without an expiry.
     pub default_ttl: Option<u64>,
+    /// The bases short URLs are served under: no target may be one.
+    pub served: ServedBases,
 }
 
 /// A create request that passed validation.
@@ -46,6 +49,8 @@ pub struct Prepared {
     pub dedupe_hash: [u8; 32],
     /// Return an existing live link with the same hash instead of a new one.
     pub dedupe: bool,
+    /// Targets that are short URLs if their alias exists: the write checks.
+    pub alias_targets: Vec<AliasTarget>,
 }
 
 impl LinkRules {
@@ -57,6 +62,7 @@ impl LinkRules {
             reserved: config.reserved(),
             default_redirect: config.default_redirect,
             default_ttl: config.default_ttl,
+            served: ServedBases::new(&config.base_url),
         }
     }
 
@@ -67,7 +73,8 @@ impl LinkRules {
         created_by: Option<&str>,
         now: i64,
     ) -> Result<Prepared, LinkError> {
-        let url = self.check_url("url", &req.url)?;
+        let mut alias_targets = Vec::new();
+        let url = self.check_target("url", &req.url, &mut alias_targets)?;
         if let Some(alias) = &req.alias {
             self.check_alias(alias)?;
         }
@@ -93,7 +100,7 @@ impl LinkRules {
         let max_visits = req.max_visits.map(check_max_visits).transpose()?;
         let redirect = check_redirect(req.redirect)?.or(self.default_redirect);
         let targets = match &req.targets {
-            Some(t) => self.check_targets(t)?,
+            Some(t) => self.check_targets(t, &mut alias_targets)?,
             None => DeviceTargets::default(),
         };
         let tags = check_tags(req.tags.as_deref().unwrap_or_default())?;
@@ -119,6 +126,7 @@ impl LinkRules {
             dedupe_hash: dedupe_hash(req, &link),
             link,
             dedupe: req.dedupe.unwrap_or(false),
+            alias_targets,
         })
     }
 
@@ -137,10 +145,29 @@ impl LinkRules {
             .map_err(|e| invalid(field, "invalid_url", format!("{field}: {e}")))
     }
 
-    /// Device targets, each under the URL rules.
-    pub(crate) fn check_targets(&self, t: &TargetsInput) -> Result<DeviceTargets, LinkError> {
-        let one = |field, v: &Option<String>| -> Result<Option<String>, LinkError> {
-            v.as_deref().map(|u| self.check_url(field, u)).transpose()
+    /// A target: a URL under the rules that is no short URL of this
+    /// deployment (those that may be, by alias, go into `aliases`).
+    pub(crate) fn check_target(
+        &self,
+        field: &'static str,
+        raw: &str,
+        aliases: &mut Vec<AliasTarget>,
+    ) -> Result<String, LinkError> {
+        let url = self.check_url(field, raw)?;
+        self.check_not_short(field, &url, aliases)?;
+        Ok(url)
+    }
+
+    /// Device targets, each under the rules of `url`.
+    pub(crate) fn check_targets(
+        &self,
+        t: &TargetsInput,
+        aliases: &mut Vec<AliasTarget>,
+    ) -> Result<DeviceTargets, LinkError> {
+        let mut one = |field, v: &Option<String>| -> Result<Option<String>, LinkError> {
+            v.as_deref()
+                .map(|u| self.check_target(field, u, aliases))
+                .transpose()
         };
         Ok(DeviceTargets {
             desktop: one("targets.desktop", &t.desktop)?,
