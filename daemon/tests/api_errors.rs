@@ -160,3 +160,32 @@ async fn null_on_a_field_that_cannot_be_cleared_is_refused() {
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["expires_at"], serde_json::Value::Null);
 }
+
+#[tokio::test]
+async fn axum_rejections_are_json_too() {
+    let d = Daemon::start().await;
+    let key = d.admin_key.clone();
+    for (method, path, says) in [
+        ("DELETE", "/api/v1/keys/abc", "abc"),
+        ("GET", "/api/v1/links/%FF%FE", "UTF-8"),
+        (
+            "GET",
+            "/api/v1/links/abc/stats?from=x&to=y&bogus=1",
+            "bogus",
+        ),
+    ] {
+        let (s, h, v) = d.req_with(method, path, &[("x-api-key", &key)], None).await;
+        assert!((400..500).contains(&s), "{method} {path}: {s} {v}");
+        assert_eq!(h["content-type"], "application/json", "{method} {path}");
+        let code = v["error"]["code"].as_str().unwrap_or_default();
+        assert!(!code.is_empty(), "{method} {path}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{method} {path}: {v}");
+    }
+    let (s, v) = d.req("GET", "/api/v1/links?limit=abc", None).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (400, Some("invalid_query"))
+    );
+    assert_eq!(v["error"]["field"], "limit", "{v}");
+}

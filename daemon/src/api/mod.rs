@@ -88,6 +88,7 @@ fn finish(app: SharedApp, routes: Router<SharedApp>) -> Router {
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn(error::json_errors))
         .layer(middleware::from_fn_with_state(app.clone(), remember_base))
         .layer(middleware::from_fn_with_state(app.clone(), count_requests))
         .with_state(app)
