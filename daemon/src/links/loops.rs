@@ -8,7 +8,7 @@
 //! once; one shaped like an alias is refused by the write when that alias
 //! exists (or is the link's own), since only the store knows.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use rusqlite::Connection;
@@ -20,15 +20,33 @@ use crate::codes::{self, CodeRef};
 use crate::store::links as table;
 use crate::store::StoreResult;
 
-/// Most bases learned from `X-Shortlink-Base` (nginx sets it, so a handful
+/// Most `X-Shortlink-Base` values remembered (nginx sets it, so a handful
 /// is usual; the bound keeps a misbehaving proxy from growing the set).
 pub const MAX_LEARNED_BASES: usize = 256;
 
-/// The bases short URLs are served under, by host in normal form: each
-/// host's path prefixes (`""` for a base at the root).
+/// The bases short URLs are served under.
 #[derive(Debug, Clone, Default)]
 pub struct ServedBases {
-    bases: Arc<RwLock<HashMap<String, Vec<String>>>>,
+    inner: Arc<RwLock<Bases>>,
+}
+
+#[derive(Debug, Default)]
+struct Bases {
+    /// By host in normal form: each host's path prefixes (`""` for a base
+    /// at the root).
+    by_host: HashMap<String, Vec<String>>,
+    /// Header values already looked at, so a request with a known base
+    /// costs one hash probe, not a URL parse.
+    seen: HashSet<String>,
+    /// The bound was reached (said once in the log).
+    full: bool,
+}
+
+impl Bases {
+    #[cfg(test)]
+    fn count(&self) -> usize {
+        self.by_host.values().map(Vec::len).sum()
+    }
 }
 
 impl ServedBases {
@@ -36,7 +54,7 @@ impl ServedBases {
     pub fn new(configured: &str) -> Self {
         let served = Self::default();
         if let Some((host, prefix)) = split_base(configured) {
-            served.write().insert(host, vec![prefix]);
+            served.write().by_host.insert(host, vec![prefix]);
         }
         served
     }
@@ -44,29 +62,32 @@ impl ServedBases {
     /// Remembers a base nginx passed; an invalid one is ignored (the reply
     /// falls back to the configured base for it too).
     pub fn remember(&self, base: &str) {
-        let Some((host, prefix)) = split_base(base) else {
-            return;
-        };
-        let known = |bases: &HashMap<String, Vec<String>>| {
-            bases.get(&host).is_some_and(|p| p.contains(&prefix))
-        };
-        if known(&self.read()) {
+        if self.read().seen.contains(base) {
             return;
         }
+        let parsed = split_base(base);
         let mut bases = self.write();
-        if known(&bases) {
+        // Every learned base came in one header value: bounding those
+        // bounds both sets.
+        if bases.seen.len() >= MAX_LEARNED_BASES {
+            if !bases.full {
+                bases.full = true;
+                tracing::warn!(
+                    base,
+                    "not remembering more short-URL bases: {MAX_LEARNED_BASES} are known already"
+                );
+            }
             return;
         }
-        let count: usize = bases.values().map(Vec::len).sum();
-        if count > MAX_LEARNED_BASES {
-            tracing::warn!(
-                base,
-                "not remembering another short-URL base: {MAX_LEARNED_BASES} are known already"
-            );
+        bases.seen.insert(base.to_string());
+        let Some((host, prefix)) = parsed else {
             return;
+        };
+        let prefixes = bases.by_host.entry(host).or_default();
+        if !prefixes.contains(&prefix) {
+            tracing::info!(base, "serving short URLs under a new base");
+            prefixes.push(prefix);
         }
-        tracing::info!(base, "serving short URLs under a new base");
-        bases.entry(host).or_default().push(prefix);
     }
 
     /// The code or alias a target leads to when it is a short URL of a
@@ -76,7 +97,7 @@ impl ServedBases {
         let url = url::Url::parse(target).ok()?;
         let host = NormalHost::of_url(&url)?;
         let bases = self.read();
-        let prefixes = bases.get(&host.name)?;
+        let prefixes = bases.by_host.get(&host.name)?;
         let path = url.path();
         prefixes.iter().find_map(|prefix| {
             let rest = path.strip_prefix(prefix.as_str())?.strip_prefix('/')?;
@@ -89,12 +110,12 @@ impl ServedBases {
         })
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Vec<String>>> {
-        self.bases.read().unwrap_or_else(|e| e.into_inner())
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Bases> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Vec<String>>> {
-        self.bases.write().unwrap_or_else(|e| e.into_inner())
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Bases> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -222,6 +243,7 @@ mod tests {
         let served = ServedBases::new("https://S.example/");
         served.remember("https://go.example.net/to");
         served.remember("javascript:alert(1)");
+        served.remember("https://go.example.net/to/");
         let code = |u: &str| served.code_of(u);
         assert_eq!(code("https://s.example/aZ3k"), Some("aZ3k".into()));
         assert_eq!(
@@ -246,8 +268,16 @@ mod tests {
         let served = ServedBases::new("https://s.example");
         for i in 0..MAX_LEARNED_BASES + 10 {
             served.remember(&format!("https://h{i}.example"));
+            served.remember("not a base");
         }
-        let known: usize = served.read().values().map(Vec::len).sum();
-        assert_eq!(known, MAX_LEARNED_BASES + 1);
+        // The configured base, and 255 learned beside the invalid value.
+        assert_eq!(served.read().seen.len(), MAX_LEARNED_BASES);
+        assert_eq!(served.read().count(), MAX_LEARNED_BASES);
+        assert!(served.read().full);
+        assert_eq!(
+            served.code_of("https://h1.example/aZ3k"),
+            Some("aZ3k".into())
+        );
+        assert_eq!(served.code_of("https://h300.example/aZ3k"), None);
     }
 }
