@@ -85,12 +85,26 @@ impl TargetRules {
 }
 
 /// [`TargetRules`] with the host lists in normal form: what validation runs on.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TargetPolicy {
     max_len: usize,
     schemes: Vec<String>,
     allow: HostSet,
     block: HostSet,
+}
+
+impl Default for TargetPolicy {
+    /// The policy of [`TargetRules::default`] (no host lists, nothing that
+    /// can fail to compile).
+    fn default() -> Self {
+        let rules = TargetRules::default();
+        TargetPolicy {
+            max_len: rules.max_len,
+            schemes: rules.schemes,
+            allow: HostSet::default(),
+            block: HostSet::default(),
+        }
+    }
 }
 
 impl TargetPolicy {
@@ -129,14 +143,16 @@ impl TargetPolicy {
             })?,
             None => return Err(TargetError::NoHost),
         };
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(TargetError::Credentials);
-        }
+        // The host lists first, so `user@evil.com` is refused naming its
+        // host, like every other form of a listed host.
         if !self.allow.is_empty() && !self.allow.matches(&host) {
             return Err(TargetError::HostNotAllowed(host.name));
         }
         if self.block.matches(&host) {
             return Err(TargetError::HostBlocked(host.name));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(TargetError::Credentials);
         }
         let normalized = String::from(url);
         if normalized.len() > self.max_len {
@@ -208,6 +224,12 @@ impl NormalHost {
             return Err("a host name has only letters, digits, \"-\", \"_\" and dots");
         }
         Ok(normal)
+    }
+
+    /// The normal form of the host of a parsed URL; `None` when it has no
+    /// host or one that is not a host name or address.
+    pub fn of_url(url: &url::Url) -> Option<NormalHost> {
+        url.host().map(NormalHost::from_url_host)?.ok()
     }
 
     fn address(ip: std::net::IpAddr) -> NormalHost {
@@ -453,6 +475,8 @@ mod tests {
             "http://10.0.0.1/",
             "http://0x0a.0.0.1/",
             "http://167772161/",
+            "https://user@evil.com/",
+            "https://user:pw@a.evil.com./",
         ] {
             assert!(
                 matches!(policy.validate(raw), Err(TargetError::HostBlocked(_))),
@@ -512,6 +536,25 @@ mod tests {
             }
         );
         assert_eq!(NormalHost::parse("[::1]").unwrap().name, "[::1]");
+    }
+
+    #[test]
+    fn the_default_policy_is_the_default_rules() {
+        let policy = TargetPolicy::default();
+        assert_eq!(
+            policy.validate("https://Example.com"),
+            Ok(ok("https://example.com"))
+        );
+        assert!(matches!(
+            policy.validate("ftp://example.com/"),
+            Err(TargetError::Scheme(..))
+        ));
+        let host = |u: &str| NormalHost::of_url(&url::Url::parse(u).unwrap()).map(|h| h.name);
+        assert_eq!(
+            host("https://U@S.Example.:8443/x"),
+            Some("s.example".into())
+        );
+        assert_eq!(host("mailto:a@b.example"), None);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::de::DeserializeOwned;
@@ -146,7 +147,10 @@ pub fn serde_field(message: &str) -> Option<String> {
         }
     }
     // serde_path_to_error prefixes the path: "url: invalid type ..."
-    let tail = message.rsplit("target type: ").next().unwrap_or(message);
+    let tail = ["target type: ", "query string: "]
+        .iter()
+        .find_map(|marker| message.split_once(marker).map(|(_, t)| t))
+        .unwrap_or(message);
     let (path, _) = tail.split_once(": ")?;
     (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
 }
@@ -157,7 +161,8 @@ impl From<JsonRejection> for ApiError {
         match r {
             JsonRejection::JsonDataError(_) => {
                 let field = serde_field(&text);
-                let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", text);
+                let code = crate::links::input::shape_error_code(&text).unwrap_or("invalid_body");
+                let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, text);
                 e.field = field;
                 e
             }
@@ -223,9 +228,72 @@ where
     }
 }
 
+/// Longest plain-text error body [`json_errors`] carries over.
+const MAX_PLAIN_ERROR: usize = 4096;
+
+/// The stable code of an error reply that no handler gave one (axum's own
+/// rejections, such as a path segment that is not a number).
+fn code_for_status(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "invalid_body",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        s if s.is_server_error() => "internal",
+        _ => "error",
+    }
+}
+
+/// Middleware: an error reply that is not JSON yet (axum's plain-text
+/// rejections) becomes the JSON envelope, its text the message, so every
+/// error of the API has a stable code. Headers such as `Allow` are kept.
+pub async fn json_errors(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let status = resp.status();
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let text = match axum::body::to_bytes(body, MAX_PLAIN_ERROR).await {
+        Ok(b) if !b.is_empty() => String::from_utf8_lossy(&b).into_owned(),
+        _ => status
+            .canonical_reason()
+            .unwrap_or("request failed")
+            .to_string(),
+    };
+    let mut reply = ApiError::new(status, code_for_status(status), text).into_response();
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    for (name, value) in parts.headers.iter() {
+        reply.headers_mut().entry(name).or_insert(value.clone());
+    }
+    reply
+}
+
 /// Reply for routes that do not exist.
 pub async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint")
+}
+
+/// Reply for a route that exists but not with this method; the router adds
+/// the `Allow` header with the methods it has.
+pub async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{method} is not allowed on {}; the Allow header lists the methods that are",
+            uri.path()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -241,6 +309,10 @@ mod tests {
         assert_eq!(
             serde_field("Failed to deserialize the JSON body into the target type: max_visits: invalid type: string \"x\", expected u64 at line 1 column 20"),
             Some("max_visits".into())
+        );
+        assert_eq!(
+            serde_field("Failed to deserialize query string: limit: invalid digit found in string"),
+            Some("limit".into())
         );
     }
 }

@@ -81,10 +81,26 @@ async fn count_requests(State(app): State<SharedApp>, req: Request, next: Next) 
     resp
 }
 
+/// Remembers the base nginx passed, so a target on it is known for a short
+/// URL of this deployment (`links::loops`) from the first request on.
+async fn remember_base(State(app): State<SharedApp>, req: Request, next: Next) -> Response {
+    if let Some(base) = req
+        .headers()
+        .get(crate::base_url::HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        app.rules.served.remember(base);
+    }
+    next.run(req).await
+}
+
 fn finish(app: SharedApp, routes: Router<SharedApp>) -> Router {
     routes
         .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn(error::json_errors))
+        .layer(middleware::from_fn_with_state(app.clone(), remember_base))
         .layer(middleware::from_fn_with_state(app.clone(), count_requests))
         .with_state(app)
 }

@@ -59,7 +59,7 @@ pub async fn verify_signature(
         .to_ascii_lowercase();
     let ts: i64 = ts_raw.parse().map_err(|_| AuthError::InvalidTimestamp)?;
     let now = unix_now();
-    if (now - ts).abs() > window {
+    if !within_window(now, ts, window) {
         return Err(AuthError::StaleTimestamp { ts, window, now });
     }
     let stored = match cache.app(req.app_id) {
@@ -96,9 +96,27 @@ pub async fn verify_signature(
     ))
 }
 
+/// True when `ts` is at most `window` seconds from `now`, either way.
+/// `abs_diff` cannot overflow: `(now - ts).abs()` wrapped for a timestamp
+/// 2^63 s away and let it through.
+fn within_window(now: i64, ts: i64, window: i64) -> bool {
+    now.abs_diff(ts) <= window.unsigned_abs()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_does_not_wrap() {
+        let now = 1_800_000_000;
+        assert!(within_window(now, now - 60, 60));
+        assert!(within_window(now, now + 60, 60));
+        assert!(!within_window(now, now - 61, 60));
+        for ts in [i64::MIN, now.wrapping_sub(1 << 63), i64::MAX, 0] {
+            assert!(!within_window(now, ts, 60), "{ts}");
+        }
+    }
 
     #[test]
     fn signature_is_hmac_of_the_documented_string() {

@@ -2,7 +2,10 @@
 //! `POST /api/v1/links` and `PATCH /api/v1/links/{code}` and their parts.
 //! Shapes only; [`super::rules`] judges the values.
 
+use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
+
+use super::rules::{max_visits_range, MAX_VISITS_RANGE};
 use utoipa::ToSchema;
 
 /// Most links in one batch call.
@@ -78,7 +81,8 @@ pub struct CreateLink {
     pub ttl: Option<u64>,
     /// Extend the expiry on every use (`true`, or a number of seconds).
     pub renew_on_access: Option<RenewInput>,
-    /// Human visits after which the link is gone.
+    /// Human visits after which the link is gone (1 to 2^63 - 1).
+    #[serde(default, deserialize_with = "visit_limit")]
     pub max_visits: Option<u64>,
     /// Redirect status: 301, 302, 307 or 308.
     pub redirect: Option<u16>,
@@ -101,11 +105,62 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
-/// Body of `PATCH /api/v1/links/{code}`: absent fields stay, `null` clears.
+/// A visit limit read as any JSON number, so one that is no `u64`
+/// (negative, fractional, past 2^64) is refused with the allowed range
+/// rather than serde's "expected u64"; [`super::rules`] judges the rest.
+fn visit_limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<serde_json::Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => n
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(max_visits_range(n))),
+    }
+}
+
+/// [`visit_limit`] where `null` clears the limit.
+fn visit_limit_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
+    visit_limit(d).map(Some)
+}
+
+/// What a `null` on a field that cannot be cleared is told.
+const NOT_CLEARABLE: &str = "cannot be cleared with null";
+
+/// The code of a body the parser refused because of a check these shapes
+/// make themselves (the rest are shape errors: `invalid_body`).
+pub fn shape_error_code(message: &str) -> Option<&'static str> {
+    if message.contains(NOT_CLEARABLE) {
+        Some("not_clearable")
+    } else if message.contains(MAX_VISITS_RANGE) {
+        Some("invalid_max_visits")
+    } else {
+        None
+    }
+}
+
+/// A field that may be left out but not cleared: an explicit `null` is
+/// refused (it was once read as "absent", and the edit answered 200 having
+/// done nothing).
+fn not_null<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    match Option::<T>::deserialize(d)? {
+        Some(v) => Ok(Some(v)),
+        None => Err(D::Error::custom(format!(
+            "this field {NOT_CLEARABLE}; leave it out to keep it"
+        ))),
+    }
+}
+
+/// Body of `PATCH /api/v1/links/{code}`: absent fields stay, `null` clears
+/// the fields that can be cleared and is refused on the others.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateLink {
     /// New target URL.
+    #[serde(default, deserialize_with = "not_null")]
     pub url: Option<String>,
     /// New alias; `null` removes it.
     #[serde(default, deserialize_with = "double_option")]
@@ -116,11 +171,13 @@ pub struct UpdateLink {
     #[schema(value_type = Option<TimeInput>, nullable)]
     pub expires_at: Option<Option<TimeInput>>,
     /// New lifetime from now, in seconds.
+    #[serde(default, deserialize_with = "not_null")]
     pub ttl: Option<u64>,
     /// `false` stops renewing; `true` or seconds start it.
+    #[serde(default, deserialize_with = "not_null")]
     pub renew_on_access: Option<RenewInput>,
     /// New visit limit; `null` removes it.
-    #[serde(default, deserialize_with = "double_option")]
+    #[serde(default, deserialize_with = "visit_limit_or_null")]
     #[schema(value_type = Option<u64>, nullable)]
     pub max_visits: Option<Option<u64>>,
     /// New redirect status; `null` uses the edge default.
@@ -132,7 +189,9 @@ pub struct UpdateLink {
     #[schema(value_type = Option<TargetsInput>, nullable)]
     pub targets: Option<Option<TargetsInput>>,
     /// Replaces the tags.
+    #[serde(default, deserialize_with = "not_null")]
     pub tags: Option<Vec<String>>,
     /// Switches the link off (`true`) or on.
+    #[serde(default, deserialize_with = "not_null")]
     pub disabled: Option<bool>,
 }

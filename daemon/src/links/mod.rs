@@ -11,6 +11,7 @@ pub mod import;
 pub mod input;
 pub mod list;
 pub mod lookup;
+pub mod loops;
 pub mod ops;
 pub mod patch;
 pub mod rules;
@@ -23,9 +24,10 @@ pub use input::{
 };
 pub use list::Page;
 pub use lookup::{edge_result, EdgeMisses};
+pub use loops::ServedBases;
 pub use ops::{Created, Links};
 pub use patch::CheckedPatch;
-pub use rules::{LinkRules, Prepared, MAX_TAGS, MAX_TAG_LEN};
+pub use rules::{LinkRules, Prepared, MAX_TAGS, MAX_TAG_LEN, MAX_VISITS};
 pub use view::LinkView;
 
 /// The pieces [`Links`] borrows, opened on a temporary directory, for the

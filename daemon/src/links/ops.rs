@@ -9,6 +9,7 @@ use rusqlite::Connection;
 
 use super::error::LinkError;
 use super::input::{CreateLink, UpdateLink, MAX_BATCH};
+use super::loops::{refuse_alias_targets, refuse_own_alias};
 use super::rules::{LinkRules, Prepared};
 use crate::codes::{self, CodeRef};
 use crate::edge::{Edge, LinkChange};
@@ -147,7 +148,9 @@ impl Links<'_> {
     pub async fn update(&self, code: &str, patch: UpdateLink) -> Result<Link, LinkError> {
         let id = self.resolve_id(code).await?;
         let now = unix_now();
-        let checked = self.rules.check_patch(&patch, now);
+        let mut checked = self.rules.check_patch(&patch, now);
+        let alias_targets = checked.take_alias_targets();
+        let served = self.rules.served.clone();
         let code_owned = code.to_string();
         let pending = Arc::clone(self.store.pending_clicks());
         let (old, new) = self
@@ -158,6 +161,14 @@ impl Links<'_> {
                 };
                 let mut new = old.clone();
                 if let Err(e) = checked.apply(&mut new, now) {
+                    return Ok(Err(e));
+                }
+                let refused = match refuse_alias_targets(c, &alias_targets, new.alias.as_deref())? {
+                    Some(e) => Some(e),
+                    None if new.alias != old.alias => refuse_own_alias(&served, &new),
+                    None => None,
+                };
+                if let Some(e) = refused {
                     return Ok(Err(e));
                 }
                 match table::update(c, &new, old.alias.as_deref()) {
@@ -227,6 +238,9 @@ pub(crate) fn insert_prepared(
     }
     let mut link = prepared.link;
     link.id = id;
+    if let Some(e) = refuse_alias_targets(conn, &prepared.alias_targets, link.alias.as_deref())? {
+        return Ok(Err(e));
+    }
     if link.alias.is_none() {
         // Only an alias can conflict; anything else fails the whole job.
         table::insert(conn, &link, Some(&prepared.dedupe_hash))?;

@@ -12,6 +12,7 @@ use shortlink_core::ipc::DeviceTargets;
 
 use super::error::LinkError;
 use super::input::{RenewInput, UpdateLink};
+use super::loops::AliasTarget;
 use super::rules::{
     both_expiries, check_expires_at, check_max_visits, check_redirect, check_tags, check_ttl,
     renew_needs_lifetime, LinkRules,
@@ -47,6 +48,9 @@ pub struct CheckedPatch {
     targets: Option<DeviceTargets>,
     tags: Option<Vec<String>>,
     disabled: Option<bool>,
+    /// New targets that are short URLs if their alias exists: the write
+    /// checks (see [`CheckedPatch::take_alias_targets`]).
+    alias_targets: Vec<AliasTarget>,
     /// The first field refused; the fields after it were not judged. It is
     /// reported after the link-dependent checks of the fields before it.
     refused: Option<LinkError>,
@@ -70,7 +74,7 @@ impl LinkRules {
         out: &mut CheckedPatch,
     ) -> Result<(), LinkError> {
         if let Some(url) = &patch.url {
-            out.url = Some(self.check_url("url", url)?);
+            out.url = Some(self.check_target("url", url, &mut out.alias_targets)?);
         }
         if let Some(alias) = &patch.alias {
             if let Some(a) = alias {
@@ -105,7 +109,7 @@ impl LinkRules {
         }
         if let Some(t) = &patch.targets {
             out.targets = Some(match t {
-                Some(t) => self.check_targets(t)?,
+                Some(t) => self.check_targets(t, &mut out.alias_targets)?,
                 None => DeviceTargets::default(),
             });
         }
@@ -118,6 +122,12 @@ impl LinkRules {
 }
 
 impl CheckedPatch {
+    /// The new targets the write must look up as aliases before it stores
+    /// the edit.
+    pub fn take_alias_targets(&mut self) -> Vec<AliasTarget> {
+        std::mem::take(&mut self.alias_targets)
+    }
+
     /// Applies the edit to `link` in place (on the writer thread, to the
     /// link as stored); `now` is the time the edit was judged at.
     pub fn apply(self, link: &mut Link, now: i64) -> Result<(), LinkError> {

@@ -4,12 +4,11 @@
 
 use sha2::{Digest, Sha256};
 use shortlink_core::ipc::DeviceTargets;
-use shortlink_core::{
-    validate_alias, validate_target, AliasError, Codec, RedirectStatus, TargetRules,
-};
+use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
 
 use super::error::{invalid, LinkError};
 use super::input::{CreateLink, RenewInput, TargetsInput, TimeInput};
+use super::loops::{AliasTarget, ServedBases};
 use crate::config::Config;
 use crate::store::links::Link;
 
@@ -17,6 +16,8 @@ use crate::store::links::Link;
 pub const MAX_TAGS: usize = 32;
 /// Longest tag.
 pub const MAX_TAG_LEN: usize = 64;
+/// Largest visit limit (the store keeps it as a signed 64-bit count).
+pub const MAX_VISITS: u64 = i64::MAX as u64;
 /// Longest lifetime accepted (100 years), in seconds.
 pub(crate) const MAX_TTL: u64 = 100 * 366 * 86_400;
 
@@ -26,14 +27,17 @@ pub(crate) const MAX_TTL: u64 = 100 * 366 * 86_400;
 pub struct LinkRules {
     /// Tells aliases from generated codes (an alias may not decode as one).
     pub codec: Codec,
-    /// What target URLs are accepted.
-    pub targets: TargetRules,
+    /// What target URLs are accepted, host lists compiled once at start
+    /// (every target is matched on its host's normal form).
+    pub targets: TargetPolicy,
     /// Aliases refused by name (built-in plus configured).
     pub reserved: Vec<String>,
     /// Redirect status of links created without one.
     pub default_redirect: Option<u16>,
     /// Lifetime in seconds of links created without an expiry.
     pub default_ttl: Option<u64>,
+    /// The bases short URLs are served under: no target may be one.
+    pub served: ServedBases,
 }
 
 /// A create request that passed validation.
@@ -45,6 +49,8 @@ pub struct Prepared {
     pub dedupe_hash: [u8; 32],
     /// Return an existing live link with the same hash instead of a new one.
     pub dedupe: bool,
+    /// Targets that are short URLs if their alias exists: the write checks.
+    pub alias_targets: Vec<AliasTarget>,
 }
 
 impl LinkRules {
@@ -52,10 +58,11 @@ impl LinkRules {
     pub fn new(config: &Config, codec: Codec) -> Self {
         Self {
             codec,
-            targets: config.targets.0.clone(),
+            targets: config.targets.policy().clone(),
             reserved: config.reserved(),
             default_redirect: config.default_redirect,
             default_ttl: config.default_ttl,
+            served: ServedBases::new(&config.base_url),
         }
     }
 
@@ -66,7 +73,8 @@ impl LinkRules {
         created_by: Option<&str>,
         now: i64,
     ) -> Result<Prepared, LinkError> {
-        let url = self.check_url("url", &req.url)?;
+        let mut alias_targets = Vec::new();
+        let url = self.check_target("url", &req.url, &mut alias_targets)?;
         if let Some(alias) = &req.alias {
             self.check_alias(alias)?;
         }
@@ -92,7 +100,7 @@ impl LinkRules {
         let max_visits = req.max_visits.map(check_max_visits).transpose()?;
         let redirect = check_redirect(req.redirect)?.or(self.default_redirect);
         let targets = match &req.targets {
-            Some(t) => self.check_targets(t)?,
+            Some(t) => self.check_targets(t, &mut alias_targets)?,
             None => DeviceTargets::default(),
         };
         let tags = check_tags(req.tags.as_deref().unwrap_or_default())?;
@@ -118,6 +126,7 @@ impl LinkRules {
             dedupe_hash: dedupe_hash(req, &link),
             link,
             dedupe: req.dedupe.unwrap_or(false),
+            alias_targets,
         })
     }
 
@@ -131,14 +140,34 @@ impl LinkRules {
 
     /// A target URL, normalized.
     pub(crate) fn check_url(&self, field: &'static str, raw: &str) -> Result<String, LinkError> {
-        validate_target(raw, &self.targets)
+        self.targets
+            .validate(raw)
             .map_err(|e| invalid(field, "invalid_url", format!("{field}: {e}")))
     }
 
-    /// Device targets, each under the URL rules.
-    pub(crate) fn check_targets(&self, t: &TargetsInput) -> Result<DeviceTargets, LinkError> {
-        let one = |field, v: &Option<String>| -> Result<Option<String>, LinkError> {
-            v.as_deref().map(|u| self.check_url(field, u)).transpose()
+    /// A target: a URL under the rules that is no short URL of this
+    /// deployment (those that may be, by alias, go into `aliases`).
+    pub(crate) fn check_target(
+        &self,
+        field: &'static str,
+        raw: &str,
+        aliases: &mut Vec<AliasTarget>,
+    ) -> Result<String, LinkError> {
+        let url = self.check_url(field, raw)?;
+        self.check_not_short(field, &url, aliases)?;
+        Ok(url)
+    }
+
+    /// Device targets, each under the rules of `url`.
+    pub(crate) fn check_targets(
+        &self,
+        t: &TargetsInput,
+        aliases: &mut Vec<AliasTarget>,
+    ) -> Result<DeviceTargets, LinkError> {
+        let mut one = |field, v: &Option<String>| -> Result<Option<String>, LinkError> {
+            v.as_deref()
+                .map(|u| self.check_target(field, u, aliases))
+                .transpose()
         };
         Ok(DeviceTargets {
             desktop: one("targets.desktop", &t.desktop)?,
@@ -275,16 +304,25 @@ pub(crate) fn check_expires_at(input: &TimeInput, now: i64) -> Result<i64, LinkE
     Ok(t)
 }
 
-/// A visit limit: at least 1.
+/// A visit limit: 1 to [`MAX_VISITS`].
 pub(crate) fn check_max_visits(v: u64) -> Result<i64, LinkError> {
-    if v == 0 || v > i64::MAX as u64 {
-        return Err(invalid(
+    match i64::try_from(v) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(invalid(
             "max_visits",
             "invalid_max_visits",
-            "max_visits must be at least 1",
-        ));
+            max_visits_range(v),
+        )),
     }
-    Ok(v as i64)
+}
+
+/// How a refused visit limit's message starts (the API finds it in the
+/// parser's message too).
+pub(crate) const MAX_VISITS_RANGE: &str = "max_visits must be a whole number from 1 to";
+
+/// What a refused visit limit is told: the range, and what was sent.
+pub(crate) fn max_visits_range(got: impl std::fmt::Display) -> String {
+    format!("{MAX_VISITS_RANGE} {MAX_VISITS}; got {got}")
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub async fn edit(
 ) -> Result<Response, AdminError> {
     let link = admin.app.links().get(&code).await?;
     let form = LinkForm::from_fields(&fields);
+    admin.app.rules.served.remember(&a.base);
     let result = match form.to_update(&link) {
         Ok(patch) => admin
             .app

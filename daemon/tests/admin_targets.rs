@@ -1,0 +1,171 @@
+//! The admin UI's link forms judge targets like the API: a blocked host in
+//! any spelling, and a short URL of this deployment, are refused next to
+//! the field, on create and on edit.
+
+mod common;
+
+use common::{http_unix, stderr, Daemon};
+use serde_json::{json, Value};
+
+const PASSWORD: &str = "correct horse battery";
+
+/// A signed-in admin: the session cookie and the forms' CSRF token.
+struct Admin {
+    cookie: String,
+    csrf: String,
+}
+
+fn cookie_value(h: &axum::http::HeaderMap, name: &str) -> String {
+    h.get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_else(|| panic!("no {name} cookie in {h:?}"))
+        .to_string()
+}
+
+fn csrf_of(page: &Value) -> String {
+    let html = page.as_str().expect("an HTML page");
+    let start = html.find("name=\"csrf\" value=\"").expect("a CSRF field") + 19;
+    html[start..].split('"').next().unwrap().to_string()
+}
+
+fn form(fields: &[(&str, &str)]) -> Vec<u8> {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish()
+        .into_bytes()
+}
+
+async fn send(
+    d: &Daemon,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> (u16, axum::http::HeaderMap, Value) {
+    http_unix(&d.api_path(), method, path, headers, body)
+        .await
+        .unwrap()
+}
+
+async fn sign_in(d: &Daemon) -> Admin {
+    let out = d.cli_stdin(&["user", "add", "alice"], &format!("{PASSWORD}\n"));
+    assert!(out.status.success(), "user add: {}", stderr(&out));
+    let (_, h, page) = send(d, "GET", "/admin/login", &[], None).await;
+    let login = format!("shortlink_login={}", cookie_value(&h, "shortlink_login"));
+    let body = form(&[
+        ("csrf", &csrf_of(&page)),
+        ("name", "alice"),
+        ("password", PASSWORD),
+    ]);
+    let (s, h, v) = send(d, "POST", "/admin/login", &[("cookie", &login)], Some(body)).await;
+    assert_eq!(s, 303, "sign-in: {v}");
+    let cookie = format!(
+        "shortlink_session={}",
+        cookie_value(&h, "shortlink_session")
+    );
+    let (_, _, page) = send(d, "GET", "/admin/links/new", &[("cookie", &cookie)], None).await;
+    Admin {
+        csrf: csrf_of(&page),
+        cookie,
+    }
+}
+
+impl Admin {
+    /// Posts a link form; returns the status and the page (or redirect).
+    async fn post(&self, d: &Daemon, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
+        let mut all = vec![("csrf", self.csrf.as_str())];
+        all.extend_from_slice(fields);
+        let (s, h, v) = send(
+            d,
+            "POST",
+            path,
+            &[
+                ("cookie", &self.cookie),
+                ("x-shortlink-base", "https://go.example.net"),
+            ],
+            Some(form(&all)),
+        )
+        .await;
+        let text = match v {
+            Value::String(s) => s.replace("&quot;", "\""),
+            other => format!("{other} location={:?}", h.get("location")),
+        };
+        (s, text)
+    }
+}
+
+#[tokio::test]
+async fn admin_forms_refuse_blocked_hosts_and_short_links() {
+    let d = Daemon::start_with(&["--block-hosts", "evil.com"]).await;
+    let admin = sign_in(&d).await;
+    let short = d.create(json!({"url": "https://e.com/a"})).await["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let loop_url = format!("https://GO.example.net./{short}");
+    for (field, url, says) in [
+        (
+            "url",
+            "https://evil.com./",
+            "\"evil.com\" is in the list of blocked",
+        ),
+        (
+            "url",
+            "https://user@A.EVIL.com:443/",
+            "\"a.evil.com\" is in the list of blocked",
+        ),
+        (
+            "targets.ios",
+            "https://%65vil.com/",
+            "\"evil.com\" is in the list of blocked",
+        ),
+        (
+            "url",
+            loop_url.as_str(),
+            "is a short link of this deployment",
+        ),
+        (
+            "targets.android",
+            loop_url.as_str(),
+            "is a short link of this deployment",
+        ),
+    ] {
+        let url_field = if field == "url" {
+            url
+        } else {
+            "https://ok.example/"
+        };
+        let mut fields = vec![("url", url_field)];
+        if field != "url" {
+            fields.push((field, url));
+        }
+        let (s, page) = admin.post(&d, "/admin/links", &fields).await;
+        assert_eq!(s, 422, "admin create {field}={url}: {page}");
+        assert!(page.contains(says), "admin create {field}={url}: {page}");
+    }
+    // Edit: the same refusals on an existing link, which stays as it was.
+    let kept = d.create(json!({"url": "https://ok.example/kept"})).await;
+    let code = kept["code"].as_str().unwrap();
+    let path = format!("/admin/links/{code}");
+    for (url, says) in [
+        (
+            "https://EVIL.COM./x",
+            "\"evil.com\" is in the list of blocked",
+        ),
+        (loop_url.as_str(), "is a short link of this deployment"),
+    ] {
+        let (s, page) = admin.post(&d, &path, &[("url", url)]).await;
+        assert_eq!(s, 422, "admin edit url={url}: {page}");
+        assert!(page.contains(says), "admin edit url={url}: {page}");
+    }
+    let (_, got) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!(got["url"], "https://ok.example/kept");
+    // A good edit goes through.
+    let (s, page) = admin
+        .post(&d, &path, &[("url", "https://ok.example/new")])
+        .await;
+    assert_eq!(s, 303, "{page}");
+}
