@@ -7,7 +7,7 @@
 //! API's middleware turns into 401 and 403 replies.
 
 mod api_key;
-mod app_secret;
+pub mod app_secret;
 mod cache;
 mod principal;
 mod scope;

@@ -5,8 +5,19 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::rules::{max_visits_range, MAX_VISITS_RANGE};
 use utoipa::ToSchema;
+
+/// Largest visit limit (the store keeps it as a signed 64-bit count).
+pub const MAX_VISITS: u64 = i64::MAX as u64;
+
+/// How a refused visit limit's message starts (the API finds it in the
+/// parser's message too).
+pub(crate) const MAX_VISITS_RANGE: &str = "max_visits must be a whole number from 1 to";
+
+/// What a refused visit limit is told: the range, and what was sent.
+pub(crate) fn max_visits_range(got: impl std::fmt::Display) -> String {
+    format!("{MAX_VISITS_RANGE} {MAX_VISITS}; got {got}")
+}
 
 /// Most links in one batch call.
 pub const MAX_BATCH: usize = 10_000;

@@ -12,10 +12,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use rusqlite::Connection;
-use shortlink_core::NormalHost;
+use shortlink_core::{Codec, NormalHost};
 
 use super::error::{invalid, LinkError};
-use super::rules::LinkRules;
 use crate::codes::{self, CodeRef};
 use crate::store::links as table;
 use crate::store::StoreResult;
@@ -158,20 +157,21 @@ pub struct AliasTarget {
     pub alias: String,
 }
 
-impl LinkRules {
+impl ServedBases {
     /// Refuses a target that is the short URL of a generated code of this
-    /// deployment; one naming an alias is added to `aliases`, for the write
-    /// to look up.
+    /// deployment (codes of `codec`); one naming an alias is added to
+    /// `aliases`, for the write to look up.
     pub(crate) fn check_not_short(
         &self,
+        codec: &Codec,
         field: &'static str,
         url: &str,
         aliases: &mut Vec<AliasTarget>,
     ) -> Result<(), LinkError> {
-        let Some(code) = self.served.code_of(url) else {
+        let Some(code) = self.code_of(url) else {
             return Ok(());
         };
-        match codes::resolve(&self.codec, &code) {
+        match codes::resolve(codec, &code) {
             CodeRef::Id(_) => Err(short_link(field, url, &code)),
             CodeRef::Alias(alias) => {
                 aliases.push(AliasTarget {

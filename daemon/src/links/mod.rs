@@ -19,6 +19,7 @@ pub mod view;
 
 pub use error::LinkError;
 pub use import::{ImportError, ImportOutcome, ImportRow, MAX_IMPORT};
+pub use input::MAX_VISITS;
 pub use input::{
     parse_time, CreateLink, RenewInput, TargetsInput, TimeInput, UpdateLink, MAX_BATCH,
 };
@@ -27,7 +28,7 @@ pub use lookup::{edge_result, EdgeMisses};
 pub use loops::ServedBases;
 pub use ops::{Created, Links};
 pub use patch::CheckedPatch;
-pub use rules::{LinkRules, Prepared, MAX_TAGS, MAX_TAG_LEN, MAX_VISITS};
+pub use rules::{LinkRules, Prepared, MAX_TAGS, MAX_TAG_LEN};
 pub use view::LinkView;
 
 /// The pieces [`Links`] borrows, opened on a temporary directory, for the

@@ -7,7 +7,7 @@ use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
 
 use super::error::{invalid, LinkError};
-use super::input::{CreateLink, RenewInput, TargetsInput, TimeInput};
+use super::input::{max_visits_range, CreateLink, RenewInput, TargetsInput, TimeInput};
 use super::loops::{AliasTarget, ServedBases};
 use crate::config::Config;
 use crate::store::links::Link;
@@ -16,8 +16,6 @@ use crate::store::links::Link;
 pub const MAX_TAGS: usize = 32;
 /// Longest tag.
 pub const MAX_TAG_LEN: usize = 64;
-/// Largest visit limit (the store keeps it as a signed 64-bit count).
-pub const MAX_VISITS: u64 = i64::MAX as u64;
 /// Longest lifetime accepted (100 years), in seconds.
 pub(crate) const MAX_TTL: u64 = 100 * 366 * 86_400;
 
@@ -154,7 +152,8 @@ impl LinkRules {
         aliases: &mut Vec<AliasTarget>,
     ) -> Result<String, LinkError> {
         let url = self.check_url(field, raw)?;
-        self.check_not_short(field, &url, aliases)?;
+        self.served
+            .check_not_short(&self.codec, field, &url, aliases)?;
         Ok(url)
     }
 
@@ -304,7 +303,7 @@ pub(crate) fn check_expires_at(input: &TimeInput, now: i64) -> Result<i64, LinkE
     Ok(t)
 }
 
-/// A visit limit: 1 to [`MAX_VISITS`].
+/// A visit limit: 1 to [`super::MAX_VISITS`].
 pub(crate) fn check_max_visits(v: u64) -> Result<i64, LinkError> {
     match i64::try_from(v) {
         Ok(n) if n >= 1 => Ok(n),
@@ -314,15 +313,6 @@ pub(crate) fn check_max_visits(v: u64) -> Result<i64, LinkError> {
             max_visits_range(v),
         )),
     }
-}
-
-/// How a refused visit limit's message starts (the API finds it in the
-/// parser's message too).
-pub(crate) const MAX_VISITS_RANGE: &str = "max_visits must be a whole number from 1 to";
-
-/// What a refused visit limit is told: the range, and what was sent.
-pub(crate) fn max_visits_range(got: impl std::fmt::Display) -> String {
-    format!("{MAX_VISITS_RANGE} {MAX_VISITS}; got {got}")
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{StoreError, StoreResult};
-use crate::auth::SecretSeal;
+use crate::auth::app_secret::SecretSeal;
 
 /// Why the seal functions fail on a store opened without the key.
 const NO_SEAL: &str =
@@ -140,7 +140,7 @@ pub struct App {
     /// What the app is.
     pub name: String,
     /// The shared HMAC secret, opened by [`app_by_app_id`] (the database
-    /// keeps it sealed; see [`crate::auth::AppSecret::from_stored`]); empty
+    /// keeps it sealed; see [`crate::auth::app_secret::AppSecret::from_stored`]); empty
     /// from [`list_apps`] and [`revoke_app`].
     pub secret: String,
     /// Space-free comma-separated scopes.
@@ -343,7 +343,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_v5_migration_seals_clear_secrets_which_still_verify() {
-        use crate::auth::{AppSecret, SecretSeal, SEALED_PREFIX};
+        use crate::auth::app_secret::{AppSecret, SecretSeal, SEALED_PREFIX};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shortlink.db");
         let secret = AppSecret::generate();

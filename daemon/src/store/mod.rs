@@ -78,6 +78,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("schema_v3.sql")),
         M::up(include_str!("schema_v4.sql")),
         M::up(include_str!("schema_v5.sql")),
+        M::up(include_str!("schema_v6.sql")),
     ])
 }
 
@@ -94,7 +95,7 @@ impl Store {
         path: &Path,
         readers: usize,
         cache_size: usize,
-        seal: Option<crate::auth::SecretSeal>,
+        seal: Option<crate::auth::app_secret::SecretSeal>,
     ) -> StoreResult<Self> {
         let mut writer_conn = threads::open_writer(path, &seal)?;
         migrations().to_latest(&mut writer_conn)?;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::auth::SecretSeal;
+use crate::auth::app_secret::SecretSeal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 

@@ -69,3 +69,29 @@ pub fn site_stats(
     out.top = ranked;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::store::tests::temp_store;
+
+    /// The range query reads through the hour index, not the whole table.
+    #[tokio::test]
+    async fn the_range_is_read_through_the_hour_index() {
+        let (_dir, store) = temp_store();
+        let plan: Vec<String> = store
+            .read(|c| {
+                let mut st = c.prepare(
+                    "EXPLAIN QUERY PLAN SELECT link_id, hour, bot, sum(count) FROM clicks \
+                     WHERE hour BETWEEN 1 AND 2 GROUP BY link_id, hour, bot",
+                )?;
+                let rows = st.query_map([], |r| r.get::<_, String>(3))?;
+                Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .await
+            .unwrap();
+        assert!(
+            plan.iter().any(|p| p.contains("clicks_by_hour")),
+            "{plan:?}"
+        );
+    }
+}
