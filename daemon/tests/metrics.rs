@@ -59,3 +59,42 @@ async fn histograms_build_info_and_process_figures() {
     assert!(count("process_cpu_seconds_total") > 0.0);
     assert!(text.ends_with("# EOF\n"), "one OpenMetrics document");
 }
+
+/// A client's mistake (an alias taken, a link that does not exist) is not
+/// a store failure: `shortlinkd_store_write_errors_total` stays at zero.
+#[tokio::test]
+async fn client_mistakes_are_not_store_write_errors() {
+    let d = Daemon::start().await;
+    d.create(json!({"url": "https://e.com/a", "alias": "taken"}))
+        .await;
+    for _ in 0..3 {
+        let (s, _) = d
+            .req(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": "https://e.com/b", "alias": "taken"})),
+            )
+            .await;
+        assert_eq!(s, 409);
+    }
+    let other = d.create(json!({"url": "https://e.com/c"})).await;
+    let code = other["generated_code"].as_str().unwrap();
+    let (s, _) = d
+        .req(
+            "PATCH",
+            &format!("/api/v1/links/{code}"),
+            Some(json!({"alias": "taken"})),
+        )
+        .await;
+    assert_eq!(s, 409);
+    // Revoking a key that does not exist; adding a user twice.
+    let (s, _) = d.req("DELETE", "/api/v1/keys/999999", None).await;
+    assert_eq!(s, 404);
+    let user = json!({"name": "ann", "password": "a long enough password"});
+    let (s, v) = d.req("POST", "/api/v1/users", Some(user.clone())).await;
+    assert_eq!(s, 201, "{v}");
+    let (s, _) = d.req("POST", "/api/v1/users", Some(user)).await;
+    assert_eq!(s, 409);
+    assert_eq!(d.metric("shortlinkd_store_write_errors_total").await, 0.0);
+    assert!(d.metric("shortlinkd_store_writes_total").await >= 5.0);
+}

@@ -36,8 +36,11 @@ pub(super) type WriteJob =
 pub(super) enum JobOutcome {
     /// Its changes stay in the transaction.
     Done,
-    /// It failed for a reason of its own (a conflict, bad input): rolled
-    /// back to its savepoint.
+    /// The caller's mistake (a name taken, a row that does not exist):
+    /// rolled back to its savepoint, not a failure of the store.
+    Refused,
+    /// It failed for a reason of its own that is the daemon's (a corrupt
+    /// value, a panic): rolled back to its savepoint.
     Failed,
     /// It failed because the database cannot be written (disk full, I/O
     /// error): rolled back, and the store is degraded.
@@ -267,6 +270,7 @@ where
         };
         let outcome = match &result {
             Ok(_) => JobOutcome::Done,
+            Err(StoreError::Conflict(_) | StoreError::NotFound(_)) => JobOutcome::Refused,
             Err(e) => storage_failure(e).map_or(JobOutcome::Failed, JobOutcome::Storage),
         };
         let deliver: Deliver = Box::new(move |commit_error| {

@@ -178,7 +178,8 @@ impl Writer {
             let closed = if outcome == JobOutcome::Done {
                 run_cached(conn, "RELEASE job").map(|_| ())
             } else {
-                failed += 1;
+                // A caller's mistake is not a store failure.
+                failed += u64::from(outcome != JobOutcome::Refused);
                 run_cached(conn, "ROLLBACK TO job")
                     .and_then(|_| run_cached(conn, "RELEASE job").map(|_| ()))
             };
@@ -203,7 +204,9 @@ impl Writer {
         };
         stats.transactions.fetch_add(1, Ordering::Relaxed);
         stats.writes.fetch_add(count, Ordering::Relaxed);
-        stats.write_errors.fetch_add(failed, Ordering::Relaxed);
+        // A commit that fails fails every job of the group.
+        let errors = if commit.is_ok() { failed } else { count };
+        stats.write_errors.fetch_add(errors, Ordering::Relaxed);
         match commit {
             // The outcome is recorded before anyone hears of it: a caller
             // told its write failed finds health degraded.
