@@ -50,8 +50,25 @@ group_packages() {
   esac
 }
 
+# --- Python packages by group (PyPI, pinned) ----------------------------------
+python_packages() {
+  case "$1" in
+    # the OpenAPI document is checked by the validator the API issue names
+    test) echo openapi-spec-validator==0.7.2 ;;
+  esac
+}
+
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(build demo test bench browser)
+for g in "${groups[@]}"; do
+  for pkg in $(python_packages "$g"); do
+    name=${pkg%%==*}
+    if ! python3 -m pip show -q "$name" >/dev/null 2>&1; then
+      echo "installing (python, $g): $pkg"
+      python3 -m pip install --quiet --disable-pip-version-check "$pkg"
+    fi
+  done
+done
 packages=()
 for g in "${groups[@]}"; do
   list=$(group_packages "$g")

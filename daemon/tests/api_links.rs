@@ -570,3 +570,27 @@ async fn health_and_openapi() {
     }
     assert!(paths["/api/v1/links"]["post"]["responses"]["409"].is_object());
 }
+
+/// The served OpenAPI document passes `openapi-spec-validator` (installed
+/// by `make deps`), with unique operationIds, query parameters in the
+/// query and servers (scripts/openapi-check.py).
+#[tokio::test]
+async fn the_openapi_document_is_valid() {
+    let d = Daemon::start().await;
+    let (s, doc) = d.req("GET", "/api/v1/openapi.json", None).await;
+    assert_eq!(s, 200);
+    let file = d.data_dir().join("openapi.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/openapi-check.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(&file)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "the OpenAPI document has problems (the validator comes with `make deps`):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

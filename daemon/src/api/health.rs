@@ -43,7 +43,7 @@ pub struct Health {
 
 /// Is the daemon up, its database answering and storing writes?
 #[utoipa::path(
-    get, path = "/api/v1/health", tag = "health",
+    get, path = "/api/v1/health", operation_id = "get_health", tag = "health",
     params(("X-Api-Key" = Option<String>, Header,
         description = "Any valid API key: adds the fingerprint, counts and problem")),
     responses(

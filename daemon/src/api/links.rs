@@ -23,7 +23,7 @@ fn base(app: &SharedApp, headers: &HeaderMap) -> String {
 
 /// Creates a short link.
 #[utoipa::path(
-    post, path = "/api/v1/links", tag = "links",
+    post, path = "/api/v1/links", operation_id = "create_link", tag = "links",
     request_body = CreateLink,
     params(("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs, set by nginx")),
     responses(
@@ -100,7 +100,7 @@ pub struct BatchResponse {
 
 /// Creates up to 10,000 links in one transaction.
 #[utoipa::path(
-    post, path = "/api/v1/links/batch", tag = "links",
+    post, path = "/api/v1/links/batch", operation_id = "create_links_batch", tag = "links",
     request_body = BatchRequest,
     params(("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs, set by nginx")),
     responses(
@@ -198,6 +198,7 @@ pub async fn create_batch(
 
 /// Query of `GET /api/v1/links`.
 #[derive(Debug, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Page size, 1 to 1000 (default 50).
@@ -223,7 +224,7 @@ pub struct LinkPage {
 
 /// Lists links, newest first, with cursor pagination.
 #[utoipa::path(
-    get, path = "/api/v1/links", tag = "links",
+    get, path = "/api/v1/links", operation_id = "list_links", tag = "links",
     params(ListParams, ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
     responses(
         (status = 200, description = "A page of links", body = LinkPage),
@@ -288,7 +289,7 @@ pub async fn list(
 
 /// Reads a link: code (or alias) to URL and every field, with total clicks.
 #[utoipa::path(
-    get, path = "/api/v1/links/{code}", tag = "links",
+    get, path = "/api/v1/links/{code}", operation_id = "get_link", tag = "links",
     params(("code" = String, Path, description = "Generated code or alias"),
            ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
     responses(
@@ -317,7 +318,7 @@ pub async fn get(
 
 /// Edits a link; connected nginx workers drop it before the reply is sent.
 #[utoipa::path(
-    patch, path = "/api/v1/links/{code}", tag = "links",
+    patch, path = "/api/v1/links/{code}", operation_id = "update_link", tag = "links",
     request_body = UpdateLink,
     params(("code" = String, Path, description = "Generated code or alias"),
            ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
@@ -351,7 +352,7 @@ pub async fn update(
 
 /// Deletes a link and its stats; connected nginx workers drop it first.
 #[utoipa::path(
-    delete, path = "/api/v1/links/{code}", tag = "links",
+    delete, path = "/api/v1/links/{code}", operation_id = "delete_link", tag = "links",
     params(("code" = String, Path, description = "Generated code or alias")),
     responses(
         (status = 204, description = "Deleted"),

@@ -126,7 +126,7 @@ fn respond(app: &App) -> impl IntoResponse {
 
 /// Prometheus metrics (needs `stats:read` unless `metrics_auth = false`).
 #[utoipa::path(
-    get, path = "/metrics", tag = "health",
+    get, path = "/metrics", operation_id = "get_metrics", tag = "health",
     responses(
         (status = 200, description = "OpenMetrics text format", body = String, content_type = "application/openmetrics-text"),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),

@@ -11,6 +11,7 @@ use super::{error, health, keys, links, qr, stats, users};
 /// The whole API.
 #[derive(OpenApi)]
 #[openapi(
+    servers((url = "/", description = "The daemon, as nginx proxies it (or its API socket)")),
     info(
         title = "shortlinkd",
         description = "HTTP API of the shortlink daemon. Every endpoint but health needs an API key (`X-Api-Key` or `Authorization: Bearer`) or a signed request (`X-App-Id`, `X-Timestamp`, `X-Signature` = hex HMAC-SHA256 with the app secret of `\"{timestamp}\\n{METHOD}\\n{path?query}\\n{hex sha256(body)}\"`, timestamp within 60 s, each signature usable once). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}`."
@@ -32,7 +33,7 @@ use super::{error, health, keys, links, qr, stats, users};
         links::BatchRequest, links::BatchResponse, links::BatchItem, links::LinkPage,
         crate::stats::StatsView, crate::stats::Point, crate::stats::DeviceCounts,
         crate::stats::ReferrerCount, crate::stats::Granularity,
-        crate::stats::SiteStatsView, crate::stats::LinkCount,
+        crate::stats::SiteStatsView, crate::stats::LinkCount, qr::QrFormat,
         keys::NewCredential, keys::KeyView, keys::CreatedKey, keys::KeyList,
         keys::AppView, keys::CreatedApp, keys::AppList,
         users::NewUser, users::NewPassword, users::UserView,
@@ -101,7 +102,7 @@ impl Modify for SecuritySchemes {
 
 /// This document.
 #[utoipa::path(
-    get, path = "/api/v1/openapi.json", tag = "health",
+    get, path = "/api/v1/openapi.json", operation_id = "get_openapi", tag = "health",
     responses(
         (status = 200, description = "OpenAPI 3.1 document", body = Object),
         (status = 401, description = "Missing or invalid credentials", body = error::ErrorBody),

@@ -32,6 +32,7 @@ pub enum QrFormat {
 
 /// Query of `GET /api/v1/links/{code}/qr`.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct QrParams {
     /// `svg` (default) or `png`.
@@ -43,7 +44,7 @@ pub struct QrParams {
 
 /// The QR code of a link's short URL.
 #[utoipa::path(
-    get, path = "/api/v1/links/{code}/qr", tag = "links",
+    get, path = "/api/v1/links/{code}/qr", operation_id = "get_link_qr", tag = "links",
     params(("code" = String, Path, description = "Generated code or alias"), QrParams,
            ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
     responses(

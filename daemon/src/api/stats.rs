@@ -14,6 +14,7 @@ use crate::stats::{self, Granularity, SiteStatsView, StatsView, MAX_TOP};
 
 /// Query of the stats endpoint.
 #[derive(Debug, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct StatsParams {
     /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).
@@ -51,7 +52,7 @@ fn time_param(field: &'static str, v: Option<&str>) -> Result<Option<i64>, ApiEr
 /// Click stats of a link: totals, an hourly or daily series, devices,
 /// referrers and bots.
 #[utoipa::path(
-    get, path = "/api/v1/links/{code}/stats", tag = "stats",
+    get, path = "/api/v1/links/{code}/stats", operation_id = "get_link_stats", tag = "stats",
     params(("code" = String, Path, description = "Generated code or alias"), StatsParams),
     responses(
         (status = 200, description = "Stats over the range", body = StatsView),
@@ -81,6 +82,7 @@ pub async fn get(
 
 /// Query of the site-wide stats endpoint.
 #[derive(Debug, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct SiteStatsParams {
     /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).
@@ -97,7 +99,7 @@ pub struct SiteStatsParams {
 /// Click stats of every link: totals, an hourly or daily series and the
 /// most clicked links in the range.
 #[utoipa::path(
-    get, path = "/api/v1/stats", tag = "stats",
+    get, path = "/api/v1/stats", operation_id = "get_site_stats", tag = "stats",
     params(SiteStatsParams),
     responses(
         (status = 200, description = "Stats over the range", body = SiteStatsView),

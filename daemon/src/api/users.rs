@@ -61,7 +61,7 @@ impl From<UserError> for ApiError {
 
 /// Adds an admin UI user.
 #[utoipa::path(
-    post, path = "/api/v1/users", tag = "users", request_body = NewUser,
+    post, path = "/api/v1/users", operation_id = "create_user", tag = "users", request_body = NewUser,
     responses(
         (status = 201, description = "Created", body = UserView),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
@@ -89,7 +89,7 @@ pub async fn create(
 
 /// Sets a user's password.
 #[utoipa::path(
-    put, path = "/api/v1/users/{name}/password", tag = "users", request_body = NewPassword,
+    put, path = "/api/v1/users/{name}/password", operation_id = "set_user_password", tag = "users", request_body = NewPassword,
     params(("name" = String, Path, description = "User name")),
     responses(
         (status = 204, description = "Changed"),
