@@ -120,10 +120,20 @@ fn daemon_sigkill_x5_under_load() {
         .map(|(c, _)| c.clone())
         .filter(|c| !cold.redirects.contains_key(c))
         .collect();
+    // A lookup may still time out (503, by design) on a loaded machine
+    // right after the restart: each code must resolve within a few seconds.
     let mut resolved = HashMap::new();
     for c in &refused {
-        let r = s.get(c, &[]);
-        assert_eq!(r.status, 302, "{c} does not resolve after the restarts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            let status = s.get(c, &[]).status;
+            if status == 302 || Instant::now() > deadline {
+                break status;
+            }
+            assert_eq!(status, 503, "{c}: a miss is a redirect or a 503");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert_eq!(status, 302, "{c} does not resolve after the restarts");
         resolved.insert(c.clone(), 1);
     }
     add(&mut sent, &hot.redirects);
