@@ -23,6 +23,9 @@ pub enum CredentialError {
     /// The scope list is empty or names an unknown scope.
     #[error(transparent)]
     InvalidScopes(ScopeError),
+    /// The expiry is not in the future.
+    #[error("expires_at ({0}) must be in the future")]
+    InvalidExpiry(i64),
     /// The caller may not manage credentials.
     #[error(transparent)]
     Denied(#[from] AuthError),
@@ -46,6 +49,8 @@ pub struct KeyInfo {
     pub created_at: i64,
     /// Unix seconds, once revoked.
     pub revoked_at: Option<i64>,
+    /// Unix seconds after which the key is refused; `None`: never.
+    pub expires_at: Option<i64>,
 }
 
 /// A key just made: the only time its secret is known.
@@ -92,6 +97,7 @@ impl From<&keys::ApiKey> for KeyInfo {
             scopes: scopes_from_stored(&k.scopes),
             created_at: k.created_at,
             revoked_at: k.revoked_at,
+            expires_at: k.expires_at,
         }
     }
 }
@@ -119,15 +125,20 @@ fn check_new(name: &str, scopes: &[String]) -> Result<(String, Vec<Scope>), Cred
     Ok((name.to_string(), scopes))
 }
 
-/// Creates an API key named `name` with `scopes` (wire names).
+/// Creates an API key named `name` with `scopes` (wire names), refused
+/// after `expires_at` (Unix seconds) when given.
 pub async fn create_key(
     app: &App,
     by: &Principal,
     name: &str,
     scopes: &[String],
+    expires_at: Option<i64>,
 ) -> Result<CreatedKey, CredentialError> {
     by.require(Scope::Admin)?;
     let (name, scopes) = check_new(name, scopes)?;
+    if let Some(at) = expires_at.filter(|&at| at <= unix_now()) {
+        return Err(CredentialError::InvalidExpiry(at));
+    }
     let NewApiKey {
         secret,
         prefix,
@@ -138,7 +149,7 @@ pub async fn create_key(
     let (n, pf) = (name.clone(), prefix.clone());
     let id = app
         .store
-        .write(move |c| keys::insert_key(c, &n, &pf, &hash, &stored_scopes, now))
+        .write(move |c| keys::insert_key(c, &n, &pf, &hash, &stored_scopes, now, expires_at))
         .await?;
     tracing::info!(key = id, name = %name, by = %by.who, "API key created");
     Ok(CreatedKey {
@@ -149,6 +160,7 @@ pub async fn create_key(
             scopes,
             created_at: now,
             revoked_at: None,
+            expires_at,
         },
         secret,
     })
@@ -272,7 +284,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let app = app(dir.path());
         let cli = Principal::local();
-        let made = create_key(&app, &cli, " reader ", &["links:read".into()])
+        let made = create_key(&app, &cli, " reader ", &["links:read".into()], None)
             .await
             .unwrap();
         assert_eq!(made.key.name, "reader");

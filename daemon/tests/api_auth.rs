@@ -333,3 +333,72 @@ async fn replay_is_refused_after_a_restart() {
         (401, "replayed_signature".into())
     );
 }
+
+/// A key with an expiry works until then and is refused after it with
+/// `expired_api_key`, even when it was verified (and cached) before; the
+/// expiry must be in the future and is shown in the key list. Apps do not
+/// take one.
+#[tokio::test]
+async fn keys_expire() {
+    let d = Daemon::start().await;
+    let soon = unix_now() + 2;
+    let (s, made) = d
+        .req(
+            "POST",
+            "/api/v1/keys",
+            Some(json!({"name": "short-lived", "scopes": ["links:read"], "expires_at": soon})),
+        )
+        .await;
+    assert_eq!(s, 201, "{made}");
+    assert_eq!(made["expires_at"], soon);
+    let secret = made["secret"].as_str().unwrap().to_string();
+    let get = || async {
+        let (s, _, v) = d
+            .req_with(
+                "GET",
+                "/api/v1/links",
+                &[("x-api-key", secret.as_str())],
+                None,
+            )
+            .await;
+        (s, v["error"]["code"].as_str().unwrap_or("").to_string())
+    };
+    assert_eq!(get().await.0, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    assert_eq!(get().await, (401, "expired_api_key".to_string()));
+    let (_, list) = d.req("GET", "/api/v1/keys", None).await;
+    let listed = list["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "short-lived")
+        .unwrap()
+        .clone();
+    assert_eq!(listed["expires_at"], soon);
+    // RFC 3339 is accepted; the past and apps are refused.
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/keys",
+            Some(json!({"name": "y", "scopes": ["links:read"], "expires_at": "2099-01-01T00:00:00Z"})),
+        )
+        .await;
+    assert_eq!((s, &v["expires_at"]), (201, &json!(4_070_908_800i64)));
+    for (path, when) in [
+        ("/api/v1/keys", json!(1)),
+        ("/api/v1/apps", json!(unix_now() + 60)),
+    ] {
+        let (s, v) = d
+            .req(
+                "POST",
+                path,
+                Some(json!({"name": "x", "scopes": ["links:read"], "expires_at": when})),
+            )
+            .await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str(), v["error"]["field"].as_str()),
+            (422, Some("invalid_expiry"), Some("expires_at")),
+            "{path}: {v}"
+        );
+    }
+}

@@ -215,7 +215,8 @@ pub async fn create_key(
     fields: FormFields,
 ) -> Result<Response, AdminError> {
     let form = credential_form(&fields);
-    match credentials::create_key(&admin.app, &a.principal(), &form.name, &form.scopes).await {
+    match credentials::create_key(&admin.app, &a.principal(), &form.name, &form.scopes, None).await
+    {
         Ok(created) => {
             admin.sessions.set_flash(
                 &a.token,

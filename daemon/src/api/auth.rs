@@ -29,6 +29,7 @@ impl From<AuthError> for ApiError {
             }
             AuthError::InvalidApiKey => "invalid_api_key",
             AuthError::RevokedApiKey(_) => "revoked_api_key",
+            AuthError::ExpiredApiKey(..) => "expired_api_key",
             AuthError::InvalidAppId | AuthError::UnknownApp(_) => "unknown_app",
             AuthError::RevokedApp(_) => "revoked_app",
             AuthError::InvalidTimestamp => "invalid_timestamp",

@@ -21,6 +21,25 @@ pub struct NewCredential {
     pub name: String,
     /// Any of `links:write`, `links:read`, `stats:read`, `admin`.
     pub scopes: Vec<String>,
+    /// Keys only: when the key stops working (Unix seconds or RFC 3339, in
+    /// the future); absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<crate::links::TimeInput>,
+}
+
+impl NewCredential {
+    /// The expiry in Unix seconds, or the API error naming the field.
+    fn expiry(&self) -> Result<Option<i64>, ApiError> {
+        self.expires_at
+            .as_ref()
+            .map(|t| {
+                t.to_unix().map_err(|m| {
+                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_expiry", m)
+                        .field("expires_at")
+                })
+            })
+            .transpose()
+    }
 }
 
 /// A key as listed (never with its secret).
@@ -38,6 +57,8 @@ pub struct KeyView {
     pub created_at: i64,
     /// Unix seconds, once revoked.
     pub revoked_at: Option<i64>,
+    /// Unix seconds after which the key is refused; absent: never.
+    pub expires_at: Option<i64>,
 }
 
 /// A new key: the secret is shown this once.
@@ -104,6 +125,7 @@ impl From<KeyInfo> for KeyView {
             scopes: names(&k.scopes),
             created_at: k.created_at,
             revoked_at: k.revoked_at,
+            expires_at: k.expires_at,
         }
     }
 }
@@ -130,6 +152,7 @@ impl From<CredentialError> for ApiError {
         match e {
             CredentialError::InvalidName => invalid("invalid_name", "name"),
             CredentialError::InvalidScopes(_) => invalid("invalid_scopes", "scopes"),
+            CredentialError::InvalidExpiry(_) => invalid("invalid_expiry", "expires_at"),
             CredentialError::Denied(e) => e.into(),
             CredentialError::Store(e) => e.into(),
         }
@@ -143,7 +166,7 @@ impl From<CredentialError> for ApiError {
         (status = 201, description = "Created; the secret is in this reply only", body = CreatedKey),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
-        (status = 422, description = "`invalid_name`, `invalid_scopes`, `invalid_body`", body = ErrorBody),
+        (status = 422, description = "`invalid_name`, `invalid_scopes`, `invalid_expiry`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
 )]
@@ -152,7 +175,8 @@ pub async fn create_key(
     Extension(p): Extension<Principal>,
     ApiJson(req): ApiJson<NewCredential>,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
-    let created = credentials::create_key(&app, &p, &req.name, &req.scopes).await?;
+    let expires_at = req.expiry()?;
+    let created = credentials::create_key(&app, &p, &req.name, &req.scopes, expires_at).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedKey {
@@ -219,6 +243,14 @@ pub async fn create_app(
     Extension(p): Extension<Principal>,
     ApiJson(req): ApiJson<NewCredential>,
 ) -> Result<(StatusCode, Json<CreatedApp>), ApiError> {
+    if req.expires_at.is_some() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_expiry",
+            "apps do not expire: revoke them instead",
+        )
+        .field("expires_at"));
+    }
     let created = credentials::create_app(&app, &p, &req.name, &req.scopes).await?;
     Ok((
         StatusCode::CREATED,

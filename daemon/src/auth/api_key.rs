@@ -78,6 +78,10 @@ pub async fn verify_key(
     if key.revoked_at.is_some() {
         return Err(AuthError::RevokedApiKey(key.name));
     }
+    // Checked on every use, cached key or not.
+    if let Some(at) = key.expires_at.filter(|&at| at <= crate::store::unix_now()) {
+        return Err(AuthError::ExpiredApiKey(key.name, at));
+    }
     Ok(Principal::from_stored(
         format!("key:{}", key.id),
         &key.scopes,

@@ -136,6 +136,7 @@ mod tests {
             scopes: "admin".into(),
             created_at: 0,
             revoked_at: None,
+            expires_at: None,
         };
         cache.keep_key(&key.prefix, key.clone());
         assert_eq!(cache.key("0123456789ab"), Some(key));

@@ -39,6 +39,9 @@ pub enum AuthError {
     /// The API key (named) was revoked.
     #[error("the API key \"{0}\" was revoked")]
     RevokedApiKey(String),
+    /// The API key (named) is past its expiry (Unix seconds).
+    #[error("the API key \"{0}\" expired at {1}")]
+    ExpiredApiKey(String, i64),
     /// `X-App-Id` is not readable text.
     #[error("X-App-Id is not valid")]
     InvalidAppId,

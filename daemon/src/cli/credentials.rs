@@ -13,7 +13,13 @@ use crate::api::users::{NewPassword, NewUser};
 pub async fn key(client: &Client, command: KeyCommand, out: &mut impl Write) -> Result<()> {
     match command {
         KeyCommand::Create { name, scopes } => {
-            let created = client.create_key(&NewCredential { name, scopes }).await?;
+            let created = client
+                .create_key(&NewCredential {
+                    name,
+                    scopes,
+                    expires_at: None,
+                })
+                .await?;
             writeln!(out, "{}", created.secret)?;
         }
         KeyCommand::List => {
@@ -42,7 +48,13 @@ pub async fn key(client: &Client, command: KeyCommand, out: &mut impl Write) -> 
 pub async fn app(client: &Client, command: AppCommand, out: &mut impl Write) -> Result<()> {
     match command {
         AppCommand::Create { name, scopes } => {
-            let created = client.create_app(&NewCredential { name, scopes }).await?;
+            let created = client
+                .create_app(&NewCredential {
+                    name,
+                    scopes,
+                    expires_at: None,
+                })
+                .await?;
             writeln!(out, "app_id={}", created.app.app_id)?;
             writeln!(out, "secret={}", created.secret)?;
         }

@@ -69,6 +69,8 @@ pub struct ApiKey {
     pub created_at: i64,
     /// Unix seconds, once revoked; the row stays for the record.
     pub revoked_at: Option<i64>,
+    /// Unix seconds after which the key is refused; `None`: never.
+    pub expires_at: Option<i64>,
 }
 
 fn key_row(r: &Row<'_>) -> rusqlite::Result<ApiKey> {
@@ -80,10 +82,11 @@ fn key_row(r: &Row<'_>) -> rusqlite::Result<ApiKey> {
         scopes: r.get(4)?,
         created_at: r.get(5)?,
         revoked_at: r.get(6)?,
+        expires_at: r.get(7)?,
     })
 }
 
-const KEY_COLUMNS: &str = "id, name, prefix, hash, scopes, created_at, revoked_at";
+const KEY_COLUMNS: &str = "id, name, prefix, hash, scopes, created_at, revoked_at, expires_at";
 
 /// Stores a new key; returns its id.
 pub fn insert_key(
@@ -93,10 +96,12 @@ pub fn insert_key(
     hash: &[u8],
     scopes: &str,
     now: i64,
+    expires_at: Option<i64>,
 ) -> StoreResult<i64> {
     conn.execute(
-        "INSERT INTO api_keys (name, prefix, hash, scopes, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![name, prefix, hash, scopes, now],
+        "INSERT INTO api_keys (name, prefix, hash, scopes, created_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![name, prefix, hash, scopes, now, expires_at],
     )?;
     Ok(conn.last_insert_rowid())
 }

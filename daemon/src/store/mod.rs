@@ -79,6 +79,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("schema_v4.sql")),
         M::up(include_str!("schema_v5.sql")),
         M::up(include_str!("schema_v6.sql")),
+        M::up(include_str!("schema_v7.sql")),
     ])
 }
 
