@@ -192,7 +192,8 @@ fn concurrent_first_requests_share_one_lookup() {
         })
         .collect();
     barrier.wait();
-    std::thread::sleep(Duration::from_millis(300));
+    // Long enough for every request to reach nginx on a loaded machine.
+    std::thread::sleep(Duration::from_millis(1000));
     // SAFETY: as above.
     unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGCONT) };
     for h in handles {
