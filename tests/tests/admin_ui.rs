@@ -273,6 +273,25 @@ fn admin_ui_in_a_real_browser() {
     b.goto(&admin_url(&s, "/admin/links"), "links-many");
     assert!(b.exists("#links tr[data-code='spring-sale']"));
     assert!(b.text("#links").contains("disabled"));
+
+    // The dashboard (where /admin/ leads): links by state as the API
+    // counts them, and the links that were followed among the most clicked.
+    b.goto(&admin_url(&s, "/admin/"), "dashboard");
+    assert_eq!(b.path(), "/admin/dashboard");
+    let total = s.daemon.api("GET", "/api/v1/links?limit=1", None);
+    let total: serde_json::Value = serde_json::from_str(&total.body_text()).unwrap();
+    assert_eq!(b.text("#dash-total"), total["total"].to_string());
+    assert_eq!(b.text("#dash-disabled"), "1");
+    let stats = s.daemon.api("GET", "/api/v1/stats?top=10", None);
+    let stats: serde_json::Value = serde_json::from_str(&stats.body_text()).unwrap();
+    assert_eq!(b.text("#dash-30d"), stats["total"].to_string());
+    for l in stats["top_links"].as_array().unwrap() {
+        let code = l["code"].as_str().unwrap();
+        assert!(
+            b.exists(&format!("#top-links tr[data-code='{code}']")),
+            "{code}"
+        );
+    }
     if let Ok(dir) = std::env::var("SHORTLINK_SCREENSHOTS") {
         b.save_full_page(&std::path::Path::new(&dir).join("admin-links.png"));
     }

@@ -12,6 +12,7 @@
 //! [`require_csrf`] before any handler runs.
 
 pub mod charts;
+pub mod dashboard;
 pub mod keys;
 pub mod links;
 pub mod login;
@@ -80,6 +81,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/", get(home))
         .route("/admin/login", get(login::form).post(login::submit))
         .route("/admin/logout", post(login::logout))
+        .route("/admin/dashboard", get(dashboard::page))
         .route("/admin/links", get(links::list).post(links::create))
         .route("/admin/links/new", get(links::new_form))
         .route("/admin/links/{code}", get(links::detail).post(links::edit))
@@ -101,7 +103,7 @@ pub fn router(state: AdminState) -> Router {
 }
 
 async fn home(_: Authed) -> Redirect {
-    Redirect::to("/admin/links")
+    Redirect::to("/admin/dashboard")
 }
 
 async fn not_found(_: Authed) -> AdminError {

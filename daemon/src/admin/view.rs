@@ -24,6 +24,7 @@ impl IntoResponse for Page {
 /// Which navigation entry is current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Nav {
+    Dashboard,
     Links,
     New,
     Keys,
@@ -54,6 +55,7 @@ pub fn layout(
                     a.brand href="/admin/links" { "shortlink" }
                     @if let Some(a) = auth {
                         nav {
+                            a.current[nav == Nav::Dashboard] href="/admin/dashboard" id="nav-dashboard" { "Dashboard" }
                             a.current[nav == Nav::Links] href="/admin/links" { "Links" }
                             a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
                             a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }

@@ -316,10 +316,97 @@ pub fn count(conn: &Connection) -> StoreResult<u64> {
     Ok(conn.query_row("SELECT count(*) FROM links", [], |r| r.get::<_, i64>(0))? as u64)
 }
 
+/// [`Link::state`] as SQL, at the Unix time bound to `:now` (clicks as of
+/// the last fold).
+pub const STATE_SQL: &str = "CASE WHEN disabled THEN 'disabled' \
+     WHEN expires_at IS NOT NULL AND expires_at <= :now THEN 'expired' \
+     WHEN max_visits IS NOT NULL AND clicks - bot_clicks >= max_visits THEN 'exhausted' \
+     ELSE 'active' END";
+
+/// How many links are in each state at `now`: `(state, count)`, only the
+/// states that occur.
+pub fn count_by_state(conn: &Connection, now: i64) -> StoreResult<Vec<(String, u64)>> {
+    let sql = format!("SELECT {STATE_SQL} AS state, count(*) FROM links GROUP BY state");
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(rusqlite::named_params! {":now": now}, |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::tests::temp_store;
+
+    /// The SQL form of the state agrees with [`Link::state`].
+    #[tokio::test]
+    async fn states_counted_in_sql_agree_with_link_state() {
+        let (_dir, store) = temp_store();
+        let now = 1_000_000;
+        let links = [
+            Link {
+                id: 1,
+                url: "https://e.com/a".into(),
+                ..Link::default()
+            },
+            Link {
+                id: 2,
+                url: "https://e.com/d".into(),
+                disabled: true,
+                ..Link::default()
+            },
+            Link {
+                id: 3,
+                url: "https://e.com/e".into(),
+                expires_at: Some(now),
+                ..Link::default()
+            },
+            Link {
+                id: 4,
+                url: "https://e.com/x".into(),
+                max_visits: Some(2),
+                ..Link::default()
+            },
+            Link {
+                id: 5,
+                url: "https://e.com/f".into(),
+                expires_at: Some(now + 1),
+                ..Link::default()
+            },
+        ];
+        let want: Vec<LinkState> = {
+            let mut l = links.clone();
+            l[3].clicks = 3;
+            l[3].bot_clicks = 1;
+            l.iter().map(|l| l.state(now)).collect()
+        };
+        store
+            .write(move |c| {
+                for l in &links {
+                    insert(c, l, None)?;
+                }
+                c.execute(
+                    "UPDATE links SET clicks = 3, bot_clicks = 1 WHERE id = 4",
+                    [],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let mut counted = store.read(move |c| count_by_state(c, now)).await.unwrap();
+        counted.sort();
+        let mut expected: Vec<(String, u64)> = Vec::new();
+        for s in want {
+            match expected.iter_mut().find(|(n, _)| n == s.as_str()) {
+                Some((_, n)) => *n += 1,
+                None => expected.push((s.as_str().to_string(), 1)),
+            }
+        }
+        expected.sort();
+        assert_eq!(counted, expected);
+        assert_eq!(expected.len(), 4, "every state occurs");
+    }
 
     fn sample(id: u64, alias: Option<&str>) -> Link {
         Link {

@@ -1,0 +1,92 @@
+//! `/admin/dashboard`: links by state, clicks today and over 30 days (with
+//! a daily chart) and the most clicked links of those 30 days.
+
+use axum::extract::State;
+use maud::html;
+
+use super::charts::{self, Bar};
+
+use super::view::{self, Nav, Page};
+use super::{AdminError, AdminState, Authed};
+use crate::stats::{self, Granularity};
+use crate::store::links as table;
+use crate::store::unix_now;
+
+/// Links listed under "Most clicked".
+const TOP: usize = 10;
+const DAY: i64 = 86_400;
+
+/// GET `/admin/dashboard`.
+pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, AdminError> {
+    let app = &admin.app;
+    let now = unix_now();
+    let states = app
+        .store
+        .read(move |c| table::count_by_state(c, now))
+        .await?;
+    let count = |s: &str| {
+        states
+            .iter()
+            .find(|(state, _)| state == s)
+            .map_or(0, |(_, n)| *n)
+    };
+    let total: u64 = states.iter().map(|(_, n)| n).sum();
+    let today_start = now - now.rem_euclid(DAY);
+    let today = stats::site_query(app, Some(today_start), None, Granularity::Day, 0).await?;
+    let month = stats::site_query(app, Some(now - 30 * DAY), None, Granularity::Day, TOP).await?;
+    let bars: Vec<Bar> = month
+        .series
+        .iter()
+        .map(|p| {
+            let label = view::time(p.t);
+            Bar {
+                tick: label[5..10].to_string(),
+                label: label[..10].to_string(),
+                value: p.clicks,
+            }
+        })
+        .collect();
+    let chart = charts::bar_chart("Clicks per day, last 30 days", &bars, 5);
+    let flash = admin.sessions.take_flash(&a.token);
+    Ok(view::layout(
+        "Dashboard",
+        Some(&a),
+        Nav::Dashboard,
+        flash.as_ref(),
+        html! {
+            h1 { "Dashboard" }
+            section.cards id="dash-states" {
+                div.card { span.n id="dash-total" { (total) } span { "links" } }
+                @for state in ["active", "disabled", "expired", "exhausted"] {
+                    div.card {
+                        span.n id=(format!("dash-{state}")) { (count(state)) }
+                        span { (view::state_badge(state)) }
+                    }
+                }
+            }
+            section.cards id="dash-clicks" {
+                div.card { span.n id="dash-today" { (today.total) } span { "clicks today (UTC)" } }
+                div.card { span.n id="dash-30d" { (month.total) } span { "clicks in 30 days" } }
+                div.card { span.n id="dash-30d-bots" { (month.bots) } span { "of them bots" } }
+            }
+            (maud::PreEscaped(chart))
+            h2 { "Most clicked, last 30 days" }
+            @if month.top_links.is_empty() {
+                p.empty id="no-top" { "No clicks in the last 30 days." }
+            } @else {
+                table.links id="top-links" {
+                    thead { tr { th { "Code" } th { "Target" } th.num { "Clicks" } } }
+                    tbody {
+                        @for l in &month.top_links {
+                            tr data-code=(l.code) {
+                                td { a href=(format!("/admin/links/{}", l.code)) { (l.code) } }
+                                td.url { (l.url) }
+                                td.num { (l.clicks) }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    ))
+}
