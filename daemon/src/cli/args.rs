@@ -14,6 +14,9 @@ pub struct Cli {
     /// The daemon flags, wherever they stood (see [`command`]).
     #[command(flatten)]
     pub settings: SettingsArgs,
+    /// Print one JSON document instead of text (for scripts).
+    #[arg(long, global = true)]
+    pub json: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -72,7 +75,7 @@ pub enum AdminCommand {
     /// Admin UI users.
     #[command(subcommand)]
     User(UserCommand),
-    /// Click stats of a link (JSON).
+    /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
         /// The link's code or alias.
         code: String,
@@ -85,6 +88,9 @@ pub enum AdminCommand {
         /// hour or day.
         #[arg(long, default_value = "hour")]
         granularity: String,
+        /// Also print one row per bucket.
+        #[arg(long)]
+        series: bool,
     },
     /// Create links from a CSV file (columns: url, alias, expires_at, tags).
     Import {
@@ -112,10 +118,10 @@ pub enum KeyCommand {
     },
     /// List keys.
     List,
-    /// Revoke a key by id.
+    /// Revoke a key by id or by prefix.
     Revoke {
-        /// The key's numeric id (see `key list`).
-        id: i64,
+        /// The key's numeric id, or its prefix (`slk_` optional; see `key list`).
+        key: String,
     },
 }
 
@@ -149,21 +155,76 @@ pub enum LinkCommand {
     },
     /// List links, newest first.
     List {
-        /// Most links shown.
-        #[arg(long, default_value_t = 50)]
+        /// Most links shown (per page with `--all`).
+        #[arg(short = 'n', long, default_value_t = 50)]
         limit: u32,
         /// Substring of URL or alias.
-        #[arg(long)]
+        #[arg(short = 'q', long = "query", visible_alias = "q")]
         q: Option<String>,
         /// Only links with this tag.
-        #[arg(long)]
+        #[arg(short = 't', long)]
         tag: Option<String>,
+        /// Every matching link, page after page.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Change a link; only the options given change.
+    Update(UpdateArgs),
+    /// Switch a link off (it answers 404 until enabled).
+    Disable {
+        /// The link's code or alias.
+        code: String,
+    },
+    /// Switch a link back on.
+    Enable {
+        /// The link's code or alias.
+        code: String,
     },
     /// Delete a link.
     Delete {
         /// The link's code or alias.
         code: String,
     },
+}
+
+/// `link update`: each option given replaces that field.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The link's code or alias.
+    pub code: String,
+    /// New target URL.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Target for iPhones and iPads (empty: remove it).
+    #[arg(long)]
+    pub ios: Option<String>,
+    /// Target for Android devices (empty: remove it).
+    #[arg(long)]
+    pub android: Option<String>,
+    /// Target for desktop browsers (empty: remove it).
+    #[arg(long)]
+    pub desktop: Option<String>,
+    /// Target for other phones and tablets (empty: remove it).
+    #[arg(long)]
+    pub mobile: Option<String>,
+    /// Redirect status: 301, 302, 307 or 308.
+    #[arg(long)]
+    pub redirect: Option<u16>,
+    /// Expiry: Unix seconds or RFC 3339.
+    #[arg(long, conflicts_with = "no_expiry")]
+    pub expires: Option<String>,
+    /// Make the link permanent.
+    #[arg(long)]
+    pub no_expiry: bool,
+    /// Human visits after which the link is gone.
+    #[arg(long, conflicts_with = "no_max_visits")]
+    pub max_visits: Option<u64>,
+    /// Remove the visit limit.
+    #[arg(long)]
+    pub no_max_visits: bool,
+    /// Tags, replacing the link's tags (repeat or comma-separate).
+    #[arg(short = 't', long = "tag", value_delimiter = ',')]
+    pub tags: Vec<String>,
 }
 
 /// `app` subcommands.

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context, Result};
 
 use super::client::Client;
+use super::output::Output;
 use crate::links::{ImportOutcome, ImportRow};
 
 /// Rows sent per import call: one transaction each in the daemon.
@@ -18,10 +19,28 @@ const IMPORT_IN_FLIGHT: usize = 2;
 
 type ImportCall = tokio::task::JoinHandle<Result<ImportOutcome>>;
 
-/// Imports `file`; exit status 2 when any row was refused.
-pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
-    let f = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
-    let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+/// What an import did, in total.
+#[derive(Debug, Default, serde::Serialize)]
+struct Totals {
+    /// New links.
+    imported: usize,
+    /// Rows equal to a link already stored, skipped.
+    present: usize,
+    /// Rows refused.
+    bad: usize,
+}
+
+/// Imports `file` (stdin when it is `-`); exit status 2 when any row was
+/// refused.
+pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<ExitCode> {
+    let (f, size): (Box<dyn std::io::Read>, u64) = if file == Path::new("-") {
+        (Box::new(std::io::stdin()), 0)
+    } else {
+        let f =
+            std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        (Box::new(f), size)
+    };
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .flexible(true)
@@ -44,7 +63,7 @@ pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
         indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let (mut imported, mut bad) = (0usize, 0usize);
+    let mut totals = Totals::default();
     let mut chunk: Vec<ImportRow> = Vec::with_capacity(IMPORT_CHUNK);
     let mut in_flight: VecDeque<ImportCall> = VecDeque::new();
     let mut record = csv::StringRecord::new();
@@ -54,7 +73,7 @@ pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
             Err(e) => {
                 let line = e.position().map(|p| p.line()).unwrap_or(0);
                 bar.suspend(|| eprintln!("line {line}: {e}"));
-                bad += 1;
+                totals.bad += 1;
                 if matches!(e.kind(), csv::ErrorKind::Io(_)) {
                     break;
                 }
@@ -66,7 +85,7 @@ pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
             let field = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
             let Some(url) = field(Some(url_col)) else {
                 bar.suspend(|| eprintln!("line {line}: url is empty"));
-                bad += 1;
+                totals.bad += 1;
                 continue;
             };
             let tags = field(tags_col).map(|t| {
@@ -91,7 +110,7 @@ pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
             let rows = std::mem::replace(&mut chunk, Vec::with_capacity(IMPORT_CHUNK));
             if in_flight.len() >= IMPORT_IN_FLIGHT {
                 let oldest = in_flight.pop_front().expect("one in flight");
-                finish_import(oldest, &bar, &mut imported, &mut bad).await?;
+                finish_import(oldest, &bar, &mut totals).await?;
             }
             in_flight.push_back(client.import(rows));
         }
@@ -100,11 +119,18 @@ pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
         }
     }
     while let Some(call) = in_flight.pop_front() {
-        finish_import(call, &bar, &mut imported, &mut bad).await?;
+        finish_import(call, &bar, &mut totals).await?;
     }
     bar.finish_and_clear();
-    eprintln!("imported {imported} links (0 already present), {bad} bad rows");
-    Ok(if bad == 0 {
+    if out.json {
+        out.print_json(&totals)?;
+    } else {
+        eprintln!(
+            "{} imported, {} already present, {} bad rows",
+            totals.imported, totals.present, totals.bad
+        );
+    }
+    Ok(if totals.bad == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
@@ -115,12 +141,12 @@ pub async fn import(client: &Client, file: &Path) -> Result<ExitCode> {
 async fn finish_import(
     call: ImportCall,
     bar: &indicatif::ProgressBar,
-    imported: &mut usize,
-    bad: &mut usize,
+    totals: &mut Totals,
 ) -> Result<()> {
     let outcome = call.await.context("import call")??;
-    *imported += outcome.imported;
-    *bad += outcome.errors.len();
+    totals.imported += outcome.imported;
+    totals.present += outcome.present;
+    totals.bad += outcome.errors.len();
     for e in &outcome.errors {
         let field = e
             .field
@@ -129,6 +155,9 @@ async fn finish_import(
             .unwrap_or_default();
         bar.suspend(|| eprintln!("line {}: {field}{}", e.line, e.message));
     }
-    bar.set_message(format!("{imported} imported, {bad} bad"));
+    bar.set_message(format!(
+        "{} imported, {} present, {} bad",
+        totals.imported, totals.present, totals.bad
+    ));
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! `shortlinkd import`: many CSV rows in one transaction, each judged like
 //! a create, the bad ones reported by line.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::error::LinkError;
@@ -8,6 +10,7 @@ use super::input::{CreateLink, TimeInput};
 use super::ops::{insert_prepared, Links};
 use super::rules::Prepared;
 use crate::edge::{EdgeKeys, LinkChange};
+use crate::store::links as table;
 use crate::store::unix_now;
 
 /// Most rows in one import call.
@@ -40,13 +43,18 @@ pub struct ImportError {
 pub struct ImportOutcome {
     /// Rows stored as new links.
     pub imported: usize,
+    /// Rows skipped because a live link made from the same URL and options
+    /// was already stored before this call (a re-import).
+    #[serde(default)]
+    pub present: usize,
     /// Rows refused, each with its line.
     pub errors: Vec<ImportError>,
 }
 
 impl Links<'_> {
     /// Imports many rows in one transaction: every row is validated like a
-    /// create, the good ones get ids from one block and are inserted with
+    /// create, a row equal (URL and options) to a live link stored before
+    /// this call is skipped and counted as present, the good ones get ids from one block and are inserted with
     /// one prepared statement, the bad ones are reported by line. Returns
     /// after the commit. Only links with an alias are announced to the edge
     /// (a new generated code cannot be cached there as missing: it was
@@ -77,12 +85,24 @@ impl Links<'_> {
         }
         let tried = good.len();
         let ids = self.ids.take(tried).await?;
-        let (refused, aliased) = self
+        let (refused, aliased, present) = self
             .store
             .write_bulk(move |c| {
                 let mut refused = Vec::new();
                 let mut aliased = Vec::new();
-                for ((line, p), id) in good.into_iter().zip(ids) {
+                // Links this call made: a later row equal to one of them
+                // is a link of its own (a file may list a URL twice).
+                let mut made: HashSet<u64> = HashSet::new();
+                let mut present = 0usize;
+                for ((line, mut p), id) in good.into_iter().zip(ids) {
+                    if let Some(old) = table::by_dedupe_hash(c, &p.dedupe_hash, now)? {
+                        if !made.contains(&old.id) {
+                            present += 1;
+                            continue;
+                        }
+                    }
+                    p.dedupe = false;
+                    made.insert(id);
                     match insert_prepared(c, id, p, now)? {
                         Ok(created) => {
                             let link = created.link();
@@ -93,10 +113,11 @@ impl Links<'_> {
                         Err(e) => refused.push((line, e)),
                     }
                 }
-                Ok((refused, aliased))
+                Ok((refused, aliased, present))
             })
             .await?;
-        outcome.imported = tried - refused.len();
+        outcome.present = present;
+        outcome.imported = tried - refused.len() - present;
         for (line, e) in refused {
             outcome.errors.push(import_error(line, e));
         }
