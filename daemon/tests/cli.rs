@@ -213,7 +213,14 @@ async fn import_and_export_through_the_daemon() {
             "expires_at",
             "tags",
             "clicks",
-            "created_at"
+            "created_at",
+            "redirect",
+            "max_visits",
+            "disabled",
+            "target_desktop",
+            "target_mobile",
+            "target_ios",
+            "target_android"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();

@@ -24,6 +24,16 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
         .await;
     a.create(json!({"url": "https://e.com/2", "expires_at": "2099-01-01T00:00:00Z"}))
         .await;
+    a.create(json!({
+        "url": "https://e.com/apps",
+        "alias": "round-apps",
+        "redirect": 308,
+        "max_visits": 9,
+        "targets": {"ios": "https://apps.apple.com/x", "desktop": "https://e.com/desk"},
+    }))
+    .await;
+    a.create(json!({"url": "https://e.com/off", "alias": "round-off", "disabled": true}))
+        .await;
     // The same URL twice: two links, both must arrive.
     a.create(json!({"url": "https://e.com/3"})).await;
     a.create(json!({"url": "https://e.com/3"})).await;
@@ -32,7 +42,7 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
     assert!(out.status.success(), "{}", stderr(&out));
     let csv_text = stdout(&out);
     assert!(csv_text.starts_with("code,url,alias"), "{csv_text}");
-    assert_eq!(csv_text.lines().count(), 5, "{csv_text}");
+    assert_eq!(csv_text.lines().count(), 7, "{csv_text}");
 
     let b = Daemon::start().await;
     let file = b.data_dir().join("export.csv");
@@ -41,7 +51,7 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
     let out = b.cli(&["import", path]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("4 imported, 0 already present, 0 bad rows"),
+        stderr(&out).contains("6 imported, 0 already present, 0 bad rows"),
         "{}",
         stderr(&out)
     );
@@ -52,6 +62,10 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
             l["expires_at"].clone(),
             l["tags"].clone(),
             l["state"].clone(),
+            l["redirect"].clone(),
+            l["max_visits"].clone(),
+            l["targets"].clone(),
+            l["created_at"].clone(),
         )
     };
     let mut want: Vec<_> = links(&a).iter().map(key).collect();
@@ -64,13 +78,35 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
     let out = b.cli(&["import", path]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("0 imported, 4 already present, 0 bad rows"),
+        stderr(&out).contains("0 imported, 6 already present, 0 bad rows"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(links(&b).len(), 4);
+    assert_eq!(links(&b).len(), 6);
     // --json reports the same counts as one document.
     let out = b.cli(&["--json", "import", path]);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(v, json!({"imported": 0, "present": 4, "bad": 0}));
+    assert_eq!(v, json!({"imported": 0, "present": 6, "bad": 0}));
+
+    // Creation times come across; a future one or a bad status is refused
+    // by line.
+    std::fs::write(
+        &file,
+        "url,alias,created_at,redirect\n\
+         https://e.com/old,round-old,2020-01-01T00:00:00Z,\n\
+         https://e.com/new,,2999-01-01T00:00:00Z,\n\
+         https://e.com/bad,,,3xx\n",
+    )
+    .unwrap();
+    let out = b.cli(&["import", path]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("line 3: created_at: "), "{err}");
+    assert!(err.contains("line 4: redirect: "), "{err}");
+    assert!(
+        err.contains("1 imported, 0 already present, 2 bad rows"),
+        "{err}"
+    );
+    let (_, v) = b.req("GET", "/api/v1/links/round-old", None).await;
+    assert_eq!(v["created_at"], 1577836800i64);
 }

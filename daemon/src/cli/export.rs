@@ -40,6 +40,13 @@ pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()
         "tags",
         "clicks",
         "created_at",
+        "redirect",
+        "max_visits",
+        "disabled",
+        "target_desktop",
+        "target_mobile",
+        "target_ios",
+        "target_android",
     ])?;
     let mut cursor: Option<String> = None;
     let mut n = 0usize;
@@ -61,6 +68,13 @@ pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()
                 &l.tags.join(","),
                 &l.clicks.to_string(),
                 &rfc3339(Some(l.created_at)),
+                &l.redirect.map(|r| r.to_string()).unwrap_or_default(),
+                &l.max_visits.map(|m| m.to_string()).unwrap_or_default(),
+                if l.disabled { "true" } else { "" },
+                l.targets.desktop.as_deref().unwrap_or(""),
+                l.targets.mobile.as_deref().unwrap_or(""),
+                l.targets.ios.as_deref().unwrap_or(""),
+                l.targets.android.as_deref().unwrap_or(""),
             ])?;
             n += 1;
         }

@@ -1,5 +1,7 @@
 //! `import`: links from a CSV file, in chunks of one transaction each,
-//! with a progress bar; refused rows are reported by line.
+//! with a progress bar; refused rows are reported by line. Reads the
+//! columns `export` writes (all but `code` and `clicks`, which the store
+//! makes itself).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -9,7 +11,7 @@ use anyhow::{anyhow, Context, Result};
 
 use super::client::Client;
 use super::output::Output;
-use crate::links::{ImportOutcome, ImportRow};
+use crate::links::{ImportOutcome, ImportRow, TargetsInput};
 
 /// Rows sent per import call: one transaction each in the daemon.
 const IMPORT_CHUNK: usize = 20_000;
@@ -57,6 +59,18 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
     let alias_col = col(&["alias"]);
     let expiry_col = col(&["expires_at", "expiry", "expires"]);
     let tags_col = col(&["tags", "tag"]);
+    let extra = ExtraColumns {
+        redirect: col(&["redirect"]),
+        max_visits: col(&["max_visits"]),
+        disabled: col(&["disabled"]),
+        created_at: col(&["created_at"]),
+        targets: [
+            col(&["target_desktop"]),
+            col(&["target_mobile"]),
+            col(&["target_ios"]),
+            col(&["target_android"]),
+        ],
+    };
 
     let bar = indicatif::ProgressBar::new(size);
     bar.set_style(
@@ -95,13 +109,20 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
                     .map(str::to_string)
                     .collect()
             });
-            chunk.push(ImportRow(
+            let mut row = ImportRow(
                 line,
                 url.to_string(),
                 field(alias_col).map(str::to_string),
                 field(expiry_col).map(str::to_string),
                 tags,
-            ));
+                Default::default(),
+            );
+            if let Err(e) = extra.read(&record, &mut row) {
+                bar.suspend(|| eprintln!("line {line}: {e}"));
+                totals.bad += 1;
+                continue;
+            }
+            chunk.push(row);
             if chunk.len() & 1023 == 0 {
                 bar.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
             }
@@ -135,6 +156,55 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
     } else {
         ExitCode::from(2)
     })
+}
+
+/// Where the columns of an `export` file beyond the basic four are.
+struct ExtraColumns {
+    redirect: Option<usize>,
+    max_visits: Option<usize>,
+    disabled: Option<usize>,
+    created_at: Option<usize>,
+    /// desktop, mobile, ios, android.
+    targets: [Option<usize>; 4],
+}
+
+impl ExtraColumns {
+    /// Fills the extra part of `row` from `record`; a cell that is not a
+    /// number (or a yes/no) where one is needed is an error naming it.
+    fn read(&self, record: &csv::StringRecord, row: &mut ImportRow) -> Result<()> {
+        let field = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
+        let extra = &mut row.5;
+        if let Some(r) = field(self.redirect) {
+            extra.redirect = Some(
+                r.parse()
+                    .map_err(|_| anyhow!("redirect: {r:?} is not a status like 301"))?,
+            );
+        }
+        if let Some(m) = field(self.max_visits) {
+            extra.max_visits = Some(
+                m.parse()
+                    .map_err(|_| anyhow!("max_visits: {m:?} is not a whole number"))?,
+            );
+        }
+        if let Some(d) = field(self.disabled) {
+            extra.disabled = match d.to_ascii_lowercase().as_str() {
+                "true" | "yes" | "1" => true,
+                "false" | "no" | "0" => false,
+                _ => return Err(anyhow!("disabled: {d:?} is not true or false")),
+            };
+        }
+        extra.created_at = field(self.created_at).map(str::to_string);
+        let [desktop, mobile, ios, android] = self.targets.map(|c| field(c).map(str::to_string));
+        if desktop.is_some() || mobile.is_some() || ios.is_some() || android.is_some() {
+            extra.targets = Some(TargetsInput {
+                desktop,
+                mobile,
+                ios,
+                android,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Waits for one import call and reports its refused rows by line.
