@@ -92,14 +92,15 @@ pub enum AdminCommand {
         #[arg(long)]
         series: bool,
     },
-    /// Create links from a CSV file (columns: url, alias, expires_at, tags).
+    /// Create links from a CSV file (a header with `url` and any of the
+    /// columns `export` writes); rows already stored are skipped.
     Import {
-        /// The CSV file.
+        /// The CSV file, or `-` for stdin.
         file: PathBuf,
     },
     /// Write every link to a CSV file.
     Export {
-        /// The CSV file to create.
+        /// The CSV file to create, or `-` for stdout.
         file: PathBuf,
     },
 }
@@ -142,7 +143,7 @@ pub enum LinkCommand {
         #[arg(long)]
         expires_at: Option<String>,
         /// Tags (repeat or comma-separate).
-        #[arg(long = "tag", value_delimiter = ',')]
+        #[arg(short = 't', long = "tag", value_delimiter = ',')]
         tags: Vec<String>,
         /// Reuse an existing live link with the same URL and options.
         #[arg(long)]
@@ -251,7 +252,8 @@ pub enum AppCommand {
 /// `user` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
-    /// Add a user; the password is read from stdin.
+    /// Add a user; the password is asked twice on a terminal, else read
+    /// from stdin.
     Add {
         /// The user's sign-in name.
         name: String,
@@ -259,7 +261,7 @@ pub enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
     },
-    /// Change a user's password (read from stdin).
+    /// Change a user's password (asked for, or read from stdin).
     Passwd {
         /// The user's sign-in name.
         name: String,
