@@ -17,13 +17,18 @@ pub fn read_password(name: &str) -> Result<String> {
         }
         return Ok(pw);
     }
-    let first = prompt(&format!("password for {name}: "))?;
+    twice(name, prompt)
+}
+
+/// Asks for the password of `name` and for it again; both must match.
+fn twice(name: &str, mut ask: impl FnMut(&str) -> Result<String>) -> Result<String> {
+    let first = ask(&format!("password for {name}: "))?;
     if first.is_empty() {
         bail!("no password given");
     }
-    let second = prompt("again: ")?;
+    let second = ask("again: ")?;
     if first != second {
-        bail!("the two passwords differ");
+        bail!("the two passwords differ; nothing was changed");
     }
     Ok(first)
 }
@@ -83,6 +88,23 @@ impl Drop for EchoOff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn answers(list: &[&str]) -> impl FnMut(&str) -> Result<String> {
+        let mut list: Vec<String> = list.iter().rev().map(|s| s.to_string()).collect();
+        move |_| Ok(list.pop().unwrap_or_default())
+    }
+
+    #[test]
+    fn asked_twice_and_both_must_match() {
+        assert_eq!(
+            twice("a", answers(&["long password", "long password"])).unwrap(),
+            "long password"
+        );
+        let err = twice("a", answers(&["long password", "long passw0rd"])).unwrap_err();
+        assert!(err.to_string().contains("differ"), "{err}");
+        let err = twice("a", answers(&["", ""])).unwrap_err();
+        assert!(err.to_string().contains("no password"), "{err}");
+    }
 
     #[test]
     fn a_line_loses_its_ending_only() {
