@@ -121,7 +121,8 @@ pub enum KeyCommand {
     List,
     /// Revoke a key by id or by prefix.
     Revoke {
-        /// The key's numeric id, or its prefix (`slk_` optional; see `key list`).
+        /// The key's numeric id, or its prefix as `key list` shows it (`slk_`
+        /// may be left out unless the prefix is all digits).
         key: String,
     },
 }

@@ -261,4 +261,54 @@ mod tests {
         assert_eq!(n, 2);
         parts.store.close();
     }
+
+    #[tokio::test]
+    async fn a_second_import_counts_rows_already_present() {
+        let dir = tempfile::tempdir().unwrap();
+        let parts = Parts::open(dir.path());
+        let links = parts.links();
+        let rows = || {
+            let off = ImportExtra {
+                disabled: true,
+                ..ImportExtra::default()
+            };
+            vec![
+                ImportRow(2, "https://e.com/a".into(), None, None, None, off.clone()),
+                ImportRow(
+                    3,
+                    "https://e.com/b".into(),
+                    None,
+                    None,
+                    None,
+                    Default::default(),
+                ),
+                ImportRow(
+                    4,
+                    "https://e.com/b".into(),
+                    None,
+                    None,
+                    None,
+                    Default::default(),
+                ),
+                ImportRow(
+                    5,
+                    "https://e.com/c".into(),
+                    Some("imp-off".into()),
+                    None,
+                    None,
+                    off,
+                ),
+            ]
+        };
+        let first = links.import(rows(), Some("cli")).await.unwrap();
+        assert_eq!((first.imported, first.present), (4, 0), "{first:?}");
+        let again = links.import(rows(), Some("cli")).await.unwrap();
+        // The un-aliased disabled row cannot be recognised (dedupe finds
+        // live links only); the others are present.
+        assert_eq!((again.imported, again.present), (1, 3), "{again:?}");
+        assert!(again.errors.is_empty(), "{again:?}");
+        let n = parts.store.read(table::count).await.unwrap();
+        assert_eq!(n, 5);
+        parts.store.close();
+    }
 }
