@@ -50,7 +50,7 @@ impl Table {
                     line.extend(std::iter::repeat_n(' ', pad));
                 }
             }
-            writeln!(out, "{line}")?;
+            writeln!(out, "{}", line.trim_end())?;
         }
         Ok(())
     }
@@ -90,9 +90,11 @@ mod tests {
             render(&t, true),
             "CODE     URL\nabcdefg  https://e.com\nx        https://é.com\n"
         );
+        t.row(vec!["y".into(), String::new()]);
+        assert!(render(&t, true).ends_with("\ny\n"), "no trailing spaces");
         assert_eq!(
             render(&t, false),
-            "CODE\tURL\nabcdefg\thttps://e.com\nx\thttps://é.com\n"
+            "CODE\tURL\nabcdefg\thttps://e.com\nx\thttps://é.com\ny\t\n"
         );
     }
 
