@@ -89,7 +89,7 @@ fn works_without_a_daemon() {
         "{}",
         stdout(&out)
     );
-    let out = run(&["stats", "cli-made"]);
+    let out = run(&["stats", "cli-made", "--json"]);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["total"], 0);
     let out = run(&["link", "delete", "cli-made"]);
@@ -172,7 +172,10 @@ async fn import_and_export_through_the_daemon() {
     assert!(err.contains("line 3: url: "), "{err}");
     assert!(err.contains("line 5: alias: "), "{err}");
     assert!(err.contains("line 6: expires_at: "), "{err}");
-    assert!(err.contains("imported 3 links"), "{err}");
+    assert!(
+        err.contains("3 imported, 0 already present, 3 bad rows"),
+        "{err}"
+    );
     let (_, page) = d.req("GET", "/api/v1/links?limit=100", None).await;
     let urls: Vec<&str> = page["links"]
         .as_array()
@@ -210,7 +213,14 @@ async fn import_and_export_through_the_daemon() {
             "expires_at",
             "tags",
             "clicks",
-            "created_at"
+            "created_at",
+            "redirect",
+            "max_visits",
+            "disabled",
+            "target_desktop",
+            "target_mobile",
+            "target_ios",
+            "target_android"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();

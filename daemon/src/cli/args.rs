@@ -14,6 +14,9 @@ pub struct Cli {
     /// The daemon flags, wherever they stood (see [`command`]).
     #[command(flatten)]
     pub settings: SettingsArgs,
+    /// Print one JSON document instead of text (for scripts).
+    #[arg(long, global = true)]
+    pub json: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -72,7 +75,7 @@ pub enum AdminCommand {
     /// Admin UI users.
     #[command(subcommand)]
     User(UserCommand),
-    /// Click stats of a link (JSON).
+    /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
         /// The link's code or alias.
         code: String,
@@ -85,15 +88,19 @@ pub enum AdminCommand {
         /// hour or day.
         #[arg(long, default_value = "hour")]
         granularity: String,
+        /// Also print one row per bucket.
+        #[arg(long)]
+        series: bool,
     },
-    /// Create links from a CSV file (columns: url, alias, expires_at, tags).
+    /// Create links from a CSV file (a header with `url` and any of the
+    /// columns `export` writes); rows already stored are skipped.
     Import {
-        /// The CSV file.
+        /// The CSV file, or `-` for stdin.
         file: PathBuf,
     },
     /// Write every link to a CSV file.
     Export {
-        /// The CSV file to create.
+        /// The CSV file to create, or `-` for stdout.
         file: PathBuf,
     },
 }
@@ -109,13 +116,18 @@ pub enum KeyCommand {
         /// Comma-separated: links:write, links:read, stats:read, admin.
         #[arg(long, value_delimiter = ',', required = true)]
         scopes: Vec<String>,
+        /// When the key stops working: RFC 3339 or Unix seconds (default:
+        /// never).
+        #[arg(long)]
+        expires: Option<String>,
     },
     /// List keys.
     List,
-    /// Revoke a key by id.
+    /// Revoke a key by id or by prefix.
     Revoke {
-        /// The key's numeric id (see `key list`).
-        id: i64,
+        /// The key's numeric id, or its prefix as `key list` shows it (`slk_`
+        /// may be left out unless the prefix is all digits).
+        key: String,
     },
 }
 
@@ -136,7 +148,7 @@ pub enum LinkCommand {
         #[arg(long)]
         expires_at: Option<String>,
         /// Tags (repeat or comma-separate).
-        #[arg(long = "tag", value_delimiter = ',')]
+        #[arg(short = 't', long = "tag", value_delimiter = ',')]
         tags: Vec<String>,
         /// Reuse an existing live link with the same URL and options.
         #[arg(long)]
@@ -149,21 +161,76 @@ pub enum LinkCommand {
     },
     /// List links, newest first.
     List {
-        /// Most links shown.
-        #[arg(long, default_value_t = 50)]
+        /// Most links shown (per page with `--all`).
+        #[arg(short = 'n', long, default_value_t = 50)]
         limit: u32,
         /// Substring of URL or alias.
-        #[arg(long)]
+        #[arg(short = 'q', long = "query", visible_alias = "q")]
         q: Option<String>,
         /// Only links with this tag.
-        #[arg(long)]
+        #[arg(short = 't', long)]
         tag: Option<String>,
+        /// Every matching link, page after page.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Change a link; only the options given change.
+    Update(UpdateArgs),
+    /// Switch a link off (it answers 404 until enabled).
+    Disable {
+        /// The link's code or alias.
+        code: String,
+    },
+    /// Switch a link back on.
+    Enable {
+        /// The link's code or alias.
+        code: String,
     },
     /// Delete a link.
     Delete {
         /// The link's code or alias.
         code: String,
     },
+}
+
+/// `link update`: each option given replaces that field.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The link's code or alias.
+    pub code: String,
+    /// New target URL.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Target for iPhones and iPads (empty: remove it).
+    #[arg(long)]
+    pub ios: Option<String>,
+    /// Target for Android devices (empty: remove it).
+    #[arg(long)]
+    pub android: Option<String>,
+    /// Target for desktop browsers (empty: remove it).
+    #[arg(long)]
+    pub desktop: Option<String>,
+    /// Target for other phones and tablets (empty: remove it).
+    #[arg(long)]
+    pub mobile: Option<String>,
+    /// Redirect status: 301, 302, 307 or 308.
+    #[arg(long)]
+    pub redirect: Option<u16>,
+    /// Expiry: Unix seconds or RFC 3339.
+    #[arg(long, conflicts_with = "no_expiry")]
+    pub expires: Option<String>,
+    /// Make the link permanent.
+    #[arg(long)]
+    pub no_expiry: bool,
+    /// Human visits after which the link is gone.
+    #[arg(long, conflicts_with = "no_max_visits")]
+    pub max_visits: Option<u64>,
+    /// Remove the visit limit.
+    #[arg(long)]
+    pub no_max_visits: bool,
+    /// Tags, replacing the link's tags (repeat or comma-separate).
+    #[arg(short = 't', long = "tag", value_delimiter = ',')]
+    pub tags: Vec<String>,
 }
 
 /// `app` subcommands.
@@ -190,7 +257,8 @@ pub enum AppCommand {
 /// `user` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
-    /// Add a user; the password is read from stdin.
+    /// Add a user; the password is asked twice on a terminal, else read
+    /// from stdin.
     Add {
         /// The user's sign-in name.
         name: String,
@@ -198,7 +266,7 @@ pub enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
     },
-    /// Change a user's password (read from stdin).
+    /// Change a user's password (asked for, or read from stdin).
     Passwd {
         /// The user's sign-in name.
         name: String,

@@ -227,6 +227,15 @@ impl Client {
         self.get(&format!("/api/v1/links?{}", query(params)?)).await
     }
 
+    /// `PATCH /api/v1/links/{code}` with a body of the fields to change.
+    pub async fn update_link(&self, code: &str, body: &serde_json::Value) -> Result<LinkView> {
+        let path = format!("/api/v1/links/{}", enc(code));
+        self.transport
+            .clone()
+            .call(Method::PATCH, &path, Some(body))
+            .await
+    }
+
     /// `DELETE /api/v1/links/{code}`.
     pub async fn delete_link(&self, code: &str) -> Result<()> {
         let path = format!("/api/v1/links/{}", enc(code));

@@ -1,51 +1,101 @@
 //! `key`, `app` and `user`: API keys, signing apps and admin UI users.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::Write;
 
 use anyhow::{bail, Result};
+use serde_json::json;
 
 use super::args::{AppCommand, KeyCommand, UserCommand};
 use super::client::Client;
-use crate::api::keys::NewCredential;
+use super::output::Output;
+use super::password::read_password;
+use super::table::{when, Table};
+use crate::api::keys::{KeyView, NewCredential};
 use crate::api::users::{NewPassword, NewUser};
 
 /// Runs a `key` command; `create` prints only the secret.
-pub async fn key(client: &Client, command: KeyCommand, out: &mut impl Write) -> Result<()> {
+pub async fn key(client: &Client, command: KeyCommand, out: &mut Output) -> Result<()> {
     match command {
-        KeyCommand::Create { name, scopes } => {
+        KeyCommand::Create {
+            name,
+            scopes,
+            expires,
+        } => {
+            let expires_at = expires.map(crate::links::TimeInput::Text);
             let created = client
                 .create_key(&NewCredential {
                     name,
                     scopes,
-                    expires_at: None,
+                    expires_at,
                 })
                 .await?;
-            writeln!(out, "{}", created.secret)?;
-        }
-        KeyCommand::List => {
-            writeln!(out, "ID\tNAME\tPREFIX\tSCOPES\tSTATUS")?;
-            for k in client.keys().await?.keys {
-                writeln!(
-                    out,
-                    "{}\t{}\tslk_{}\t{}\t{}",
-                    k.id,
-                    k.name,
-                    k.prefix,
-                    k.scopes.join(","),
-                    status(k.revoked_at)
-                )?;
+            if out.json {
+                out.print_json(&created)?;
+            } else {
+                writeln!(out, "{}", created.secret)?;
             }
         }
-        KeyCommand::Revoke { id } => {
+        KeyCommand::List => {
+            let keys = client.keys().await?;
+            if out.json {
+                return out.print_json(&keys);
+            }
+            let mut t = Table::new(&["ID", "NAME", "PREFIX", "SCOPES", "STATUS", "CREATED"]);
+            for k in keys.keys {
+                t.row(vec![
+                    k.id.to_string(),
+                    k.name,
+                    format!("slk_{}", k.prefix),
+                    k.scopes.join(","),
+                    status(k.revoked_at).into(),
+                    when(Some(k.created_at)),
+                ]);
+            }
+            out.table(&t)?;
+        }
+        KeyCommand::Revoke { key } => {
+            let id = key_id(client, &key).await?;
             client.revoke_key(id).await?;
-            eprintln!("revoked key {id}");
+            if out.json {
+                out.print_json(&json!({ "revoked": id }))?;
+            } else {
+                eprintln!("revoked key {id}");
+            }
         }
     }
     Ok(())
 }
 
+/// The id of the key named by `key`: a numeric id, or a prefix as `key
+/// list` shows it (with or without `slk_`), which must match one key.
+async fn key_id(client: &Client, key: &str) -> Result<i64> {
+    if let Ok(id) = key.parse::<i64>() {
+        return Ok(id);
+    }
+    let prefix = key.strip_prefix("slk_").unwrap_or(key);
+    if prefix.is_empty() {
+        bail!("no key given: pass an id or a prefix (see `key list`)");
+    }
+    let keys = client.keys().await?.keys;
+    let found: Vec<&KeyView> = keys
+        .iter()
+        .filter(|k| k.prefix.starts_with(prefix) || prefix.starts_with(&k.prefix))
+        .collect();
+    match found.as_slice() {
+        [k] => Ok(k.id),
+        [] => bail!("no key has the prefix {key:?} (see `key list`)"),
+        many => {
+            let ids: Vec<String> = many.iter().map(|k| k.id.to_string()).collect();
+            bail!(
+                "the prefix {key:?} matches keys {}; give more of it or an id",
+                ids.join(", ")
+            )
+        }
+    }
+}
+
 /// Runs an `app` command; `create` prints `app_id=` and `secret=` lines.
-pub async fn app(client: &Client, command: AppCommand, out: &mut impl Write) -> Result<()> {
+pub async fn app(client: &Client, command: AppCommand, out: &mut Output) -> Result<()> {
     match command {
         AppCommand::Create { name, scopes } => {
             let created = client
@@ -55,50 +105,70 @@ pub async fn app(client: &Client, command: AppCommand, out: &mut impl Write) -> 
                     expires_at: None,
                 })
                 .await?;
-            writeln!(out, "app_id={}", created.app.app_id)?;
-            writeln!(out, "secret={}", created.secret)?;
+            if out.json {
+                out.print_json(&created)?;
+            } else {
+                writeln!(out, "app_id={}", created.app.app_id)?;
+                writeln!(out, "secret={}", created.secret)?;
+            }
         }
         AppCommand::List => {
-            writeln!(out, "ID\tAPP_ID\tNAME\tSCOPES\tSTATUS")?;
-            for a in client.apps().await?.apps {
-                writeln!(
-                    out,
-                    "{}\t{}\t{}\t{}\t{}",
-                    a.id,
+            let apps = client.apps().await?;
+            if out.json {
+                return out.print_json(&apps);
+            }
+            let mut t = Table::new(&["ID", "APP_ID", "NAME", "SCOPES", "STATUS", "CREATED"]);
+            for a in apps.apps {
+                t.row(vec![
+                    a.id.to_string(),
                     a.app_id,
                     a.name,
                     a.scopes.join(","),
-                    status(a.revoked_at)
-                )?;
+                    status(a.revoked_at).into(),
+                    when(Some(a.created_at)),
+                ]);
             }
+            out.table(&t)?;
         }
         AppCommand::Revoke { id } => {
             client.revoke_app(&id).await?;
-            eprintln!("revoked app {id}");
+            if out.json {
+                out.print_json(&json!({ "revoked": id }))?;
+            } else {
+                eprintln!("revoked app {id}");
+            }
         }
     }
     Ok(())
 }
 
-/// Runs a `user` command; the password comes from stdin.
-pub async fn user(client: &Client, command: UserCommand) -> Result<()> {
+/// Runs a `user` command; the password is prompted for or read from stdin.
+pub async fn user(client: &Client, command: UserCommand, out: &mut Output) -> Result<()> {
     match command {
         UserCommand::Add { name, .. } => {
             let password = read_password(&name)?;
-            client
+            let user = client
                 .add_user(&NewUser {
                     name: name.clone(),
                     password,
                 })
                 .await?;
-            eprintln!("added user {name}");
+            if out.json {
+                out.print_json(&user)?;
+            } else {
+                eprintln!("added user {name}");
+            }
         }
         UserCommand::Passwd { name, .. } => {
             let password = read_password(&name)?;
             client
                 .set_password(&name, &NewPassword { password })
                 .await?;
-            eprintln!("changed the password of {name}");
+            if out.json {
+                out.print_json(&json!({ "changed": name }))?;
+            } else {
+                eprintln!("changed the password of {name}");
+            }
         }
     }
     Ok(())
@@ -110,20 +180,4 @@ fn status(revoked_at: Option<i64>) -> &'static str {
         None => "active",
         Some(_) => "revoked",
     }
-}
-
-/// One line from stdin (prompted for on a terminal).
-fn read_password(name: &str) -> Result<String> {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        eprint!("password for {name}: ");
-        std::io::stderr().flush().ok();
-    }
-    let mut line = String::new();
-    stdin.lock().read_line(&mut line)?;
-    let pw = line.trim_end_matches(['\r', '\n']).to_string();
-    if pw.is_empty() {
-        bail!("no password on stdin");
-    }
-    Ok(pw)
 }

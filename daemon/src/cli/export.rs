@@ -1,10 +1,13 @@
-//! `export`: every link to a CSV file that `import` reads back.
+//! `export`: every link to a CSV file (or stdout, `-`) that `import`
+//! reads back.
 
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
 use super::client::Client;
+use super::output::Output;
 use crate::api::links::ListParams;
 
 /// RFC 3339 of Unix seconds, empty when absent or out of range.
@@ -17,10 +20,18 @@ fn rfc3339(t: Option<i64>) -> String {
         .unwrap_or_default()
 }
 
-/// Writes every link to `file`, a page of 1,000 at a time.
-pub async fn export(client: &Client, file: &Path) -> Result<()> {
-    let mut w = csv::Writer::from_path(file)
-        .with_context(|| format!("cannot create {}", file.display()))?;
+/// Writes every link to `file` (stdout when it is `-`), a page of 1,000
+/// at a time.
+pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()> {
+    let sink: Box<dyn Write + '_> = if file == Path::new("-") {
+        Box::new(out)
+    } else {
+        Box::new(
+            std::fs::File::create(file)
+                .with_context(|| format!("cannot create {}", file.display()))?,
+        )
+    };
+    let mut w = csv::Writer::from_writer(sink);
     w.write_record([
         "code",
         "url",
@@ -29,6 +40,13 @@ pub async fn export(client: &Client, file: &Path) -> Result<()> {
         "tags",
         "clicks",
         "created_at",
+        "redirect",
+        "max_visits",
+        "disabled",
+        "target_desktop",
+        "target_mobile",
+        "target_ios",
+        "target_android",
     ])?;
     let mut cursor: Option<String> = None;
     let mut n = 0usize;
@@ -50,6 +68,13 @@ pub async fn export(client: &Client, file: &Path) -> Result<()> {
                 &l.tags.join(","),
                 &l.clicks.to_string(),
                 &rfc3339(Some(l.created_at)),
+                &l.redirect.map(|r| r.to_string()).unwrap_or_default(),
+                &l.max_visits.map(|m| m.to_string()).unwrap_or_default(),
+                if l.disabled { "true" } else { "" },
+                l.targets.desktop.as_deref().unwrap_or(""),
+                l.targets.mobile.as_deref().unwrap_or(""),
+                l.targets.ios.as_deref().unwrap_or(""),
+                l.targets.android.as_deref().unwrap_or(""),
             ])?;
             n += 1;
         }
@@ -59,6 +84,7 @@ pub async fn export(client: &Client, file: &Path) -> Result<()> {
         }
     }
     w.flush()?;
+    drop(w);
     eprintln!("exported {n} links to {}", file.display());
     Ok(())
 }

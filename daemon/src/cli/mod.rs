@@ -12,8 +12,12 @@ mod credentials;
 mod export;
 mod import;
 mod links;
+mod output;
+mod password;
 mod serve;
 pub mod settings;
+mod stats;
+mod table;
 
 use std::process::ExitCode;
 
@@ -51,6 +55,7 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
         Command::Serve => None,
         Command::Admin(command) => Some(command),
     };
+    let json = cli.json;
     let config = cli.settings.load()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -64,39 +69,43 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
     if std::env::var_os("RUST_LOG").is_some() {
         serve::init_logging(config.log_json);
     }
-    rt.block_on(admin(config, command))
+    rt.block_on(admin(config, command, json))
 }
 
 /// Runs one admin command through a client made for it.
-async fn admin(config: Config, command: AdminCommand) -> Result<ExitCode> {
+async fn admin(config: Config, command: AdminCommand, json: bool) -> Result<ExitCode> {
     let client = Client::connect(&config).await?;
-    let result = dispatch(&client, command).await;
+    let result = dispatch(&client, command, &mut output::Output::stdout(json)).await;
     client.close().await;
     result
 }
 
-async fn dispatch(client: &Client, command: AdminCommand) -> Result<ExitCode> {
-    let out = &mut std::io::stdout().lock();
+async fn dispatch(
+    client: &Client,
+    command: AdminCommand,
+    out: &mut output::Output,
+) -> Result<ExitCode> {
     match command {
         AdminCommand::Key(c) => credentials::key(client, c, out).await?,
         AdminCommand::App(c) => credentials::app(client, c, out).await?,
-        AdminCommand::User(c) => credentials::user(client, c).await?,
+        AdminCommand::User(c) => credentials::user(client, c, out).await?,
         AdminCommand::Link(c) => links::link(client, c, out).await?,
         AdminCommand::Stats {
             code,
             from,
             to,
             granularity,
+            series,
         } => {
             let params = StatsParams {
                 from,
                 to,
                 granularity: Some(granularity),
             };
-            links::stats(client, &code, params, out).await?
+            stats::stats(client, &code, params, series, out).await?
         }
-        AdminCommand::Import { file } => return import::import(client, &file).await,
-        AdminCommand::Export { file } => export::export(client, &file).await?,
+        AdminCommand::Import { file } => return import::import(client, &file, out).await,
+        AdminCommand::Export { file } => export::export(client, &file, out).await?,
     }
     Ok(ExitCode::SUCCESS)
 }
