@@ -142,4 +142,10 @@ async fn bad_list_queries_name_the_parameter() {
         assert_eq!(v["error"]["code"], code, "{query}: {v}");
         assert_eq!(v["error"]["field"], field, "{query}: {v}");
     }
+    let (_, v) = d.req("GET", "/api/v1/links?bogus=1", None).await;
+    let detail = v["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("bogus") && detail.contains("sort") && detail.contains("limit"),
+        "an unknown parameter lists every known one: {v}"
+    );
 }
