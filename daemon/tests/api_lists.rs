@@ -149,3 +149,41 @@ async fn bad_list_queries_name_the_parameter() {
         "an unknown parameter lists every known one: {v}"
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_every_list_parameter() {
+    let d = Daemon::start().await;
+    let (s, doc) = d.req("GET", "/api/v1/openapi.json", None).await;
+    assert_eq!(s, 200);
+    let params = doc["paths"]["/api/v1/links"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let find = |name: &str| {
+        params
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no parameter {name}"))
+    };
+    for name in [
+        "limit",
+        "cursor",
+        "q",
+        "tag",
+        "sort",
+        "order",
+        "tags_mode",
+        "state",
+        "created_after",
+        "created_before",
+    ] {
+        let p = find(name);
+        assert_eq!(p["in"], "query", "{p}");
+        assert!(
+            !p["description"].as_str().unwrap_or_default().is_empty(),
+            "{p}"
+        );
+    }
+    assert_eq!(find("tag")["schema"]["type"], "array", "{}", find("tag"));
+    let sorts = &find("sort")["schema"];
+    assert!(sorts.to_string().contains("expires"), "{sorts}");
+}

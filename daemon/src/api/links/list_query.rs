@@ -97,7 +97,8 @@ pub struct ListFilters {
     #[param(inline)]
     pub tags_mode: Option<TagsMode>,
     /// Only links in this state now: `active`, `disabled`, `expired`,
-    /// `exhausted`.
+    /// `exhausted` (judged by the clicks written to the store, which trail
+    /// `clicks` by at most one flush).
     #[param(inline)]
     pub state: Option<StateParam>,
     /// Only links created at or after this time: Unix seconds or RFC 3339.
