@@ -1,4 +1,4 @@
-//! Every error the API returns is JSON with a stable code: wrong methods,
+//! Every error the API returns is problem JSON with a stable code: wrong methods,
 //! signed requests far outside the time window, visit limits out of range.
 
 mod common;
@@ -32,7 +32,7 @@ async fn a_wrong_method_is_json_with_an_allow_header() {
         let mut want: Vec<&str> = allow.split(',').collect();
         want.sort_unstable();
         assert_eq!(got, want, "{method} {path}");
-        assert_eq!(h["content-type"], "application/json");
+        assert_eq!(h["content-type"], "application/problem+json");
     }
 }
 
@@ -176,7 +176,10 @@ async fn axum_rejections_are_json_too() {
     ] {
         let (s, h, v) = d.req_with(method, path, &[("x-api-key", &key)], None).await;
         assert!((400..500).contains(&s), "{method} {path}: {s} {v}");
-        assert_eq!(h["content-type"], "application/json", "{method} {path}");
+        assert_eq!(
+            h["content-type"], "application/problem+json",
+            "{method} {path}"
+        );
         let code = v["error"]["code"].as_str().unwrap_or_default();
         assert!(!code.is_empty(), "{method} {path}: {v}");
         let message = v["error"]["message"].as_str().unwrap_or_default();

@@ -1,5 +1,11 @@
-//! HTTP errors: JSON `{"error": {"code", "message", "field"}}` with a stable
-//! `code` per failure.
+//! HTTP errors: RFC 9457 problem details (`application/problem+json`) with
+//! a stable `code` per failure.
+//!
+//! The `type` of a problem is `https://shortlink.dev/errors/{code}` (one URI
+//! per stable code, so clients may switch on either), `title` is the
+//! status's reason phrase, `detail` the readable message. The older
+//! `{"error": {"code", "message", "field"}}` member is kept beside them for
+//! clients written before problem details.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -15,10 +21,52 @@ use utoipa::ToSchema;
 use crate::links::LinkError;
 use crate::store::StoreError;
 
-/// The error envelope every failing endpoint returns.
+/// Media type of every error reply (RFC 9457).
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// Prefix of the `type` URI of a problem; the stable code follows it.
+pub const PROBLEM_TYPE_BASE: &str = "https://shortlink.dev/errors/";
+
+/// The problem details (RFC 9457) every failing endpoint returns, sent as
+/// `application/problem+json`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
+    /// `https://shortlink.dev/errors/{code}`: names the kind of problem.
+    #[serde(rename = "type", default)]
+    pub problem_type: String,
+    /// The HTTP status's reason phrase, e.g. `Conflict`.
+    #[serde(default)]
+    pub title: String,
+    /// The HTTP status code, repeated for clients that only see the body.
+    #[serde(default)]
+    pub status: u16,
+    /// Human-readable explanation of this occurrence (same as `error.message`).
+    #[serde(default)]
+    pub detail: String,
+    /// Stable machine-readable code (same as `error.code`).
+    #[serde(default)]
+    pub code: String,
+    /// The request field at fault, when there is one (same as `error.field`).
+    #[serde(default)]
+    pub field: Option<String>,
+    /// The same code, message and field as before problem details, kept for
+    /// existing clients.
     pub error: ErrorDetail,
+}
+
+impl ErrorBody {
+    /// The problem document of an error with `status` and `detail`.
+    pub fn new(status: StatusCode, detail: ErrorDetail) -> Self {
+        Self {
+            problem_type: format!("{PROBLEM_TYPE_BASE}{}", detail.code),
+            title: status.canonical_reason().unwrap_or("Error").to_string(),
+            status: status.as_u16(),
+            detail: detail.message.clone(),
+            code: detail.code.clone(),
+            field: detail.field.clone(),
+            error: detail,
+        }
+    }
 }
 
 /// What went wrong.
@@ -73,11 +121,11 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
+        let body = ErrorBody::new(self.status, self.detail());
         (
             self.status,
-            Json(ErrorBody {
-                error: self.detail(),
-            }),
+            [(header::CONTENT_TYPE, PROBLEM_JSON)],
+            Json(body),
         )
             .into_response()
     }
@@ -247,16 +295,16 @@ fn code_for_status(status: StatusCode) -> &'static str {
     }
 }
 
-/// Middleware: an error reply that is not JSON yet (axum's plain-text
-/// rejections) becomes the JSON envelope, its text the message, so every
-/// error of the API has a stable code. Headers such as `Allow` are kept.
+/// Middleware: an error reply that is not a problem document yet (axum's
+/// plain-text rejections) becomes one, its text the detail, so every error
+/// of the API has a stable code. Headers such as `Allow` are kept.
 pub async fn json_errors(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let is_json = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+        .is_some_and(|v| v.starts_with(PROBLEM_JSON));
     let status = resp.status();
     if is_json || !(status.is_client_error() || status.is_server_error()) {
         return resp;

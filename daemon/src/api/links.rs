@@ -1,18 +1,21 @@
 //! `/api/v1/links`: create (single and batch), read, list, edit, delete.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, ErrorDetail};
+use super::error::{ApiError, ApiJson, ErrorBody, ErrorDetail};
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::base_url;
 use crate::links::{self, CreateLink, Created, LinkError, LinkView, UpdateLink};
-use crate::store::links::ListQuery;
+
+mod list_query;
+
+pub use list_query::{ListFilters, ListParams, OrderParam, SortParam, StateParam, TagsMode};
 
 /// Largest page of `GET /api/v1/links`.
 pub const MAX_PAGE: u32 = 1000;
@@ -196,36 +199,22 @@ pub async fn create_batch(
     Ok(Json(out))
 }
 
-/// Query of `GET /api/v1/links`.
-#[derive(Debug, Serialize, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct ListParams {
-    /// Page size, 1 to 1000 (default 50).
-    pub limit: Option<u32>,
-    /// `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-    /// Substring of the URL or alias, or a generated code.
-    pub q: Option<String>,
-    /// Only links with this tag.
-    pub tag: Option<String>,
-}
-
-/// A page of links, newest first.
+/// A page of links in the asked order.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LinkPage {
     /// Up to `limit` links.
     pub links: Vec<LinkView>,
     /// Pass as `cursor` for the next page; absent on the last page.
     pub next_cursor: Option<String>,
-    /// Links matching the filter across every page.
+    /// Links matching the filters across every page.
     pub total: u64,
 }
 
-/// Lists links, newest first, with cursor pagination.
+/// Lists links, newest first unless `sort`/`order` say otherwise, with
+/// cursor pagination and filters.
 #[utoipa::path(
     get, path = "/api/v1/links", operation_id = "list_links", tag = "links",
-    params(ListParams, ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
+    params(ListParams, ListFilters, ("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs")),
     responses(
         (status = 200, description = "A page of links", body = LinkPage),
         (status = 400, description = "Bad query (`invalid_query`, `invalid_cursor`)", body = ErrorBody),
@@ -239,42 +228,15 @@ pub async fn list(
     State(app): State<SharedApp>,
     Extension(p): Extension<Principal>,
     headers: HeaderMap,
-    ApiQuery(q): ApiQuery<ListParams>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Json<LinkPage>, ApiError> {
     p.require(Scope::LinksRead)?;
-    let limit = q.limit.unwrap_or(50);
-    if limit == 0 || limit > MAX_PAGE {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_query",
-            format!("limit must be between 1 and {MAX_PAGE}"),
-        )
-        .field("limit"));
-    }
-    let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
-        None => None,
-        Some(c) => Some(c.parse::<u64>().map_err(|_| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_cursor",
-                "cursor is not one this API returned",
-            )
-            .field("cursor")
-        })?),
-    };
-    let page = app
-        .links()
-        .list(ListQuery {
-            limit,
-            before,
-            q: q.q.filter(|s| !s.is_empty()),
-            code_id: None,
-            tag: q.tag.filter(|s| !s.is_empty()),
-        })
-        .await?;
-    let next_cursor = (page.links.len() == limit as usize)
-        .then(|| page.links.last().map(|l| l.id.to_string()))
-        .flatten();
+    let query = list_query::parse(raw.as_deref().unwrap_or(""))?;
+    let (sort, ascending) = (query.sort, query.ascending);
+    let page = app.links().list(query).await?;
+    let next_cursor = page
+        .next
+        .map(|position| links::list::cursor(sort, ascending, position));
     let base = base(&app, &headers);
     Ok(Json(LinkPage {
         links: page

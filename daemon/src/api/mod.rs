@@ -18,6 +18,7 @@ pub mod stats;
 pub mod users;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderName, HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{delete, get, post, put};
@@ -105,6 +106,43 @@ fn finish(app: SharedApp, routes: Router<SharedApp>) -> Router {
         .with_state(app)
 }
 
+/// CORS for browser clients of the configured origins (`cors_origins`);
+/// none configured: no CORS headers at all. Preflights are answered here,
+/// before authentication, as browsers send them without credentials.
+fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    // Config::validate has checked each is an origin (a valid header value).
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods([
+                Method::GET,
+                Method::HEAD,
+                Method::POST,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+            ])
+            .allow_headers([
+                HeaderName::from_static("x-api-key"),
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                HeaderName::from_static("x-app-id"),
+                HeaderName::from_static("x-timestamp"),
+                HeaderName::from_static("x-signature"),
+            ])
+            .expose_headers([header::LOCATION])
+            .max_age(std::time::Duration::from_secs(600)),
+    )
+}
+
 /// The public API: keys or signatures required, except for health.
 pub fn router(app: SharedApp) -> Router {
     let routes = protected(&app)
@@ -113,7 +151,12 @@ pub fn router(app: SharedApp) -> Router {
             auth::authenticate,
         ))
         .merge(public(&app));
-    finish(app, routes)
+    let cors = cors(&app.config.cors_origins);
+    let api = finish(app, routes);
+    match cors {
+        Some(cors) => api.layer(cors),
+        None => api,
+    }
 }
 
 /// The API for the local CLI on the owner-only control socket (plus the

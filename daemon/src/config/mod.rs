@@ -112,6 +112,10 @@ pub struct Config {
     /// More aliases to refuse besides api, admin, metrics (comma-separated).
     #[arg(long, env = "SHORTLINKD_RESERVED_ALIASES", value_delimiter = ',')]
     pub reserved_aliases: Vec<String>,
+    /// Browser origins allowed to call the API (CORS), such as
+    /// https://app.example.com (comma-separated); none: CORS off.
+    #[arg(long, env = "SHORTLINKD_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
     /// Log JSON lines.
     // A value that can be absent, unlike a plain switch (whose implied
     // `false` would always override the file).
@@ -164,6 +168,7 @@ impl Default for Config {
             default_ttl: None,
             targets: Targets::default(),
             reserved_aliases: Vec::new(),
+            cors_origins: Vec::new(),
             log_json: false,
             segments_in_memory: 2,
             spool_interval: 5,
@@ -251,6 +256,12 @@ impl Config {
         if self.targets.max_len == 0 {
             return invalid("targets.max_len", "must be positive".into());
         }
+        if let Some(bad) = self.cors_origins.iter().find(|o| !is_origin(o)) {
+            return invalid(
+                "cors_origins",
+                format!("\"{bad}\" is not an origin such as https://app.example.com (scheme, host and port only)"),
+            );
+        }
         Ok(())
     }
 
@@ -302,6 +313,14 @@ impl Config {
     }
 }
 
+/// Whether `text` is a browser origin exactly as browsers send it in
+/// `Origin`: scheme, host and optional port, no path or trailing slash.
+fn is_origin(text: &str) -> bool {
+    url::Url::parse(text).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.origin().ascii_serialization() == text
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,6 +357,36 @@ mod tests {
         let config = Config::load(Some(&path), &given(&[])).unwrap();
         assert_eq!(config.reserved_aliases, vec!["static", "login"]);
         assert_eq!(config.targets.block_hosts, vec!["evil.example"]);
+    }
+
+    #[test]
+    fn cors_origins_from_file_and_flags_must_be_origins() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "cors_origins = [\"https://app.example\"]\n").unwrap();
+        let config = Config::load(Some(&path), &given(&[])).unwrap();
+        assert_eq!(config.cors_origins, vec!["https://app.example"]);
+        let flags = ["--cors-origins=http://localhost:3000,https://b.example"];
+        let config = Config::load(Some(&path), &given(&flags)).unwrap();
+        assert_eq!(
+            config.cors_origins,
+            vec!["http://localhost:3000", "https://b.example"]
+        );
+        assert!(
+            Config::default().cors_origins.is_empty(),
+            "CORS is off by default"
+        );
+        for bad in [
+            "https://app.example/",
+            "app.example",
+            "https://a.example/x",
+            "*",
+        ] {
+            let err = Config::load(None, &given(&["--cors-origins", bad]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("cors_origins") && err.contains(bad), "{err}");
+        }
     }
 
     #[test]

@@ -1,24 +1,84 @@
-//! Listing links: one page (newest first, every acknowledged click in its
-//! totals) and how many match in all. A search text that is a generated
+//! Listing links: one page (in the asked order, every acknowledged click in
+//! its totals) and how many match in all. A search text that is a generated
 //! code also finds the link behind it.
+//!
+//! The cursor of a page is the position of its last link. Newest first (the
+//! default) it is that link's id, as it always was; in any other order it is
+//! `{sort}.{order}.{key}.{id}`, opaque to clients, so a page starts right
+//! after the previous one even while links are added.
 
 use super::ops::Links;
 use super::LinkError;
 use crate::codes::{self, CodeRef};
-use crate::store::links::{self as table, Link, ListQuery};
+use crate::store::links::{self as table, Link, ListQuery, ListSort};
+use crate::store::unix_now;
 
 /// A page of links and the number of links matching the same filter.
 #[derive(Debug, Clone)]
 pub struct Page {
-    /// Up to `limit` links, newest first.
+    /// Up to `limit` links, in the query's order.
     pub links: Vec<Link>,
     /// Matching links across every page.
     pub total: u64,
+    /// Where the next page starts when this one is full: the last link's
+    /// `(sort key, id)` by the stored counts.
+    pub next: Option<(i64, u64)>,
+}
+
+/// The name of a sort in cursors and queries.
+pub fn sort_name(sort: ListSort) -> &'static str {
+    match sort {
+        ListSort::Created => "created",
+        ListSort::Clicks => "clicks",
+        ListSort::Expires => "expires",
+    }
+}
+
+/// The cursor text of a page position in `sort` and direction.
+pub fn cursor(sort: ListSort, ascending: bool, (key, id): (i64, u64)) -> String {
+    if sort == ListSort::Created && !ascending {
+        return id.to_string();
+    }
+    let order = if ascending { "asc" } else { "desc" };
+    format!("{}.{order}.{key}.{id}", sort_name(sort))
+}
+
+/// The page position of a [`cursor`], which must be one of the same sort
+/// and direction.
+pub fn parse_cursor(text: &str, sort: ListSort, ascending: bool) -> Result<(i64, u64), String> {
+    let position = if let Ok(id) = text.parse::<u64>() {
+        Some((
+            (sort == ListSort::Created && !ascending).then_some(id as i64),
+            id,
+        ))
+    } else {
+        match text.split('.').collect::<Vec<_>>()[..] {
+            [s, order, key, id]
+                if s == sort_name(sort) && order == if ascending { "asc" } else { "desc" } =>
+            {
+                match (key.parse::<i64>(), id.parse::<u64>()) {
+                    (Ok(key), Ok(id)) => Some((Some(key), id)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    };
+    match position {
+        Some((Some(key), id)) => Ok((key, id)),
+        _ => Err(format!(
+            "cursor \"{text}\" is not one this API returned for sort={} and order={}",
+            sort_name(sort),
+            if ascending { "asc" } else { "desc" }
+        )),
+    }
 }
 
 impl Links<'_> {
-    /// One page of links matching `query`, and their total.
+    /// One page of links matching `query`, and their total. The state
+    /// filter is judged now.
     pub async fn list(&self, mut query: ListQuery) -> Result<Page, LinkError> {
+        query.now = unix_now();
         query.code_id =
             query
                 .q
@@ -31,10 +91,44 @@ impl Links<'_> {
             .store
             .read_counted(move |c, clicks| {
                 let mut links = table::list(c, &query)?;
+                let next = (links.len() == query.limit as usize)
+                    .then(|| links.last().map(|l| (query.sort.key(l), l.id)))
+                    .flatten();
                 links.iter_mut().for_each(|l| clicks.apply(l));
                 let total = table::count_matching(c, &query)?;
-                Ok(Page { links, total })
+                Ok(Page { links, total, next })
             })
             .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_belong_to_their_order() {
+        for (sort, asc, position) in [
+            (ListSort::Created, false, (7, 7)),
+            (ListSort::Created, true, (7, 7)),
+            (ListSort::Clicks, false, (42, 7)),
+            (ListSort::Expires, true, (i64::MAX, 7)),
+        ] {
+            let c = cursor(sort, asc, position);
+            assert_eq!(parse_cursor(&c, sort, asc), Ok(position), "{c}");
+        }
+        assert_eq!(cursor(ListSort::Created, false, (7, 7)), "7");
+        assert_eq!(cursor(ListSort::Clicks, true, (-3, 7)), "clicks.asc.-3.7");
+        for (text, sort, asc) in [
+            ("7", ListSort::Clicks, false),
+            ("7", ListSort::Created, true),
+            ("clicks.desc.3.7", ListSort::Clicks, true),
+            ("clicks.desc.3.7", ListSort::Expires, false),
+            ("clicks.desc.x.7", ListSort::Clicks, false),
+            ("abc", ListSort::Created, false),
+        ] {
+            let e = parse_cursor(text, sort, asc).unwrap_err();
+            assert!(e.contains(text), "{e}");
+        }
     }
 }

@@ -5,6 +5,9 @@ use shortlink_core::ipc::DeviceTargets;
 
 use super::{changes, StoreError, StoreResult};
 
+mod list;
+pub use list::{count_matching, list, ListQuery, ListSort};
+
 /// A stored short link.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Link {
@@ -253,57 +256,6 @@ pub fn delete(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
     Ok(Some(link))
 }
 
-/// Filters and page position for [`list`].
-#[derive(Debug, Clone, Default)]
-pub struct ListQuery {
-    /// Page size.
-    pub limit: u32,
-    /// Only ids below this (the previous page's last id): newest first.
-    pub before: Option<u64>,
-    /// Substring of the URL or alias.
-    pub q: Option<String>,
-    /// The id `q` decodes to when it is a generated code: that link
-    /// matches too.
-    pub code_id: Option<u64>,
-    /// Only links carrying this tag.
-    pub tag: Option<String>,
-}
-
-/// The filter of [`list`] and [`count_matching`] (`?1` the search text,
-/// `?2` the tag, `?3` the id of a searched code).
-const MATCHING: &str = "(?1 IS NULL OR instr(url, ?1) > 0 OR instr(alias, ?1) > 0 OR id = ?3) \
-     AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?2))";
-
-/// One page of links, newest first.
-pub fn list(conn: &Connection, query: &ListQuery) -> StoreResult<Vec<Link>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM links WHERE {MATCHING} AND (?4 IS NULL OR id < ?4) \
-         ORDER BY id DESC LIMIT ?5"
-    );
-    let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(
-        params![
-            query.q,
-            query.tag,
-            query.code_id.map(|i| i as i64),
-            query.before.map(|b| b as i64),
-            query.limit as i64
-        ],
-        from_row,
-    )?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// How many links match the filter of `query` (all pages).
-pub fn count_matching(conn: &Connection, query: &ListQuery) -> StoreResult<u64> {
-    let sql = format!("SELECT count(*) FROM links WHERE {MATCHING}");
-    let n: i64 = conn.prepare_cached(&sql)?.query_row(
-        params![query.q, query.tag, query.code_id.map(|i| i as i64)],
-        |r| r.get(0),
-    )?;
-    Ok(n as u64)
-}
-
 /// Every alias, for the edge's alias set.
 pub fn all_aliases(conn: &Connection) -> StoreResult<Vec<String>> {
     let mut st = conn.prepare_cached("SELECT alias FROM links WHERE alias IS NOT NULL")?;
@@ -446,7 +398,7 @@ mod tests {
                     c,
                     &ListQuery {
                         limit: 1,
-                        tag: Some("news".into()),
+                        tags: vec!["news".into()],
                         ..Default::default()
                     },
                 )
@@ -460,7 +412,7 @@ mod tests {
                     c,
                     &ListQuery {
                         limit: 10,
-                        before: Some(11),
+                        after: Some((11, 11)),
                         ..Default::default()
                     },
                 )

@@ -58,10 +58,10 @@ pub async fn list(
         .links()
         .list(ListQuery {
             limit: PAGE_SIZE + 1,
-            before: p.before,
+            after: p.before.map(|id| (id as i64, id)),
             q: (!q.is_empty()).then(|| q.clone()),
-            code_id: None,
-            tag: (!tag.is_empty()).then(|| tag.clone()),
+            tags: (!tag.is_empty()).then(|| tag.clone()).into_iter().collect(),
+            ..ListQuery::default()
         })
         .await?;
     let (total, mut page) = (found.total, found.links);
