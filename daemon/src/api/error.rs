@@ -295,16 +295,18 @@ fn code_for_status(status: StatusCode) -> &'static str {
     }
 }
 
-/// Middleware: an error reply that is not a problem document yet (axum's
-/// plain-text rejections) becomes one, its text the detail, so every error
-/// of the API has a stable code. Headers such as `Allow` are kept.
+/// Middleware: an error reply that is not JSON (axum's plain-text
+/// rejections) becomes a problem document, its text the detail, so every
+/// error of the API has a stable code. Headers such as `Allow` are kept; a
+/// handler's own JSON reply with an error status (the health check's 503)
+/// is left as it is.
 pub async fn json_errors(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let is_json = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(PROBLEM_JSON));
+        .is_some_and(|v| v.starts_with(PROBLEM_JSON) || v.starts_with("application/json"));
     let status = resp.status();
     if is_json || !(status.is_client_error() || status.is_server_error()) {
         return resp;

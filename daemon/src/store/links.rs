@@ -5,6 +5,17 @@ use shortlink_core::ipc::DeviceTargets;
 
 use super::{changes, StoreError, StoreResult};
 
+/// [`Link::state`] as an SQL expression (a literal, so queries can
+/// `concat!` it): disabled, then expired at `:now`, then exhausted.
+macro_rules! state_sql {
+    () => {
+        "CASE WHEN disabled THEN 'disabled' \
+         WHEN expires_at IS NOT NULL AND expires_at <= :now THEN 'expired' \
+         WHEN max_visits IS NOT NULL AND clicks - bot_clicks >= max_visits THEN 'exhausted' \
+         ELSE 'active' END"
+    };
+}
+
 mod list;
 pub use list::{count_matching, list, ListQuery, ListSort};
 
@@ -270,10 +281,7 @@ pub fn count(conn: &Connection) -> StoreResult<u64> {
 
 /// [`Link::state`] as SQL, at the Unix time bound to `:now` (clicks as of
 /// the last fold).
-pub const STATE_SQL: &str = "CASE WHEN disabled THEN 'disabled' \
-     WHEN expires_at IS NOT NULL AND expires_at <= :now THEN 'expired' \
-     WHEN max_visits IS NOT NULL AND clicks - bot_clicks >= max_visits THEN 'exhausted' \
-     ELSE 'active' END";
+pub const STATE_SQL: &str = state_sql!();
 
 /// How many links are in each state at `now`: `(state, count)`, only the
 /// states that occur.

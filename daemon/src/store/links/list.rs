@@ -74,19 +74,19 @@ pub struct ListQuery {
 
 /// The filter of [`list`] and [`count_matching`]. The state is
 /// [`Link::state`] in SQL: disabled, then expired, then exhausted.
-const MATCHING: &str = "(:q IS NULL OR instr(url, :q) > 0 OR instr(alias, :q) > 0 OR id = :code_id) \
+const MATCHING: &str = concat!(
+    "(:q IS NULL OR instr(url, :q) > 0 OR instr(alias, :q) > 0 OR id = :code_id) \
      AND (:tags IS NULL OR CASE WHEN :all_tags \
        THEN (SELECT count(DISTINCT t.value) FROM json_each(links.tags) AS t \
              WHERE t.value IN (SELECT w.value FROM json_each(:tags) AS w)) = json_array_length(:tags) \
        ELSE EXISTS (SELECT 1 FROM json_each(links.tags) AS t \
              WHERE t.value IN (SELECT w.value FROM json_each(:tags) AS w)) END) \
-     AND (:state IS NULL OR :state = CASE \
-       WHEN disabled THEN 'disabled' \
-       WHEN expires_at IS NOT NULL AND expires_at <= :now THEN 'expired' \
-       WHEN max_visits IS NOT NULL AND clicks - bot_clicks >= max_visits THEN 'exhausted' \
-       ELSE 'active' END) \
+     AND (:state IS NULL OR :state = ",
+    state_sql!(),
+    ") \
      AND (:created_after IS NULL OR created_at >= :created_after) \
-     AND (:created_before IS NULL OR created_at < :created_before)";
+     AND (:created_before IS NULL OR created_at < :created_before)"
+);
 
 /// The values of [`MATCHING`]'s parameters.
 struct Filter {
