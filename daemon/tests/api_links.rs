@@ -569,6 +569,15 @@ async fn health_and_openapi() {
         assert!(schemas.contains_key(s), "schema {s} missing");
     }
     assert!(paths["/api/v1/links"]["post"]["responses"]["409"].is_object());
+    // Errors are documented as the problem documents they are.
+    let conflict = &paths["/api/v1/links"]["post"]["responses"]["409"]["content"];
+    assert!(
+        conflict["application/problem+json"].is_object(),
+        "{conflict}"
+    );
+    assert!(conflict.get("application/json").is_none(), "{conflict}");
+    let created = &paths["/api/v1/links"]["post"]["responses"]["201"]["content"];
+    assert!(created["application/json"].is_object(), "{created}");
 }
 
 /// The served OpenAPI document passes `openapi-spec-validator` (installed

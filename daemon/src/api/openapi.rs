@@ -4,8 +4,10 @@ use axum::Json;
 use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
 };
+use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
+use super::error::PROBLEM_JSON;
 use super::{error, health, keys, links, qr, stats, users};
 
 /// The whole API.
@@ -95,6 +97,25 @@ impl Modify for SecuritySchemes {
                 if let Some(security) = op.security.as_mut().filter(|s| !s.is_empty()) {
                     security.push(SecurityRequirement::new("bearer", Vec::<String>::new()));
                 }
+                problem_content(&mut op.responses);
+            }
+        }
+    }
+}
+
+/// Error replies are problem documents: their `ErrorBody` content is
+/// `application/problem+json`, as `error.rs` sends it.
+fn problem_content(responses: &mut utoipa::openapi::Responses) {
+    for (status, response) in responses.responses.iter_mut() {
+        let (false, RefOr::T(response)) = (status.starts_with(['1', '2', '3']), response) else {
+            continue;
+        };
+        let is_problem = response.content.get("application/json").is_some_and(
+            |c| matches!(&c.schema, Some(RefOr::Ref(r)) if r.ref_location.ends_with("/ErrorBody")),
+        );
+        if is_problem {
+            if let Some(content) = response.content.shift_remove("application/json") {
+                response.content.insert(PROBLEM_JSON.to_string(), content);
             }
         }
     }
