@@ -145,6 +145,35 @@ fn users_from_stdin() {
         "correct horse battery",
         &hash
     ));
+    // List (table and JSON) and delete.
+    let out = cli_in(
+        dir.path(),
+        &["user", "add", "carol"],
+        "carol's long password\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli_in(dir.path(), &["user", "list", "--json"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = list["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alice", "carol"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("argon2"));
+    let out = cli_in(dir.path(), &["user", "delete", "alice"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli_in(dir.path(), &["user", "list"], "");
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        table.contains("carol") && !table.contains("alice"),
+        "{table}"
+    );
+    let out = cli_in(dir.path(), &["user", "delete", "alice"], "");
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("404"), "{}", stderr(&out));
 }
 
 #[tokio::test]

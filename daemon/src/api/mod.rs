@@ -50,7 +50,8 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         .route("/api/v1/keys/{id}", delete(keys::revoke_key))
         .route("/api/v1/apps", post(keys::create_app).get(keys::list_apps))
         .route("/api/v1/apps/{app_id}", delete(keys::revoke_app))
-        .route("/api/v1/users", post(users::create))
+        .route("/api/v1/users", post(users::create).get(users::list))
+        .route("/api/v1/users/{name}", delete(users::delete))
         .route("/api/v1/users/{name}/password", put(users::set_password))
         .route("/api/v1/openapi.json", get(openapi::openapi_json));
     if app.config.metrics_auth {

@@ -110,6 +110,61 @@ pub async fn set_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Every admin UI user.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct UserList {
+    /// By name.
+    pub users: Vec<UserView>,
+}
+
+/// Lists the admin UI users.
+#[utoipa::path(
+    get, path = "/api/v1/users", operation_id = "list_users", tag = "users",
+    responses(
+        (status = 200, description = "Every user, by name", body = UserList),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `admin`", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn list(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+) -> Result<Json<UserList>, ApiError> {
+    let users = users::list(&app, &p).await?;
+    Ok(Json(UserList {
+        users: users
+            .into_iter()
+            .map(|a| UserView {
+                id: a.id,
+                name: a.name,
+                created_at: a.created_at,
+            })
+            .collect(),
+    }))
+}
+
+/// Deletes an admin UI user; their sessions end.
+#[utoipa::path(
+    delete, path = "/api/v1/users/{name}", operation_id = "delete_user", tag = "users",
+    params(("name" = String, Path, description = "Sign-in name")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `admin`", body = ErrorBody),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn delete(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    users::delete(&app, &p, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

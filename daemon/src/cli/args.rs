@@ -274,6 +274,13 @@ pub enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
     },
+    /// List users.
+    List,
+    /// Delete a user; their admin sessions end.
+    Delete {
+        /// The user's sign-in name.
+        name: String,
+    },
 }
 
 #[cfg(test)]

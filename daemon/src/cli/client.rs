@@ -19,7 +19,7 @@ use crate::api::import::ImportRequest;
 use crate::api::keys::{AppList, CreatedApp, CreatedKey, KeyList, NewCredential};
 use crate::api::links::{LinkPage, ListParams};
 use crate::api::stats::StatsParams;
-use crate::api::users::{NewPassword, NewUser, UserView};
+use crate::api::users::{NewPassword, NewUser, UserList, UserView};
 use crate::app::{App, SharedApp};
 use crate::config::Config;
 use crate::links::{CreateLink, ImportOutcome, ImportRow, LinkView};
@@ -204,6 +204,17 @@ impl Client {
     /// `POST /api/v1/users`.
     pub async fn add_user(&self, req: &NewUser) -> Result<UserView> {
         self.post("/api/v1/users", req).await
+    }
+
+    /// `GET /api/v1/users`.
+    pub async fn users(&self) -> Result<UserList> {
+        self.get("/api/v1/users").await
+    }
+
+    /// `DELETE /api/v1/users/{name}`.
+    pub async fn delete_user(&self, name: &str) -> Result<()> {
+        let path = format!("/api/v1/users/{}", enc(name));
+        self.send(Method::DELETE, &path, NO_BODY).await
     }
 
     /// `PUT /api/v1/users/{name}/password`.

@@ -159,6 +159,25 @@ pub async fn user(client: &Client, command: UserCommand, out: &mut Output) -> Re
                 eprintln!("added user {name}");
             }
         }
+        UserCommand::List => {
+            let users = client.users().await?;
+            if out.json {
+                return out.print_json(&users);
+            }
+            let mut t = Table::new(&["ID", "NAME", "CREATED"]);
+            for u in users.users {
+                t.row(vec![u.id.to_string(), u.name, when(Some(u.created_at))]);
+            }
+            out.table(&t)?;
+        }
+        UserCommand::Delete { name } => {
+            client.delete_user(&name).await?;
+            if out.json {
+                out.print_json(&json!({ "deleted": name }))?;
+            } else {
+                eprintln!("deleted user {name}");
+            }
+        }
         UserCommand::Passwd { name, .. } => {
             let password = read_password(&name)?;
             client

@@ -53,6 +53,31 @@ pub fn set_password(
     Ok(())
 }
 
+/// Every user, by name.
+pub fn list(conn: &Connection) -> StoreResult<Vec<User>> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, name, password_hash, created_at, updated_at FROM users ORDER BY name",
+    )?;
+    let rows = st.query_map([], |r| {
+        Ok(User {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            password_hash: r.get(2)?,
+            created_at: r.get(3)?,
+            updated_at: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Deletes a user; [`StoreError::NotFound`] when there is none.
+pub fn delete(conn: &Connection, name: &str) -> StoreResult<()> {
+    if conn.execute("DELETE FROM users WHERE name = ?1", [name])? == 0 {
+        return Err(StoreError::NotFound(format!("user \"{name}\"")));
+    }
+    Ok(())
+}
+
 /// The user with this name.
 pub fn by_name(conn: &Connection, name: &str) -> StoreResult<Option<User>> {
     Ok(conn

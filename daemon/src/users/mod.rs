@@ -134,6 +134,23 @@ pub async fn set_password(
     Ok(())
 }
 
+/// Every account, by name.
+pub async fn list(app: &App, by: &Principal) -> Result<Vec<Account>, UserError> {
+    by.require(Scope::Admin)?;
+    let all = app.store.read(users::list).await?;
+    Ok(all.iter().map(Account::from).collect())
+}
+
+/// Deletes an account; its admin sessions end at their next request (the
+/// session check finds no account).
+pub async fn delete(app: &App, by: &Principal, name: &str) -> Result<(), UserError> {
+    by.require(Scope::Admin)?;
+    let n = name.to_string();
+    app.store.write(move |c| users::delete(c, &n)).await?;
+    tracing::info!(user = %name, by = %by.who, "user deleted");
+    Ok(())
+}
+
 /// The account named `name`, if there is one.
 pub async fn find(app: &App, name: &str) -> Result<Option<Account>, UserError> {
     let n = name.to_string();
