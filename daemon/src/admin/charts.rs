@@ -94,6 +94,22 @@ pub fn bar_chart(title: &str, bars: &[Bar], label_every: usize) -> String {
     s
 }
 
+/// The chart of a daily series: "Clicks per day, last 30 days".
+pub fn daily_clicks(series: &[crate::stats::Point]) -> String {
+    let bars: Vec<Bar> = series
+        .iter()
+        .map(|p| {
+            let label = super::view::time(p.t);
+            Bar {
+                tick: label[5..10].to_string(),
+                label: label[..10].to_string(),
+                value: p.clicks,
+            }
+        })
+        .collect();
+    bar_chart("Clicks per day, last 30 days", &bars, 5)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use maud::html;
 
-use super::charts::{self, Bar};
+use super::charts;
 
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed};
@@ -34,19 +34,7 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
     let today_start = now - now.rem_euclid(DAY);
     let today = stats::site_query(app, Some(today_start), None, Granularity::Day, 0).await?;
     let month = stats::site_query(app, Some(now - 30 * DAY), None, Granularity::Day, TOP).await?;
-    let bars: Vec<Bar> = month
-        .series
-        .iter()
-        .map(|p| {
-            let label = view::time(p.t);
-            Bar {
-                tick: label[5..10].to_string(),
-                label: label[..10].to_string(),
-                value: p.clicks,
-            }
-        })
-        .collect();
-    let chart = charts::bar_chart("Clicks per day, last 30 days", &bars, 5);
+    let chart = charts::daily_clicks(&month.series);
     let flash = admin.sessions.take_flash(&a.token);
     Ok(view::layout(
         "Dashboard",

@@ -53,20 +53,22 @@ pub fn set_password(
     Ok(())
 }
 
+fn user_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+    Ok(User {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        password_hash: r.get(2)?,
+        created_at: r.get(3)?,
+        updated_at: r.get(4)?,
+    })
+}
+
 /// Every user, by name.
 pub fn list(conn: &Connection) -> StoreResult<Vec<User>> {
     let mut st = conn.prepare_cached(
         "SELECT id, name, password_hash, created_at, updated_at FROM users ORDER BY name",
     )?;
-    let rows = st.query_map([], |r| {
-        Ok(User {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            password_hash: r.get(2)?,
-            created_at: r.get(3)?,
-            updated_at: r.get(4)?,
-        })
-    })?;
+    let rows = st.query_map([], user_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -84,15 +86,7 @@ pub fn by_name(conn: &Connection, name: &str) -> StoreResult<Option<User>> {
         .query_row(
             "SELECT id, name, password_hash, created_at, updated_at FROM users WHERE name = ?1",
             [name],
-            |r| {
-                Ok(User {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    password_hash: r.get(2)?,
-                    created_at: r.get(3)?,
-                    updated_at: r.get(4)?,
-                })
-            },
+            user_row,
         )
         .optional()?)
 }

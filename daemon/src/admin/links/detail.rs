@@ -63,22 +63,6 @@ fn hourly_chart(s: &StatsView) -> String {
     charts::bar_chart("Clicks per hour, last 48 hours", &bars, 6)
 }
 
-fn daily_chart(s: &StatsView) -> String {
-    let bars: Vec<Bar> = s
-        .series
-        .iter()
-        .map(|p| {
-            let label = view::time(p.t);
-            Bar {
-                tick: label[5..10].to_string(),
-                label: label[..10].to_string(),
-                value: p.clicks,
-            }
-        })
-        .collect();
-    charts::bar_chart("Clicks per day, last 30 days", &bars, 5)
-}
-
 fn device_targets(l: &Link) -> Vec<(&'static str, &str)> {
     let t = &l.targets;
     [
@@ -218,7 +202,7 @@ pub(super) fn detail_page(
                 h3 { "Last 48 hours " span.hint { "(" (hourly.total) " clicks)" } }
                 div id="chart-hourly" { (view::raw_svg(hourly_chart(hourly))) }
                 h3 { "Last 30 days " span.hint { "(" (daily.total) " clicks)" } }
-                div id="chart-daily" { (view::raw_svg(daily_chart(daily))) }
+                div id="chart-daily" { (view::raw_svg(charts::daily_clicks(&daily.series))) }
             }
             h2 { "Breakdown, last 30 days" }
             (breakdown(daily))
