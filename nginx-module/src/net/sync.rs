@@ -82,7 +82,16 @@ impl DaemonLink {
             }
             Event::Position(p) => cache.set_position(p),
             Event::Reset => {
+                // A zone that never had a position holds only answers this
+                // daemon gave since the worker started (as before change
+                // positions existed): nothing to drop. One that had a
+                // position from another database, or one too old to
+                // replay, may hold anything.
+                let had_position = cache.position().is_some();
                 cache.forget_position();
+                if !had_position {
+                    return;
+                }
                 let dropped = cache.purge_all();
                 if dropped == 0 {
                     return;
