@@ -153,6 +153,11 @@ impl Daemon {
         }
     }
 
+    /// The directory of its database.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
     /// The daemon's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("logs/daemon.log")).unwrap_or_default()

@@ -208,3 +208,51 @@ fn clicks_are_counted_exactly_once() {
     assert_eq!(s.daemon.clicks(&code), n);
     s.nginx.assert_clean_log();
 }
+
+/// After an outage the zone is replayed what changed, or emptied when the
+/// daemon cannot say: here the daemon comes back on another (empty)
+/// database, so a cached link it no longer has must not keep redirecting.
+#[test]
+fn a_daemon_on_another_database_resets_the_zone() {
+    let mut s = stack("reset-zone", 2);
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/old-db"}));
+    assert_eq!(s.nginx.get(format!("/{code}").as_bytes()).status, 302);
+    let r = s.nginx.get(format!("/{code}").as_bytes());
+    assert_eq!((r.status, r.header("X-Cache")), (302, Some("HIT")));
+    s.daemon.kill();
+    let data = s.daemon.data_dir();
+    for f in std::fs::read_dir(&data).unwrap() {
+        let path = f.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("shortlink.db")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    // While the daemon is down the cached link still redirects.
+    let r = s.nginx.get(format!("/{code}").as_bytes());
+    assert_eq!((r.status, r.header("X-Cache")), (302, Some("HIT")));
+    s.daemon.restart();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = s.nginx.get(format!("/{code}").as_bytes());
+        if r.status == 404 {
+            break;
+        }
+        assert_eq!(r.status, 302, "{:?}", r.header("X-Cache"));
+        assert!(
+            Instant::now() < deadline,
+            "the zone still serves a link the daemon's database does not have"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(s
+        .nginx
+        .error_log()
+        .contains("cached links: the daemon cannot replay the changes since they were cached"));
+}
