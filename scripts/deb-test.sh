@@ -166,11 +166,14 @@ stop_nginx() {
   return 1
 }
 
+# A port below the kernel's ephemeral range (so no outgoing connection can
+# hold it when nginx binds) that no socket uses now.
 free_port() {
-  local p
+  local p low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
   for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 40000))
-    [ -z "$(ss -Hltn "sport = :$p")" ] && { echo "$p"; return 0; }
+    p=$((10000 + RANDOM % (low - 10000)))
+    [ -z "$(ss -Htan "sport = :$p")" ] && { echo "$p"; return 0; }
   done
   fail "no free port"
 }
