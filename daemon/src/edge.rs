@@ -58,6 +58,12 @@ impl<'a> LinkChange<'a> {
         }
     }
 
+    /// True when the write logged this change (`store::changes`): anything
+    /// but the creation of a link without an alias.
+    pub fn is_logged(&self) -> bool {
+        self.old.is_some() || self.new.is_some_and(|k| k.alias.is_some())
+    }
+
     /// A link whose edge view changed under the same codes (a visit limit
     /// reached, an expiry renewed).
     pub fn in_place(id: u64, alias: Option<&'a str>) -> Self {
@@ -115,9 +121,9 @@ impl<'a> Edge<'a> {
         for old in changes.iter().filter_map(|c| c.old) {
             self.cache().forget(old.id, old.alias);
         }
-        // A change with no events (a link created without an alias) was not
-        // logged either: nothing to push.
-        if self.events(&changes).is_empty() {
+        // A link created without an alias has no events and was not
+        // logged (its generated code cannot be cached at the edge yet).
+        if !changes.iter().any(LinkChange::is_logged) {
             return;
         }
         if let Err(e) = self.push_logged().await {
@@ -390,14 +396,14 @@ mod tests {
         let reader = tokio::spawn(async move {
             let msg = rx.recv().await.unwrap();
             msg.ack.unwrap().send(()).unwrap();
-            (msg.frames, msg.seq)
+            (msg.frames, msg.seq, rx)
         });
         edge.link_changed(Some(&deleted), None).await;
         assert!(store.cache().get(3).is_none());
         assert_eq!(store.cache().alias_id("old"), None);
-        let (frames, seq) = reader.await.unwrap();
-        // The insert (logged before the feed started? no: the store was
-        // opened empty) and the delete are pushed in log order, then the
+        let (frames, seq, mut rx) = reader.await.unwrap();
+        // The insert with its alias and the delete (the store was opened
+        // empty, so the feed starts at 0) are pushed in log order, then the
         // position.
         let head = store.read(changes::head).await.unwrap();
         assert_eq!((seq, head.seq), (2, 2));
@@ -409,8 +415,11 @@ mod tests {
         let mut want = edge.replay(&rows);
         want.push(Event::Position(head));
         assert_eq!(frames, crate::events::encode_events(want));
-        // Nothing new: the next change with no events pushes nothing.
+        // A link created without an alias is neither logged nor pushed.
+        assert!(!LinkChange::new(None, Some(&link(4, None))).is_logged());
         edge.link_changed(None, Some(&link(4, None))).await;
+        assert!(rx.try_recv().is_err(), "nothing was pushed");
+        assert_eq!(store.read(changes::head).await.unwrap().seq, 2);
     }
 
     /// An alias added then removed in one replay ends removed, and removed

@@ -18,6 +18,9 @@ pub enum QrError {
     /// The text is too long for any QR version.
     #[error("cannot encode this URL as a QR code: {0}")]
     Encode(#[from] qrcode::types::QrError),
+    /// The image would be wider than [`MAX_PNG_PIXELS`].
+    #[error("the QR code would be {0} pixels wide; at most {MAX_PNG_PIXELS}: use a smaller scale")]
+    TooLarge(u32),
     /// The PNG encoder failed.
     #[error("cannot write the QR code as PNG: {0}")]
     Png(#[from] image::ImageError),
@@ -43,10 +46,20 @@ pub fn svg(text: &str) -> Result<String, QrError> {
     })
 }
 
+/// Widest PNG drawn (about 4 MB of pixels): a long URL at a large scale
+/// would otherwise allocate tens of megabytes per request.
+pub const MAX_PNG_PIXELS: u32 = 2048;
+
 /// A grayscale PNG of the code (quiet zone included), `scale` pixels per
-/// module.
+/// module, at most [`MAX_PNG_PIXELS`] wide.
 pub fn png(text: &str, scale: u32) -> Result<Vec<u8>, QrError> {
-    let image = code(text)?
+    let code = code(text)?;
+    // The renderer adds a quiet zone of 4 modules on each side.
+    let width = (code.width() as u32 + 8).saturating_mul(scale);
+    if width > MAX_PNG_PIXELS {
+        return Err(QrError::TooLarge(width));
+    }
+    let image = code
         .render::<Luma<u8>>()
         .module_dimensions(scale, scale)
         .build();
@@ -77,5 +90,9 @@ mod tests {
         // IHDR width: 37 modules * 4 px.
         assert_eq!(u32::from_be_bytes(p[16..20].try_into().unwrap()), 148);
         assert!(svg(&"x".repeat(5000)).is_err());
+        // A 2,000-byte URL at scale 40 would be over 7,000 pixels wide.
+        let long = format!("https://e.com/{}", "a".repeat(2000));
+        assert!(matches!(png(&long, 40), Err(QrError::TooLarge(w)) if w > 7000));
+        assert!(png(&long, 8).is_ok());
     }
 }

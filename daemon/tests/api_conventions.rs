@@ -100,6 +100,20 @@ async fn qr_codes_through_the_api() {
             "{query}: {v}"
         );
     }
+    // A long short URL (a 500-character base) at a large scale would be a
+    // huge image: refused, naming the scale, and not shown in the message;
+    // a smaller scale is drawn.
+    let base = format!("https://s.example.com/{}", "p".repeat(480));
+    let long_base = [
+        ("x-api-key", key.as_str()),
+        ("x-shortlink-base", base.as_str()),
+    ];
+    let png = |scale: u32| format!("/api/v1/links/qr-link/qr?format=png&scale={scale}");
+    let (s, _, v) = d.req_with("GET", &png(40), &long_base, None).await;
+    let field = v.get("error").and_then(|e| e["field"].as_str());
+    assert_eq!((s, field), (400, Some("scale")));
+    let (s, _, _) = d.req_with("GET", &png(8), &long_base, None).await;
+    assert_eq!(s, 200);
     let (s, v) = d.req("GET", "/api/v1/links/no-such-link/qr", None).await;
     assert_eq!((s, v["error"]["code"].as_str()), (404, Some("not_found")));
     // links:read is needed.

@@ -119,6 +119,13 @@ async fn bad_list_queries_name_the_parameter() {
         .req("GET", "/api/v1/links?limit=2&sort=clicks", None)
         .await;
     let cursor = v["next_cursor"].as_str().unwrap().to_string();
+    let too_many_tags = format!(
+        "tag={}",
+        (0..101)
+            .map(|i| format!("t{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     for (query, code, field) in [
         ("sort=name", "invalid_query", "sort"),
         ("order=up", "invalid_query", "order"),
@@ -126,6 +133,7 @@ async fn bad_list_queries_name_the_parameter() {
         ("tags_mode=some", "invalid_query", "tags_mode"),
         ("created_after=yesterday", "invalid_query", "created_after"),
         ("bogus=1", "invalid_query", "bogus"),
+        (&too_many_tags as &str, "invalid_query", "tag"),
         (
             &format!("cursor={cursor}") as &str,
             "invalid_cursor",

@@ -80,8 +80,11 @@ pub async fn get(
     let link = app.links().get(&code).await?;
     let base = base_url::for_request(&headers, &app.config.base_url);
     let url = LinkView::new(&app.codec, &link, &base).short_url;
-    let internal = |e: qr::QrError| {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+    let internal = |e: qr::QrError| match e {
+        qr::QrError::TooLarge(_) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string()).field("scale")
+        }
+        e => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
     };
     Ok(match q.format.unwrap_or_default() {
         QrFormat::Svg => (

@@ -183,12 +183,24 @@ fn time_bound(text: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> 
         .transpose()
 }
 
+/// Most tags one list request filters by (each is matched against every
+/// link's tags).
+const MAX_FILTER_TAGS: usize = 100;
+
 /// Names of the [`ListParams`] parameters.
 const PAGE_PARAMS: [&str; 4] = ["limit", "cursor", "q", "tag"];
 
 /// The store query of a list request's query string.
 pub(super) fn parse(raw: &str) -> Result<ListQuery, ApiError> {
     let (tags, q, f) = parse_list_query(raw)?;
+    if tags.len() > MAX_FILTER_TAGS {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("at most {MAX_FILTER_TAGS} tags; got {}", tags.len()),
+        )
+        .field("tag"));
+    }
     let limit = q.limit.unwrap_or(50);
     if limit == 0 || limit > MAX_PAGE {
         return Err(ApiError::new(
