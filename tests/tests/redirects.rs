@@ -221,6 +221,14 @@ fn a_daemon_on_another_database_resets_the_zone() {
     assert_eq!(s.nginx.get(format!("/{code}").as_bytes()).status, 302);
     let r = s.nginx.get(format!("/{code}").as_bytes());
     assert_eq!((r.status, r.header("X-Cache")), (302, Some("HIT")));
+    // The zone has a position once the subscribing worker is through its
+    // first subscription (a zone without one holds only fresh answers).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.daemon.log().contains("nginx worker subscribed") {
+        assert!(Instant::now() < deadline, "no worker subscribed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
     s.daemon.kill();
     let data = s.daemon.data_dir();
     for f in std::fs::read_dir(&data).unwrap() {
