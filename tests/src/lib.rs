@@ -115,14 +115,20 @@ impl Scratch {
         self.dir.join(rel)
     }
 
-    /// A fresh deployment key in this directory, and its codec.
+    /// The deployment key in this directory, and its codec. The key is
+    /// fixed ([`TEST_KEY`]): whether an alias a test uses has the form of a
+    /// generated code (one alphanumeric alias in about 31 does, under any
+    /// key) must not change from run to run.
     pub fn key(&self) -> (PathBuf, Codec) {
         let path = self.path("key");
-        let key = DeploymentKey::generate().unwrap();
+        let key = DeploymentKey::from_bytes(TEST_KEY);
         key.write_new(&path).unwrap();
         (path, Codec::new(&key))
     }
 }
+
+/// The deployment key of the end-to-end tests.
+pub const TEST_KEY: [u8; 32] = *b"shortlink end-to-end tests, key!";
 
 impl Drop for Scratch {
     fn drop(&mut self) {
