@@ -136,6 +136,35 @@ async fn a_key_works_as_a_bearer_token() {
     assert_eq!(s, 403);
 }
 
+/// A request that presents two credentials is refused, whichever of them
+/// is valid: a key in both headers, or a key beside a signature's headers
+/// (even an empty one). The daemon does not pick one.
+#[tokio::test]
+async fn two_credentials_at_once_are_refused() {
+    let d = Daemon::start().await;
+    let bearer = format!("Bearer {}", d.admin_key);
+    let key = d.admin_key.as_str();
+    let cases: [&[(&str, &str)]; 4] = [
+        &[("x-api-key", key), ("authorization", &bearer)],
+        &[("authorization", &bearer), ("x-timestamp", "")],
+        &[("x-api-key", key), ("x-app-id", "app_1")],
+        &[("x-api-key", key), ("x-signature", "00")],
+    ];
+    for headers in cases {
+        let (s, _, v) = d.req_with("GET", "/api/v1/keys", headers, None).await;
+        assert_eq!(
+            (s, v["code"].as_str()),
+            (401, Some("ambiguous_credentials")),
+            "{headers:?}: {v}"
+        );
+    }
+    // Either alone is fine.
+    for headers in [[("x-api-key", key)], [("authorization", bearer.as_str())]] {
+        let (s, _, v) = d.req_with("GET", "/api/v1/keys", &headers, None).await;
+        assert_eq!(s, 200, "{v}");
+    }
+}
+
 #[tokio::test]
 async fn keys_api_validates() {
     let d = Daemon::start().await;

@@ -27,6 +27,7 @@ impl From<AuthError> for ApiError {
             AuthError::MissingCredentials | AuthError::MissingSignedHeader(_) => {
                 "missing_credentials"
             }
+            AuthError::AmbiguousCredentials(_) => "ambiguous_credentials",
             AuthError::InvalidApiKey => "invalid_api_key",
             AuthError::RevokedApiKey(_) => "revoked_api_key",
             AuthError::ExpiredApiKey(..) => "expired_api_key",
@@ -49,6 +50,10 @@ pub async fn authenticate(State(app): State<SharedApp>, req: Request, next: Next
     }
 }
 
+/// The headers of a signed request; a request that sends any of them
+/// beside an API key is refused as ambiguous.
+const SIGNED_HEADERS: [&str; 3] = ["x-app-id", "x-timestamp", "x-signature"];
+
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get(name)
@@ -59,9 +64,15 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// The API key a request presents: `X-Api-Key`, or `Authorization: Bearer
 /// <key>` (what Prometheus's `authorization` setting and most HTTP clients
 /// send). `None` when it presents neither; an unreadable value or another
-/// `Authorization` scheme is an invalid key.
+/// `Authorization` scheme is an invalid key, and both headers at once are
+/// ambiguous.
 pub fn presented_key(headers: &HeaderMap) -> Option<Result<&str, AuthError>> {
     if let Some(key) = headers.get("x-api-key") {
+        if headers.contains_key(axum::http::header::AUTHORIZATION) {
+            return Some(Err(AuthError::AmbiguousCredentials(
+                "X-Api-Key and Authorization",
+            )));
+        }
         return Some(
             key.to_str()
                 .map(str::trim)
@@ -82,6 +93,9 @@ pub fn presented_key(headers: &HeaderMap) -> Option<Result<&str, AuthError>> {
 async fn authenticated(app: &App, mut req: Request) -> Result<Request, ApiError> {
     let headers = req.headers();
     let principal = if let Some(key) = presented_key(headers) {
+        if SIGNED_HEADERS.iter().any(|h| headers.contains_key(*h)) {
+            return Err(AuthError::AmbiguousCredentials("an API key and signature headers").into());
+        }
         auth::verify_key(&app.store, &app.auth, key?).await?
     } else if let Some(app_id) = headers.get("x-app-id") {
         let app_id = app_id
@@ -154,6 +168,12 @@ mod tests {
             );
         }
         assert_eq!(key(&HeaderMap::new()), None);
+        let mut both = with("x-api-key", "slk_a");
+        both.insert("authorization", "Bearer slk_a".parse().unwrap());
+        assert!(matches!(
+            presented_key(&both),
+            Some(Err(AuthError::AmbiguousCredentials(_)))
+        ));
     }
 
     #[test]
@@ -166,6 +186,11 @@ mod tests {
                 "missing_credentials",
             ),
             (AuthError::InvalidApiKey, 401, "invalid_api_key"),
+            (
+                AuthError::AmbiguousCredentials("X-Api-Key and Authorization"),
+                401,
+                "ambiguous_credentials",
+            ),
             (
                 AuthError::RevokedApiKey("ci".into()),
                 401,

@@ -30,6 +30,13 @@ pub enum AuthError {
         "send an API key in X-Api-Key or Authorization: Bearer, or sign the request (X-App-Id, X-Timestamp, X-Signature)"
     )]
     MissingCredentials,
+    /// More than one credential was sent (two ways of sending a key, or a
+    /// key and a signature's headers): which one should count is not
+    /// guessed (RFC 6750 2: one method per request).
+    #[error(
+        "the request presents more than one credential ({0}); send an API key or a signature, once"
+    )]
+    AmbiguousCredentials(&'static str),
     /// A signed request lacks one of its headers (named, lower case).
     #[error("signed requests need X-App-Id, X-Timestamp and X-Signature; {0} is missing")]
     MissingSignedHeader(&'static str),
