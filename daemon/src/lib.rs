@@ -29,4 +29,5 @@ pub mod server;
 pub mod spool;
 pub mod stats;
 pub mod store;
+pub mod timestamp;
 pub mod users;

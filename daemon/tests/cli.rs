@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{cli_in, stderr, stdout, Daemon, BIN};
+use common::{cli_in, stderr, stdout, unix, Daemon, BIN};
 use serde_json::Value;
 
 #[test]
@@ -227,7 +227,7 @@ async fn import_and_export_through_the_daemon() {
         )
         .await;
     assert_eq!(two["tags"], serde_json::json!(["a", "b"]));
-    assert_eq!(two["expires_at"], 4070908800i64);
+    assert_eq!(unix(&two["expires_at"]), 4070908800i64);
 
     let out_path = d.data_dir().join("out.csv");
     let out = d.cli(&["export", out_path.to_str().unwrap()]);

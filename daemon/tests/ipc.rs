@@ -5,7 +5,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{batch, eventually, Daemon, Ipc};
+use common::{batch, eventually, unix, Daemon, Ipc};
 use serde_json::json;
 use shortlink_core::ipc::{
     BatchId, ChangePosition, ClickBatch, Event, LookupResult, Reply, Request, MAX_FRAME,
@@ -100,7 +100,7 @@ async fn lookups_found_not_found_and_gone() {
     // A valid code never allocated.
     let unused = d.codec().encode(3_000_000_000);
     assert_eq!(c.lookup(7, &unused).await, LookupResult::NotFound);
-    let expires = expiring["expires_at"].as_i64().unwrap();
+    let expires = unix(&expiring["expires_at"]);
     while shortlinkd::store::unix_now() <= expires {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -533,13 +533,13 @@ async fn max_visits_and_renew_on_access_invalidate_the_edge() {
         .await;
     let r_code = r["code"].as_str().unwrap().to_string();
     let r_id = r["id"].as_u64().unwrap();
-    let first_expiry = r["expires_at"].as_i64().unwrap();
+    let first_expiry = unix(&r["expires_at"]);
     tokio::time::sleep(Duration::from_millis(3500)).await;
     let (acked, saw) = clicks_and_invalidate(&mut c, 8, batch(13, r_id, 1, false), &r_code).await;
     assert!(acked);
     assert!(saw, "a renewed expiry pushes an invalidation");
     let (_, l) = d.req("GET", &format!("/api/v1/links/{r_code}"), None).await;
-    assert!(l["expires_at"].as_i64().unwrap() > first_expiry, "{l}");
+    assert!(unix(&l["expires_at"]) > first_expiry, "{l}");
     // Past the original expiry, still alive.
     while shortlinkd::store::unix_now() < first_expiry {
         tokio::time::sleep(Duration::from_millis(100)).await;

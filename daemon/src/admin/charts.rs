@@ -99,7 +99,7 @@ pub fn daily_clicks(series: &[crate::stats::Point]) -> String {
     let bars: Vec<Bar> = series
         .iter()
         .map(|p| {
-            let label = super::view::time(p.t);
+            let label = super::view::time(p.t.unix());
             Bar {
                 tick: label[5..10].to_string(),
                 label: label[..10].to_string(),

@@ -12,6 +12,7 @@ use crate::app::SharedApp;
 use crate::auth::Principal;
 use crate::auth::Scope;
 use crate::credentials::{self, AppInfo, CredentialError, KeyInfo};
+use crate::timestamp::Timestamp;
 
 /// Body of `POST /api/v1/keys` and `POST /api/v1/apps`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -53,12 +54,12 @@ pub struct KeyView {
     pub prefix: String,
     /// What the key may do.
     pub scopes: Vec<String>,
-    /// Unix seconds.
-    pub created_at: i64,
-    /// Unix seconds, once revoked.
-    pub revoked_at: Option<i64>,
-    /// Unix seconds after which the key is refused; absent: never.
-    pub expires_at: Option<i64>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was revoked, once revoked.
+    pub revoked_at: Option<Timestamp>,
+    /// When the key starts being refused; absent: never.
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A new key: the secret is shown this once.
@@ -89,10 +90,10 @@ pub struct AppView {
     pub name: String,
     /// What the app may do.
     pub scopes: Vec<String>,
-    /// Unix seconds.
-    pub created_at: i64,
-    /// Unix seconds, once revoked.
-    pub revoked_at: Option<i64>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was revoked, once revoked.
+    pub revoked_at: Option<Timestamp>,
 }
 
 /// A new app: the secret is shown this once.
@@ -123,9 +124,9 @@ impl From<KeyInfo> for KeyView {
             name: k.name,
             prefix: k.prefix,
             scopes: names(&k.scopes),
-            created_at: k.created_at,
-            revoked_at: k.revoked_at,
-            expires_at: k.expires_at,
+            created_at: k.created_at.into(),
+            revoked_at: k.revoked_at.map(Timestamp),
+            expires_at: k.expires_at.map(Timestamp),
         }
     }
 }
@@ -137,8 +138,8 @@ impl From<AppInfo> for AppView {
             app_id: a.app_id,
             name: a.name,
             scopes: names(&a.scopes),
-            created_at: a.created_at,
-            revoked_at: a.revoked_at,
+            created_at: a.created_at.into(),
+            revoked_at: a.revoked_at.map(Timestamp),
         }
     }
 }

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use super::error::{ApiError, ApiJson, ErrorBody};
 use crate::app::SharedApp;
 use crate::auth::Principal;
+use crate::timestamp::Timestamp;
 use crate::users::{self, UserError};
 
 /// Body of `POST /api/v1/users`.
@@ -37,8 +38,8 @@ pub struct UserView {
     pub id: i64,
     /// Sign-in name.
     pub name: String,
-    /// Unix seconds.
-    pub created_at: i64,
+    /// When it was created.
+    pub created_at: Timestamp,
 }
 
 impl From<UserError> for ApiError {
@@ -82,7 +83,7 @@ pub async fn create(
         Json(UserView {
             id: user.id,
             name: user.name,
-            created_at: user.created_at,
+            created_at: user.created_at.into(),
         }),
     ))
 }
@@ -138,7 +139,7 @@ pub async fn list(
             .map(|a| UserView {
                 id: a.id,
                 name: a.name,
-                created_at: a.created_at,
+                created_at: a.created_at.into(),
             })
             .collect(),
     }))

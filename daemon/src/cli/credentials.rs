@@ -1,5 +1,6 @@
 //! `key`, `app` and `user`: API keys, signing apps and admin UI users.
 
+use crate::timestamp::Timestamp;
 use std::io::Write;
 
 use anyhow::{bail, Result};
@@ -194,7 +195,7 @@ pub async fn user(client: &Client, command: UserCommand, out: &mut Output) -> Re
 }
 
 /// `active` or `revoked`, for the list commands.
-fn status(revoked_at: Option<i64>) -> &'static str {
+fn status(revoked_at: Option<Timestamp>) -> &'static str {
     match revoked_at {
         None => "active",
         Some(_) => "revoked",

@@ -29,7 +29,7 @@ pub async fn stats(
     let last_day: i64 = s
         .series
         .iter()
-        .filter(|p| p.t >= since)
+        .filter(|p| p.t.unix() >= since)
         .map(|p| p.clicks)
         .sum();
     writeln!(out, "link:        {}", s.code)?;

@@ -1,6 +1,7 @@
 //! Rows for the list commands: columns aligned with spaces on a terminal,
 //! tab-separated otherwise (what scripts that split on tabs have read).
 
+use crate::timestamp::Timestamp;
 use std::io::Write;
 
 /// A table of text cells under a header row.
@@ -57,8 +58,8 @@ impl Table {
 }
 
 /// Unix seconds as `YYYY-MM-DD HH:MM` UTC; `-` when absent.
-pub fn when(t: Option<i64>) -> String {
-    let Some(dt) = t.and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok()) else {
+pub fn when(t: Option<Timestamp>) -> String {
+    let Some(dt) = t.and_then(|t| time::OffsetDateTime::from_unix_timestamp(t.unix()).ok()) else {
         return "-".into();
     };
     format!(
@@ -100,7 +101,7 @@ mod tests {
 
     #[test]
     fn times_are_utc_minutes() {
-        assert_eq!(when(Some(4070908800)), "2099-01-01 00:00");
+        assert_eq!(when(Some(Timestamp(4070908800))), "2099-01-01 00:00");
         assert_eq!(when(None), "-");
     }
 }

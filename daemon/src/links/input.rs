@@ -42,15 +42,7 @@ impl TimeInput {
     }
 }
 
-/// Parses Unix seconds or RFC 3339 (API bodies, stats queries, CSV rows).
-pub fn parse_time(s: &str) -> Result<i64, String> {
-    if let Ok(t) = s.trim().parse::<i64>() {
-        return Ok(t);
-    }
-    time::OffsetDateTime::parse(s.trim(), &time::format_description::well_known::Rfc3339)
-        .map(|t| t.unix_timestamp())
-        .map_err(|_| format!("\"{s}\" is neither Unix seconds nor an RFC 3339 time"))
-}
+pub use crate::timestamp::parse_time;
 
 /// Renew-on-access: `true` renews by the link's lifetime, a number by that
 /// many seconds.

@@ -8,6 +8,7 @@ use super::input::TargetsInput;
 use crate::codes;
 use crate::store::links::Link;
 use crate::store::unix_now;
+use crate::timestamp::Timestamp;
 
 /// A link as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -24,12 +25,12 @@ pub struct LinkView {
     pub generated_code: String,
     /// Custom alias, if any.
     pub alias: Option<String>,
-    /// Unix seconds.
-    pub created_at: i64,
-    /// Unix seconds of the last edit.
-    pub updated_at: i64,
-    /// Unix seconds after which the link is gone; absent: never.
-    pub expires_at: Option<i64>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was last edited.
+    pub updated_at: Timestamp,
+    /// When the link is gone; absent: never.
+    pub expires_at: Option<Timestamp>,
     /// Renew-on-access lifetime in seconds.
     pub renew_ttl: Option<i64>,
     /// Human visits after which the link is gone.
@@ -63,9 +64,9 @@ impl LinkView {
             id: link.id,
             generated_code: codes::generated(codec, link),
             alias: link.alias.clone(),
-            created_at: link.created_at,
-            updated_at: link.updated_at,
-            expires_at: link.expires_at,
+            created_at: link.created_at.into(),
+            updated_at: link.updated_at.into(),
+            expires_at: link.expires_at.map(Timestamp),
             renew_ttl: link.renew_ttl,
             max_visits: link.max_visits,
             redirect: link.redirect,

@@ -9,6 +9,7 @@ use crate::app::App;
 use crate::links::LinkError;
 use crate::store::clicks;
 use crate::store::unix_now;
+use crate::timestamp::Timestamp;
 
 /// Most buckets one stats query returns.
 pub const MAX_BUCKETS: i64 = 24 * 400;
@@ -29,8 +30,8 @@ pub enum Granularity {
 /// One point of a series.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Point {
-    /// Bucket start, Unix seconds.
-    pub t: i64,
+    /// Bucket start.
+    pub t: Timestamp,
     /// Clicks in the bucket, bots included.
     pub clicks: i64,
 }
@@ -64,10 +65,10 @@ pub struct DeviceCounts {
 pub struct StatsView {
     /// The link's public code (alias or generated).
     pub code: String,
-    /// Range start (inclusive), Unix seconds, aligned to the bucket.
-    pub from: i64,
-    /// Range end (exclusive), Unix seconds.
-    pub to: i64,
+    /// Range start (inclusive), aligned to the bucket.
+    pub from: Timestamp,
+    /// Range end (exclusive).
+    pub to: Timestamp,
     /// Bucket size of `series`.
     pub granularity: Granularity,
     /// Clicks in the range, bots included.
@@ -154,7 +155,7 @@ impl Range {
     fn series(&self, counts: impl IntoIterator<Item = (i64, i64)>) -> Vec<Point> {
         let mut series: Vec<Point> = (0..self.buckets())
             .map(|i| Point {
-                t: self.from + i * self.bucket,
+                t: Timestamp(self.from + i * self.bucket),
                 clicks: 0,
             })
             .collect();
@@ -197,8 +198,8 @@ pub async fn query(
     }
     Ok(StatsView {
         code: crate::codes::public(&app.codec, &link),
-        from: range.from,
-        to: range.to,
+        from: range.from.into(),
+        to: range.to.into(),
         granularity,
         total: r.total,
         bots: r.bots,
@@ -228,10 +229,10 @@ pub struct LinkCount {
 /// Reply of `GET /api/v1/stats`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SiteStatsView {
-    /// Range start (inclusive), Unix seconds, aligned to the bucket.
-    pub from: i64,
-    /// Range end (exclusive), Unix seconds.
-    pub to: i64,
+    /// Range start (inclusive), aligned to the bucket.
+    pub from: Timestamp,
+    /// Range end (exclusive).
+    pub to: Timestamp,
     /// Bucket size of `series`.
     pub granularity: Granularity,
     /// Clicks on every link in the range, bots included.
@@ -272,8 +273,8 @@ pub async fn site_query(
         .await?;
     let (r, top) = r;
     Ok(SiteStatsView {
-        from: range.from,
-        to: range.to,
+        from: range.from.into(),
+        to: range.to.into(),
         granularity,
         total: r.total,
         bots: r.bots,

@@ -573,3 +573,14 @@ where
     }
     false
 }
+
+/// Unix seconds of a time in a reply (RFC 3339 there); panics naming the
+/// value when it is neither RFC 3339 nor a number.
+pub fn unix(v: &Value) -> i64 {
+    match v {
+        Value::String(s) => shortlinkd::timestamp::parse_time(s).unwrap_or_else(|e| panic!("{e}")),
+        other => other
+            .as_i64()
+            .unwrap_or_else(|| panic!("{other} is not a time")),
+    }
+}

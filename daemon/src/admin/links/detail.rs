@@ -52,7 +52,7 @@ fn hourly_chart(s: &StatsView) -> String {
         .series
         .iter()
         .map(|p| {
-            let label = view::time(p.t);
+            let label = view::time(p.t.unix());
             Bar {
                 tick: label[11..16].to_string(),
                 label,
