@@ -2,7 +2,7 @@
 PORT ?= 8080
 export PORT
 
-.PHONY: deps build test unit e2e lint demo stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke
+.PHONY: deps build test unit api-contract e2e lint demo stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke
 
 ## Check the Rust toolchain and install the Debian packages the build, the
 ## demo and the tests need (idempotent). Targets that need less install
@@ -17,7 +17,7 @@ build:
 
 ## Everything: formatting, clippy, unit tests, the end-to-end suite (vendored
 ## and Debian's nginx) and the Debian packages installed and serving.
-test: deps build lint unit e2e e2e-debian deb-test bench-smoke fuzz-smoke
+test: deps build lint unit api-contract e2e e2e-debian deb-test bench-smoke fuzz-smoke
 
 lint:
 	cargo fmt --all -- --check
@@ -26,6 +26,11 @@ lint:
 
 unit:
 	cargo test --workspace --exclude shortlink-e2e
+
+## The API against its OpenAPI document: schemathesis, every check, on a
+## throwaway daemon (scripts/schemathesis.toml names the allowed refusals).
+api-contract: deps build
+	@scripts/api-contract.sh
 
 # --no-fail-fast: a failing file (the fault suite, say) does not hide the others.
 e2e: deps build

@@ -54,7 +54,7 @@ group_packages() {
 python_packages() {
   case "$1" in
     # the OpenAPI document is checked by the validator the API issue names
-    test) echo openapi-spec-validator==0.7.2 ;;
+    test) echo openapi-spec-validator==0.7.2 schemathesis==4.32.5 ;;
   esac
 }
 
@@ -65,7 +65,10 @@ for g in "${groups[@]}"; do
     name=${pkg%%==*}
     if ! python3 -m pip show -q "$name" >/dev/null 2>&1; then
       echo "installing (python, $g): $pkg"
-      python3 -m pip install --quiet --disable-pip-version-check "$pkg"
+      # Debian's own python3 is "externally managed" (PEP 668): a CI
+      # machine is a throwaway, so install beside it there.
+      python3 -m pip install --quiet --disable-pip-version-check "$pkg" 2>/dev/null ||
+        python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$pkg"
     fi
   done
 done

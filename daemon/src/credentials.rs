@@ -118,7 +118,7 @@ impl From<&keys::App> for AppInfo {
 /// The trimmed name and the scopes of a new credential, or why not.
 fn check_new(name: &str, scopes: &[String]) -> Result<(String, Vec<Scope>), CredentialError> {
     let name = name.trim();
-    if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
+    if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
         return Err(CredentialError::InvalidName);
     }
     let scopes = parse_scopes(scopes).map_err(CredentialError::InvalidScopes)?;

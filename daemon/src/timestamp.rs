@@ -5,7 +5,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
 use utoipa::openapi::{RefOr, Schema};
 
 /// Parses Unix seconds or RFC 3339 (API bodies, query parameters, CSV rows).
@@ -95,6 +95,32 @@ impl utoipa::PartialSchema for Timestamp {
 }
 
 impl utoipa::ToSchema for Timestamp {}
+
+/// An input time in the OpenAPI document: RFC 3339, or Unix seconds.
+pub fn input_schema() -> Schema {
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+                .description(Some("RFC 3339")),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                .description(Some("Unix seconds")),
+        )
+        .into()
+}
+
+/// [`input_schema`] or `null` (in a body: absent, or cleared on an edit).
+pub fn input_or_null_schema() -> Schema {
+    OneOfBuilder::new()
+        .item(input_schema())
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .into()
+}
 
 #[cfg(test)]
 mod tests {

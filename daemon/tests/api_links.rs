@@ -491,6 +491,22 @@ async fn batch_limit_is_ten_thousand() {
         .await;
     assert_eq!(s, 413);
     assert_eq!(v["error"]["code"], "batch_too_large");
+    // A batch of which nothing was taken is refused as a whole (422), with
+    // the same per-item results; an empty batch is fine.
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/links/batch",
+            Some(json!({"links": [{"url": "not a url"}, {"url": 5}]})),
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!((v["created"].as_u64(), v["failed"].as_u64()), (Some(0), Some(2)));
+    assert_eq!(v["results"][1]["error"]["code"], "invalid_body");
+    let (s, v) = d
+        .req("POST", "/api/v1/links/batch", Some(json!({"links": []})))
+        .await;
+    assert_eq!((s, v["created"].as_u64()), (200, Some(0)), "{v}");
 }
 
 #[tokio::test]

@@ -18,14 +18,56 @@ use crate::timestamp::Timestamp;
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewCredential {
-    /// What the credential is for (shown in lists and logs).
+    /// What the credential is for (shown in lists and logs): 1 to 100
+    /// characters, no control characters, no surrounding space.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\s\x00-\x1f\x7f-\x9f]([^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$"
+    )]
     pub name: String,
     /// Any of `links:write`, `links:read`, `stats:read`, `admin`.
+    #[schema(schema_with = scopes_schema)]
     pub scopes: Vec<String>,
     /// Keys only: when the key stops working (Unix seconds or RFC 3339, in
     /// the future); absent: never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::timestamp::input_or_null_schema)]
     pub expires_at: Option<crate::links::TimeInput>,
+}
+
+/// Body of `POST /api/v1/apps`: a credential without an expiry.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewApp {
+    /// What the app is (shown in lists and logs): 1 to 100 characters, no
+    /// control characters, no surrounding space.
+    #[schema(min_length = 1, max_length = 100, pattern = r"^[^\s\x00-\x1f\x7f-\x9f]([^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$")]
+    pub name: String,
+    /// Any of `links:write`, `links:read`, `stats:read`, `admin`.
+    #[schema(schema_with = scopes_schema)]
+    pub scopes: Vec<String>,
+    /// Refused with a message of its own: apps are revoked, never expire.
+    #[serde(default, skip_serializing)]
+    #[schema(ignore)]
+    pub expires_at: Option<serde_json::Value>,
+}
+
+/// Scope names (`auth::parse_scopes`), at least one.
+fn scopes_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let names: Vec<serde_json::Value> = Scope::ALL.iter().map(|s| s.as_str().into()).collect();
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(names)),
+        )
+        .min_items(Some(1))
+        .description(Some(
+            "Any of `links:write`, `links:read`, `stats:read`, `admin`",
+        ))
+        .into()
 }
 
 impl NewCredential {
@@ -167,6 +209,9 @@ impl From<CredentialError> for ApiError {
         (status = 201, description = "Created; the secret is in this reply only", body = CreatedKey),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
+        (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
+        (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
         (status = 422, description = "`invalid_name`, `invalid_scopes`, `invalid_expiry`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
@@ -230,11 +275,14 @@ pub async fn revoke_key(
 
 /// Creates an app for signed requests.
 #[utoipa::path(
-    post, path = "/api/v1/apps", tag = "keys", request_body = NewCredential,
+    post, path = "/api/v1/apps", tag = "keys", request_body = NewApp,
     responses(
         (status = 201, description = "Created; the secret is in this reply only", body = CreatedApp),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
+        (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
+        (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
         (status = 422, description = "`invalid_name`, `invalid_scopes`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
@@ -242,7 +290,7 @@ pub async fn revoke_key(
 pub async fn create_app(
     State(app): State<SharedApp>,
     Extension(p): Extension<Principal>,
-    ApiJson(req): ApiJson<NewCredential>,
+    ApiJson(req): ApiJson<NewApp>,
 ) -> Result<(StatusCode, Json<CreatedApp>), ApiError> {
     if req.expires_at.is_some() {
         return Err(ApiError::new(

@@ -108,11 +108,14 @@ pub struct BatchResponse {
     params(("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs, set by nginx")),
     responses(
         (status = 200, description = "Per-item results in order; good items are committed even when others fail", body = BatchResponse),
+        (status = 422, description = "Body is not `{\"links\": [...]}` (a problem document), or every item failed (the per-item results, nothing committed)", content(
+            (ErrorBody = "application/problem+json"),
+            (BatchResponse = "application/json"),
+        )),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `links:write`", body = ErrorBody),
         (status = 413, description = "More than 10,000 items (`batch_too_large`)", body = ErrorBody),
-        (status = 422, description = "Body is not `{\"links\": [...]}`", body = ErrorBody),
         (status = 500, description = "Internal error", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
@@ -122,7 +125,7 @@ pub async fn create_batch(
     Extension(p): Extension<Principal>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<BatchRequest>,
-) -> Result<Json<BatchResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     p.require(Scope::LinksWrite)?;
     if req.links.len() > links::MAX_BATCH {
         return Err(LinkError::BatchTooLarge(req.links.len()).into());
@@ -196,7 +199,14 @@ pub async fn create_batch(
         };
         out.results.push(entry);
     }
-    Ok(Json(out))
+    // A batch of which nothing was taken failed as a whole: 422, with the
+    // same per-item body, so a client need not count to notice.
+    let status = if out.failed > 0 && out.created == 0 && out.existing == 0 {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(out)).into_response())
 }
 
 /// A page of links in the asked order.

@@ -18,10 +18,13 @@ use crate::stats::{self, Granularity, SiteStatsView, StatsView, MAX_TOP};
 #[serde(deny_unknown_fields)]
 pub struct StatsParams {
     /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).
+    #[param(schema_with = crate::timestamp::input_schema)]
     pub from: Option<String>,
     /// Range end, exclusive: Unix seconds or RFC 3339 (default: now).
+    #[param(schema_with = crate::timestamp::input_schema)]
     pub to: Option<String>,
     /// `hour` (default) or `day`.
+    #[param(value_type = Option<Granularity>, inline)]
     pub granularity: Option<String>,
 }
 
@@ -86,10 +89,13 @@ pub async fn get(
 #[serde(deny_unknown_fields)]
 pub struct SiteStatsParams {
     /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).
+    #[param(schema_with = crate::timestamp::input_schema)]
     pub from: Option<String>,
     /// Range end, exclusive: Unix seconds or RFC 3339 (default: now).
+    #[param(schema_with = crate::timestamp::input_schema)]
     pub to: Option<String>,
     /// `hour` (default) or `day`.
+    #[param(value_type = Option<Granularity>, inline)]
     pub granularity: Option<String>,
     /// How many of the most clicked links to list, 0 to 100 (default 10).
     #[param(minimum = 0, maximum = 100)]

@@ -18,8 +18,10 @@ use crate::users::{self, UserError};
 #[serde(deny_unknown_fields)]
 pub struct NewUser {
     /// Sign-in name: 1 to 64 of `A-Z a-z 0-9 . _ - @`.
+    #[schema(pattern = r"^[A-Za-z0-9._@-]{1,64}$")]
     pub name: String,
-    /// At least 8 characters.
+    /// 8 to 1024 characters.
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: String,
 }
 
@@ -27,7 +29,8 @@ pub struct NewUser {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewPassword {
-    /// At least 8 characters.
+    /// 8 to 1024 characters.
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: String,
 }
 
@@ -68,6 +71,9 @@ impl From<UserError> for ApiError {
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
         (status = 409, description = "Name taken (`conflict`)", body = ErrorBody),
+        (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
+        (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
         (status = 422, description = "`invalid_name`, `weak_password`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
@@ -97,6 +103,9 @@ pub async fn create(
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
+        (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
+        (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
         (status = 422, description = "`weak_password`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))

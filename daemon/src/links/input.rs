@@ -5,6 +5,10 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use shortlink_core::RedirectStatus;
+use utoipa::openapi::schema::{
+    ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
 use utoipa::ToSchema;
 
 /// Largest visit limit (the store keeps it as a signed 64-bit count).
@@ -21,6 +25,93 @@ pub(crate) fn max_visits_range(got: impl std::fmt::Display) -> String {
 
 /// Most links in one batch call.
 pub const MAX_BATCH: usize = 10_000;
+
+/// Most tags per link.
+pub const MAX_TAGS: usize = 32;
+/// Longest tag.
+pub const MAX_TAG_LEN: usize = 64;
+/// Longest lifetime accepted (100 years), in seconds.
+pub(crate) const MAX_TTL: u64 = 100 * 366 * 86_400;
+
+/// A tag as the OpenAPI document states it (`rules::check_tags` judges):
+/// no control characters or `, ; |`, no surrounding space (trimmed).
+const TAG_PATTERN: &str =
+    r"^[^\s\x00-\x1f\x7f-\x9f,;|]([^\x00-\x1f\x7f-\x9f,;|]*[^\s\x00-\x1f\x7f-\x9f,;|])?$";
+
+/// `tags` in the OpenAPI document: at most [`MAX_TAGS`] of 1 to
+/// [`MAX_TAG_LEN`] characters.
+fn tags_schema(null: bool) -> Schema {
+    let item = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_TAG_LEN))
+        .pattern(Some(TAG_PATTERN));
+    let t = if null {
+        SchemaType::from_iter([Type::Array, Type::Null])
+    } else {
+        SchemaType::Type(Type::Array)
+    };
+    ArrayBuilder::new()
+        .schema_type(t)
+        .items(item)
+        .max_items(Some(MAX_TAGS))
+        .description(Some(
+            "Free-form labels: at most 32, each 1 to 64 characters without control characters or `, ; |`",
+        ))
+        .into()
+}
+
+/// `tags` of a create (`null`: none).
+fn tags_create_schema() -> Schema {
+    tags_schema(true)
+}
+
+/// `tags` of an edit (replaces them; `null` is refused).
+fn tags_edit_schema() -> Schema {
+    tags_schema(false)
+}
+
+/// A redirect status in the OpenAPI document: 301, 302, 307 or 308, or
+/// `null` for the edge's default.
+/// `renew_on_access`: `true` (renew by the lifetime), `false` (on an edit:
+/// stop), or seconds (1 to 100 years).
+fn renew_schema(null: bool) -> Schema {
+    let mut one = OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Boolean))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(MAX_TTL)),
+        );
+    if null {
+        one = one.item(ObjectBuilder::new().schema_type(Type::Null));
+    }
+    one.into()
+}
+
+fn renew_create_schema() -> Schema {
+    renew_schema(true)
+}
+
+fn renew_edit_schema() -> Schema {
+    renew_schema(false)
+}
+
+fn redirect_schema() -> Schema {
+    let mut values: Vec<serde_json::Value> = RedirectStatus::ALL
+        .iter()
+        .map(|s| s.code().into())
+        .collect();
+    values.push(serde_json::Value::Null);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .enum_values(Some(values))
+        .description(Some(
+            "Redirect status: 301, 302, 307 or 308; null: the edge's default",
+        ))
+        .into()
+}
 
 /// A point in time: Unix seconds or an RFC 3339 string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -74,24 +165,32 @@ pub struct TargetsInput {
 #[serde(deny_unknown_fields)]
 pub struct CreateLink {
     /// Absolute http(s) URL to redirect to.
-    #[schema(example = "https://example.com/landing?utm_source=x")]
+    #[schema(example = "https://example.com/landing?utm_source=x", min_length = 1)]
     pub url: String,
     /// Custom alias (1-64 of `0-9A-Za-z-_`), reachable besides the generated code.
+    #[schema(pattern = r"^[0-9A-Za-z_-]{1,64}$")]
     pub alias: Option<String>,
     /// Expiry as Unix seconds or RFC 3339; exclusive with `ttl`.
+    #[schema(schema_with = crate::timestamp::input_or_null_schema)]
     pub expires_at: Option<TimeInput>,
-    /// Lifetime in seconds from now; exclusive with `expires_at`.
+    /// Lifetime in seconds from now (at most 100 years); exclusive with
+    /// `expires_at`.
+    #[schema(minimum = 1, maximum = 3_162_240_000_u64)]
     pub ttl: Option<u64>,
     /// Extend the expiry on every use (`true`, or a number of seconds).
+    #[schema(schema_with = renew_create_schema)]
     pub renew_on_access: Option<RenewInput>,
     /// Human visits after which the link is gone (1 to 2^63 - 1).
     #[serde(default, deserialize_with = "visit_limit")]
+    #[schema(minimum = 1, maximum = 9_223_372_036_854_775_807_u64)]
     pub max_visits: Option<u64>,
     /// Redirect status: 301, 302, 307 or 308.
+    #[schema(schema_with = redirect_schema)]
     pub redirect: Option<u16>,
     /// Device-specific targets.
     pub targets: Option<TargetsInput>,
     /// Free-form labels for filtering.
+    #[schema(schema_with = tags_create_schema)]
     pub tags: Option<Vec<String>>,
     /// Return the existing live link created with the same URL and options.
     pub dedupe: Option<bool>,
@@ -164,28 +263,31 @@ where
 pub struct UpdateLink {
     /// New target URL.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, min_length = 1)]
     pub url: Option<String>,
     /// New alias; `null` removes it.
     #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>, nullable)]
+    #[schema(value_type = Option<String>, nullable, pattern = r"^[0-9A-Za-z_-]{1,64}$")]
     pub alias: Option<Option<String>>,
     /// New expiry; `null` makes the link permanent.
     #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<TimeInput>, nullable)]
+    #[schema(schema_with = crate::timestamp::input_or_null_schema)]
     pub expires_at: Option<Option<TimeInput>>,
-    /// New lifetime from now, in seconds.
+    /// New lifetime from now, in seconds (at most 100 years).
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 3_162_240_000_u64)]
     pub ttl: Option<u64>,
     /// `false` stops renewing; `true` or seconds start it.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(schema_with = renew_edit_schema)]
     pub renew_on_access: Option<RenewInput>,
     /// New visit limit; `null` removes it.
     #[serde(default, deserialize_with = "visit_limit_or_null")]
-    #[schema(value_type = Option<u64>, nullable)]
+    #[schema(value_type = Option<u64>, nullable, minimum = 1, maximum = 9_223_372_036_854_775_807_u64)]
     pub max_visits: Option<Option<u64>>,
     /// New redirect status; `null` uses the edge default.
     #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<u16>, nullable)]
+    #[schema(schema_with = redirect_schema)]
     pub redirect: Option<Option<u16>>,
     /// Replaces all device targets; `null` removes them.
     #[serde(default, deserialize_with = "double_option")]
@@ -193,8 +295,10 @@ pub struct UpdateLink {
     pub targets: Option<Option<TargetsInput>>,
     /// Replaces the tags.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(schema_with = tags_edit_schema)]
     pub tags: Option<Vec<String>>,
     /// Switches the link off (`true`) or on.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     pub disabled: Option<bool>,
 }

@@ -7,17 +7,12 @@ use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
 
 use super::error::{invalid, LinkError};
+pub(crate) use super::input::MAX_TTL;
 use super::input::{max_visits_range, CreateLink, RenewInput, TargetsInput, TimeInput};
+pub use super::input::{MAX_TAGS, MAX_TAG_LEN};
 use super::loops::{AliasTarget, ServedBases};
 use crate::config::Config;
 use crate::store::links::Link;
-
-/// Most tags per link.
-pub const MAX_TAGS: usize = 32;
-/// Longest tag.
-pub const MAX_TAG_LEN: usize = 64;
-/// Longest lifetime accepted (100 years), in seconds.
-pub(crate) const MAX_TTL: u64 = 100 * 366 * 86_400;
 
 /// What validation needs from the configuration and the key, built once at
 /// startup, so requests are judged without the daemon's whole state.

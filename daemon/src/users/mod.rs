@@ -80,7 +80,7 @@ fn check_name(name: &str) -> Result<(), UserError> {
 }
 
 fn check_password(p: &str) -> Result<(), UserError> {
-    if p.chars().count() < MIN_PASSWORD || p.len() > MAX_PASSWORD {
+    if p.chars().count() < MIN_PASSWORD || p.chars().count() > MAX_PASSWORD {
         return Err(UserError::WeakPassword);
     }
     Ok(())

@@ -19,6 +19,7 @@ use crate::store::links::{LinkState, ListQuery, ListSort};
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Page size, 1 to 1000 (default 50).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page, with the same `sort` and
     /// `order`. Opaque: the last link's id newest first, else its
@@ -102,8 +103,10 @@ pub struct ListFilters {
     #[param(inline)]
     pub state: Option<StateParam>,
     /// Only links created at or after this time: Unix seconds or RFC 3339.
+    #[param(schema_with = crate::timestamp::input_schema)]
     pub created_after: Option<String>,
     /// Only links created before this time: Unix seconds or RFC 3339.
+    #[param(schema_with = crate::timestamp::input_schema)]
     pub created_before: Option<String>,
 }
 
