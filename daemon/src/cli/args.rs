@@ -92,11 +92,15 @@ pub enum AdminCommand {
         #[arg(long)]
         series: bool,
     },
-    /// Create links from a CSV file (a header with `url` and any of the
-    /// columns `export` writes); rows already stored are skipped.
+    /// Create links from a CSV file: our `export`, or the export of
+    /// Bitly, Shlink, YOURLS or Kutt (known by the header); rows already
+    /// stored are skipped.
     Import {
         /// The CSV file, or `-` for stdin.
         file: PathBuf,
+        /// The file's format, when the header does not tell.
+        #[arg(long, value_enum)]
+        format: Option<crate::links::import::formats::Format>,
     },
     /// Write every link to a CSV file.
     Export {

@@ -1,23 +1,99 @@
 //! `export`: every link to a CSV file (or stdout, `-`) that `import`
-//! reads back.
+//! reads back, generated codes and click totals included.
+//!
+//! The pages are read as JSON of their own shape here, not as the API's
+//! view type, so that times come across whether the API writes them as
+//! Unix seconds or as RFC 3339 text.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use serde::{Deserialize, Deserializer};
+use time::format_description::well_known::Rfc3339;
 
 use super::client::Client;
 use super::output::Output;
-use crate::api::links::ListParams;
+use crate::links::TargetsInput;
 
-/// RFC 3339 of Unix seconds, empty when absent or out of range.
-fn rfc3339(t: Option<i64>) -> String {
-    t.and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
+/// The columns of an export file, in order.
+pub const COLUMNS: [&str; 15] = [
+    "code",
+    "url",
+    "alias",
+    "expires_at",
+    "tags",
+    "clicks",
+    "bot_clicks",
+    "created_at",
+    "redirect",
+    "max_visits",
+    "disabled",
+    "target_desktop",
+    "target_mobile",
+    "target_ios",
+    "target_android",
+];
+
+/// A time in an API reply: Unix seconds or RFC 3339 text, as Unix seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiTime(pub i64);
+
+impl<'de> Deserialize<'de> for ApiTime {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Seconds(i64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Seconds(t) => Ok(ApiTime(t)),
+            Raw::Text(s) => time::OffsetDateTime::parse(&s, &Rfc3339)
+                .map(|t| ApiTime(t.unix_timestamp()))
+                .map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "{s:?} is neither Unix seconds nor an RFC 3339 time"
+                    ))
+                }),
+        }
+    }
+}
+
+/// RFC 3339 of a time, empty when absent or out of range.
+fn rfc3339(t: Option<ApiTime>) -> String {
+    t.and_then(|t| time::OffsetDateTime::from_unix_timestamp(t.0).ok())
+        .and_then(|t| t.format(&Rfc3339).ok())
         .unwrap_or_default()
+}
+
+/// A link as an export needs it from `GET /api/v1/links`.
+#[derive(Debug, Deserialize)]
+struct ExportedLink {
+    generated_code: String,
+    url: String,
+    alias: Option<String>,
+    expires_at: Option<ApiTime>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    clicks: i64,
+    #[serde(default)]
+    bot_clicks: i64,
+    created_at: ApiTime,
+    redirect: Option<u16>,
+    max_visits: Option<i64>,
+    #[serde(default)]
+    disabled: bool,
+    #[serde(default)]
+    targets: TargetsInput,
+}
+
+/// One page of `GET /api/v1/links`.
+#[derive(Debug, Deserialize)]
+struct ExportPage {
+    links: Vec<ExportedLink>,
+    next_cursor: Option<String>,
 }
 
 /// Writes every link to `file` (stdout when it is `-`), a page of 1,000
@@ -32,33 +108,16 @@ pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()
         )
     };
     let mut w = csv::Writer::from_writer(sink);
-    w.write_record([
-        "code",
-        "url",
-        "alias",
-        "expires_at",
-        "tags",
-        "clicks",
-        "created_at",
-        "redirect",
-        "max_visits",
-        "disabled",
-        "target_desktop",
-        "target_mobile",
-        "target_ios",
-        "target_android",
-    ])?;
+    w.write_record(COLUMNS)?;
     let mut cursor: Option<String> = None;
     let mut n = 0usize;
     loop {
-        let page = client
-            .links(&ListParams {
-                limit: Some(1000),
-                cursor: cursor.take(),
-                q: None,
-                tag: None,
-            })
-            .await?;
+        let mut path = "/api/v1/links?limit=1000".to_string();
+        if let Some(c) = cursor.take() {
+            path += "&cursor=";
+            path.extend(url::form_urlencoded::byte_serialize(c.as_bytes()));
+        }
+        let page: ExportPage = client.get(&path).await?;
         for l in page.links {
             w.write_record([
                 l.generated_code.as_str(),
@@ -67,6 +126,7 @@ pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()
                 &rfc3339(l.expires_at),
                 &l.tags.join(","),
                 &l.clicks.to_string(),
+                &l.bot_clicks.to_string(),
                 &rfc3339(Some(l.created_at)),
                 &l.redirect.map(|r| r.to_string()).unwrap_or_default(),
                 &l.max_visits.map(|m| m.to_string()).unwrap_or_default(),
@@ -87,4 +147,30 @@ pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()
     drop(w);
     eprintln!("exported {n} links to {}", file.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_from_the_api_either_way() {
+        let page: ExportPage = serde_json::from_value(serde_json::json!({
+            "links": [
+                {"generated_code": "a", "url": "https://e.com", "alias": null,
+                 "created_at": 1_577_836_800, "expires_at": "2099-01-01T00:00:00Z"},
+                {"generated_code": "b", "url": "https://e.com", "alias": null,
+                 "created_at": "2020-01-01T01:00:00+01:00", "expires_at": null},
+            ],
+            "next_cursor": null,
+        }))
+        .unwrap();
+        assert_eq!(page.links[0].created_at, page.links[1].created_at);
+        assert_eq!(rfc3339(page.links[0].expires_at), "2099-01-01T00:00:00Z");
+        let bad = serde_json::from_value::<ExportedLink>(serde_json::json!({
+            "generated_code": "a", "url": "u", "alias": null, "created_at": "soon"
+        }))
+        .unwrap_err();
+        assert!(bad.to_string().contains("soon"), "{bad}");
+    }
 }

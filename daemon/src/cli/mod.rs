@@ -104,7 +104,9 @@ async fn dispatch(
             };
             stats::stats(client, &code, params, series, out).await?
         }
-        AdminCommand::Import { file } => return import::import(client, &file, out).await,
+        AdminCommand::Import { file, format } => {
+            return import::import(client, &file, format, out).await
+        }
         AdminCommand::Export { file } => export::export(client, &file, out).await?,
     }
     Ok(ExitCode::SUCCESS)
