@@ -181,9 +181,11 @@ async fn finish_import(
         }
     }
     for e in outcome.errors.iter().chain(&outcome.notes) {
+        // The message may name its field already.
         let field = e
             .field
             .as_deref()
+            .filter(|f| !e.message.starts_with(&format!("{f}:")))
             .map(|f| format!("{f}: "))
             .unwrap_or_default();
         bar.suspend(|| eprintln!("line {}: {field}{}", e.line, e.message));

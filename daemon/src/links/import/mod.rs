@@ -39,6 +39,8 @@ struct Written {
     refused: Vec<(u64, LinkError)>,
     notes: Vec<ImportError>,
     present: usize,
+    /// The lines of the rows counted in `present`.
+    present_lines: HashSet<u64>,
     /// `(id, alias, kept its exported code)` of every new link.
     made: Vec<(u64, Option<String>, bool)>,
 }
@@ -158,6 +160,11 @@ impl Links<'_> {
         }
         outcome.errors.sort_by_key(|e| e.line);
         outcome.notes.extend(written.notes);
+        // Notes only on rows imported now.
+        let skipped: HashSet<u64> = outcome.errors.iter().map(|e| e.line).collect();
+        outcome
+            .notes
+            .retain(|n| !skipped.contains(&n.line) && !written.present_lines.contains(&n.line));
         outcome.notes.sort_by_key(|e| e.line);
         self.count_created(outcome.imported);
         self.edge
@@ -231,6 +238,7 @@ fn write_rows(
                 }
                 Some(old) if old.url == p.link.url => {
                     w.present += 1;
+                    w.present_lines.insert(line);
                     continue;
                 }
                 Some(_) => w.notes.push(note(
@@ -245,6 +253,7 @@ fn write_rows(
             if let Some(old) = already_stored(c, &p, now)? {
                 if !made.contains(&old) {
                     w.present += 1;
+                    w.present_lines.insert(line);
                     continue;
                 }
             }

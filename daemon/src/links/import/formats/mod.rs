@@ -252,9 +252,8 @@ impl Columns {
                 android,
             });
         }
-        // Our own export writes RFC 3339 or Unix seconds: passed on as is,
-        // judged by the daemon like a create's.
-        let expires_at = cell(record, &self.expires_at).map(|(_, v)| v.to_string());
+        // Judged by the daemon like a create's (in the future, in range).
+        let expires_at = time(&self.expires_at)?.map(|t| t.to_string());
         Ok(ImportRow(
             line,
             url.to_string(),
