@@ -55,6 +55,18 @@ pub enum Command {
     },
     /// Run the daemon in the foreground.
     Serve,
+    /// Copy the database to FILE with SQLite's online backup (safe while
+    /// the daemon runs); the copy is checked and made 0600.
+    Backup {
+        /// Where to write the copy (replaced atomically if it exists).
+        file: PathBuf,
+    },
+    /// Replace the database with the backup FILE (the daemon must be
+    /// stopped); the file is checked first.
+    Restore {
+        /// A file `backup` wrote.
+        file: PathBuf,
+    },
     /// A command on the data.
     #[command(flatten)]
     Admin(AdminCommand),

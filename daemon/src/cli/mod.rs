@@ -7,6 +7,7 @@
 //! daemon flags go), [`client`], and the commands.
 
 pub mod args;
+mod backup;
 pub mod client;
 mod credentials;
 mod export;
@@ -53,6 +54,14 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Serve => None,
+        Command::Backup { file } => {
+            backup::backup(&cli.settings.load()?, &file)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Restore { file } => {
+            backup::restore(&cli.settings.load()?, &file)?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Admin(command) => Some(command),
     };
     let json = cli.json;
