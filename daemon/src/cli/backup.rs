@@ -11,7 +11,9 @@
 //! control or API socket answers), checks that the file is a shortlink
 //! database of a schema version this binary knows and, when the database
 //! holds app secrets sealed with the deployment key, that they open with
-//! this deployment's key; then it writes the copy beside the database,
+//! this deployment's key; gives the copy a new store id (the nginx
+//! workers resync rather than replay another history); then it writes the
+//! copy beside the database,
 //! fsyncs it, removes the old `-wal` and `-shm` and renames the copy over
 //! the database, so the data directory holds the old database or the new
 //! one, never half of one.
@@ -77,15 +79,18 @@ pub fn restore(config: &Config, file: &Path) -> Result<()> {
     .with_context(|| format!("opening {}", file.display()))?;
     let db = config.db_path();
     let tmp = beside(&db, "restore")?;
-    let version = write_checked(&src, &tmp, |c| same_key(c, config))
-        .map_err(|e| anyhow!("{}: {e:#}", file.display()))
-        .and_then(|v| {
-            // A WAL left beside the old database would be replayed into
-            // the new one.
-            remove_files(&[wal(&db, "-wal"), wal(&db, "-shm")])?;
-            replace(&tmp, &db).map(|()| v)
-        })
-        .inspect_err(|_| remove_db_files(&tmp))?;
+    let version = write_checked(&src, &tmp, |c| {
+        same_key(c, config)?;
+        new_history(c)
+    })
+    .map_err(|e| anyhow!("{}: {e:#}", file.display()))
+    .and_then(|v| {
+        // A WAL left beside the old database would be replayed into
+        // the new one.
+        remove_files(&[wal(&db, "-wal"), wal(&db, "-shm")])?;
+        replace(&tmp, &db).map(|()| v)
+    })
+    .inspect_err(|_| remove_db_files(&tmp))?;
     eprintln!(
         "restored {} into {} (schema version {version}); start the daemon",
         file.display(),
@@ -215,6 +220,25 @@ fn same_key(c: &Connection, config: &Config) -> Result<()> {
             "made under another deployment key: its sealed app secrets do not open with {}",
             key_path.display()
         );
+    }
+    Ok(())
+}
+
+/// Gives the restored database a new store id: the nginx workers' change
+/// positions (taken on the database being replaced, or on this one before
+/// the backup) mean nothing in it, so they drop their caches and resync
+/// instead of replaying a log of another history.
+fn new_history(c: &Connection) -> Result<()> {
+    let has_meta: i64 = c.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has_meta == 1 {
+        c.execute(
+            "UPDATE store_meta SET store_id = abs(random()) WHERE id = 1",
+            [],
+        )?;
     }
     Ok(())
 }
