@@ -112,7 +112,7 @@ async fn yourls_url_table_export() {
         "0 imported, 3 already present, 1 bad rows (yourls format)",
     );
     assert!(
-        err.contains("line 3: alias: ") && err.contains("\"admin\""),
+        err.contains("line 3: keyword: ") && err.contains("\"admin\""),
         "{err}"
     );
     assert!(err.contains("line 5: url: "), "{err}");
@@ -133,17 +133,19 @@ async fn kutt_links_with_api_field_names() {
     let err = import_twice(
         &d,
         "kutt.csv",
-        "3 imported, 0 already present, 1 bad rows, 1 without their code (kutt format)",
-        "0 imported, 3 already present, 1 bad rows (kutt format)",
+        "3 imported, 0 already present, 2 bad rows, 1 without their code (kutt format)",
+        "0 imported, 3 already present, 2 bad rows (kutt format)",
     );
     assert!(
         err.contains("line 5: created_at: \"last tuesday\" is not a time"),
         "{err}"
     );
     assert!(
-        err.contains("line 3: alias: ") && err.contains("\"metrics\""),
+        err.contains("line 3: address: ") && err.contains("\"metrics\""),
         "{err}"
     );
+    // Refused by the daemon, named by the file's column.
+    assert!(err.contains("line 6: target: "), "{err}");
     let l = link(&d, "promo-spring").await;
     assert_eq!(l["clicks"], 318);
     assert_eq!(secs(&l["created_at"]), 1_707_553_800); // 2024-02-10T08:30:00Z

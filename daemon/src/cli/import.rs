@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context, Result};
 
 use super::client::Client;
 use super::output::Output;
-use crate::links::import::formats::Format;
+use crate::links::import::formats::{Columns, Format};
 use crate::links::{ImportOutcome, ImportRow};
 
 /// Rows sent per import call: one transaction each in the daemon.
@@ -129,7 +129,7 @@ pub async fn import(
             let rows = std::mem::replace(&mut chunk, Vec::with_capacity(IMPORT_CHUNK));
             if in_flight.len() >= IMPORT_IN_FLIGHT {
                 let oldest = in_flight.pop_front().expect("one in flight");
-                finish_import(oldest, &bar, &mut totals).await?;
+                finish_import(oldest, &columns, &bar, &mut totals).await?;
             }
             in_flight.push_back(client.import(rows));
         }
@@ -138,7 +138,7 @@ pub async fn import(
         }
     }
     while let Some(call) = in_flight.pop_front() {
-        finish_import(call, &bar, &mut totals).await?;
+        finish_import(call, &columns, &bar, &mut totals).await?;
     }
     bar.finish_and_clear();
     if out.json {
@@ -164,9 +164,10 @@ pub async fn import(
 }
 
 /// Waits for one import call and reports its refused rows and its rows
-/// imported with a change, by line.
+/// imported with a change, by line and by the file's column name.
 async fn finish_import(
     call: ImportCall,
+    columns: &Columns,
     bar: &indicatif::ProgressBar,
     totals: &mut Totals,
 ) -> Result<()> {
@@ -181,14 +182,19 @@ async fn finish_import(
         }
     }
     for e in outcome.errors.iter().chain(&outcome.notes) {
-        // The message may name its field already.
-        let field = e
-            .field
-            .as_deref()
-            .filter(|f| !e.message.starts_with(&format!("{f}:")))
-            .map(|f| format!("{f}: "))
-            .unwrap_or_default();
-        bar.suspend(|| eprintln!("line {}: {field}{}", e.line, e.message));
+        let line = match e.field.as_deref() {
+            Some(field) => {
+                // The message may name our field already.
+                let message = e
+                    .message
+                    .strip_prefix(&format!("{field}: "))
+                    .unwrap_or(&e.message);
+                let column = columns.column_for(field).unwrap_or(field);
+                format!("line {}: {column}: {message}", e.line)
+            }
+            None => format!("line {}: {}", e.line, e.message),
+        };
+        bar.suspend(|| eprintln!("{line}"));
     }
     bar.set_message(format!(
         "{} imported, {} present, {} bad",

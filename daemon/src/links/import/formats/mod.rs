@@ -177,6 +177,27 @@ pub struct CellError {
 }
 
 impl Columns {
+    /// The file's name for the column a field of ours came from (so an
+    /// error the daemon finds is named as the file names it).
+    pub fn column_for(&self, field: &str) -> Option<&str> {
+        let col = match field {
+            "url" => self.url.as_ref(),
+            // Bitly's code may come from either of two columns.
+            "alias" if self.alias.len() == 1 => self.alias.first().map(|(c, _)| c),
+            "created_at" => self.created_at.as_ref(),
+            "expires_at" => self.expires_at.as_ref(),
+            "tags" => self.tags.as_ref(),
+            "clicks" => self.clicks.as_ref(),
+            "bot_clicks" => self.bot_clicks.as_ref(),
+            "code" => self.code.as_ref(),
+            "redirect" => self.redirect.as_ref(),
+            "max_visits" => self.max_visits.as_ref(),
+            "disabled" => self.disabled.as_ref(),
+            _ => None,
+        }?;
+        Some(&col.name)
+    }
+
     /// The row at `line` of the file.
     pub fn read(&self, line: u64, record: &StringRecord) -> Result<ImportRow, CellError> {
         let Some((_, url)) = cell(record, &self.url) else {
