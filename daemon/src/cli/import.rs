@@ -46,9 +46,20 @@ fn progress_bar(size: u64, terminal: bool) -> indicatif::ProgressBar {
     if !terminal {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::new(size);
+    // Stdin has no size: a spinner with the bytes read.
+    let (bar, template) = if size == 0 {
+        (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} {bytes} {msg}",
+        )
+    } else {
+        (
+            indicatif::ProgressBar::new(size),
+            "{bar:40} {bytes}/{total_bytes} {msg}",
+        )
+    };
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
+        indicatif::ProgressStyle::with_template(template)
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
