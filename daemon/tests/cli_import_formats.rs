@@ -130,10 +130,13 @@ async fn yourls_url_table_export() {
 #[tokio::test]
 async fn kutt_links_with_api_field_names() {
     let d = Daemon::start().await;
+    // A link of ours holds one of the codes: it stays as it is.
+    d.create(serde_json::json!({"url": "https://e.com/mine", "alias": "promo-spring"}))
+        .await;
     let err = import_twice(
         &d,
         "kutt.csv",
-        "3 imported, 0 already present, 2 bad rows, 1 without their code (kutt format)",
+        "3 imported, 0 already present, 2 bad rows, 2 without their code (kutt format)",
         "0 imported, 3 already present, 2 bad rows (kutt format)",
     );
     assert!(
@@ -146,7 +149,13 @@ async fn kutt_links_with_api_field_names() {
     );
     // Refused by the daemon, named by the file's column.
     assert!(err.contains("line 6: target: "), "{err}");
-    let l = link(&d, "promo-spring").await;
+    assert!(
+        err.contains("line 2: address: alias \"promo-spring\" is taken by another link"),
+        "{err}"
+    );
+    assert_eq!(link(&d, "promo-spring").await["url"], "https://e.com/mine");
+    let l = &find(&d, "shop.example.com/promo")[0];
+    assert_eq!(l["alias"], Value::Null);
     assert_eq!(l["clicks"], 318);
     assert_eq!(secs(&l["created_at"]), 1_707_553_800); // 2024-02-10T08:30:00Z
     let docs = link(&d, "docs-v2").await;
