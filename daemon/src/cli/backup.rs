@@ -305,4 +305,66 @@ mod tests {
         let err = schema_version(&other).unwrap_err().to_string();
         assert!(err.contains("not a shortlink database"), "{err}");
     }
+
+    fn config(dir: &Path) -> Config {
+        Config {
+            data_dir: dir.to_path_buf(),
+            ..Config::default()
+        }
+    }
+
+    fn urls(db: &Path) -> Vec<String> {
+        let c = Connection::open(db).unwrap();
+        let mut st = c.prepare("SELECT url FROM links ORDER BY id").unwrap();
+        let rows = st.query_map([], |r| r.get(0)).unwrap();
+        rows.map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn restore_replaces_the_database_and_drops_the_old_wal() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        for (dir, url) in [(&a, "https://e.com/kept"), (&b, "https://e.com/old")] {
+            let db = config(dir.path()).db_path();
+            crate::store::Store::open(&db, 1, 10).unwrap().close();
+            Connection::open(&db)
+                .unwrap()
+                .execute(
+                    "INSERT INTO links (id, url, created_at, updated_at, tags) \
+                     VALUES (1, ?1, 0, 0, '[]')",
+                    [url],
+                )
+                .unwrap();
+        }
+        let file = a.path().join("backup.db");
+        backup(&config(a.path()), &file).unwrap();
+        // b's database with a WAL a crash left: more rows, not checkpointed.
+        let old = config(b.path()).db_path();
+        let stale = wal(&old, "-wal");
+        {
+            let c = Connection::open(&old).unwrap();
+            c.pragma_update(None, "journal_mode", "WAL").unwrap();
+            c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+            for id in 2..50 {
+                c.execute(
+                    "INSERT INTO links (id, url, created_at, updated_at, tags) \
+                     VALUES (?1, 'https://e.com/wal', 0, 0, '[]')",
+                    [id],
+                )
+                .unwrap();
+            }
+            std::fs::copy(&stale, b.path().join("saved-wal")).unwrap();
+        }
+        std::fs::copy(b.path().join("saved-wal"), &stale).unwrap();
+        restore(&config(b.path()), &file).unwrap();
+        // What a daemon opening it would read: the backup, not the old WAL
+        // replayed over it.
+        assert_eq!(urls(&old), ["https://e.com/kept"]);
+        assert!(!stale.exists());
+        let mode = std::fs::metadata(&old).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
+    }
 }
