@@ -66,83 +66,10 @@ impl Links<'_> {
         let now = unix_now();
         let mut outcome = ImportOutcome::default();
         let taken = self.taken_aliases(&rows).await?;
-        let mut good: Vec<Good> = Vec::with_capacity(rows.len());
-        for ImportRow(line, url, mut alias, expires_at, tags, extra) in rows {
-            if extra.alias_optional {
-                if let Some(a) = alias.take() {
-                    match self.rules.check_alias(&a) {
-                        Err(LinkError::Invalid { message, .. }) => {
-                            outcome.notes.push(note(
-                                line,
-                                "alias",
-                                format!("{message}; imported without the code \"{a}\""),
-                            ));
-                        }
-                        _ if taken.get(&a).is_some_and(|u| *u != url) => {
-                            outcome.notes.push(note(
-                                line,
-                                "alias",
-                                format!(
-                                    "alias \"{a}\" is taken by another link; imported without it"
-                                ),
-                            ));
-                        }
-                        _ => alias = Some(a),
-                    }
-                }
-            }
-            let keep_id = match extra.code.as_deref() {
-                None => None,
-                Some(code) => match codes::resolve(&self.rules.codec, code) {
-                    CodeRef::Id(id) => Some(id),
-                    _ => {
-                        outcome.notes.push(note(
-                            line,
-                            "code",
-                            format!(
-                                "\"{code}\" is not a generated code of this deployment \
-                             (exported under another key?); imported under a new code"
-                            ),
-                        ));
-                        None
-                    }
-                },
-            };
-            let clicks = match click_totals(&extra) {
-                Ok(c) => c,
-                Err(e) => {
-                    outcome.errors.push(import_error(line, e));
-                    continue;
-                }
-            };
-            let req = CreateLink {
-                url,
-                alias,
-                expires_at: expires_at.map(TimeInput::Text),
-                tags,
-                redirect: extra.redirect,
-                max_visits: extra.max_visits,
-                targets: extra.targets,
-                disabled: extra.disabled.then_some(true),
-                ..CreateLink::default()
-            };
-            let created_at = extra.created_at.as_deref().map(|t| created_at(t, now));
-            let prepared = self.rules.prepare(&req, created_by, now);
-            match (prepared, created_at) {
-                (Err(e), _) | (_, Some(Err(e))) => outcome.errors.push(import_error(line, e)),
-                (Ok(mut p), t) => {
-                    if let Some(Ok(t)) = t {
-                        p.link.created_at = t;
-                    }
-                    good.push(Good {
-                        line,
-                        prepared: p,
-                        keep_id,
-                        clicks,
-                    })
-                }
-            }
-        }
+        let good: Vec<Good> = rows
+            .into_iter()
+            .filter_map(|row| self.judge(row, &taken, created_by, now, &mut outcome))
+            .collect();
         let tried = good.len();
         // Kept ids first: no id handed out from here on is one of them.
         if let Some(last) = good.iter().filter_map(|g| g.keep_id).max() {
@@ -183,6 +110,100 @@ impl Links<'_> {
             }))
             .await;
         Ok(outcome)
+    }
+
+    /// One row judged like a create: the link to write, or `None` with
+    /// the row's error in `outcome`; a foreign code our rules refuse, or
+    /// that another link holds, is dropped with a note.
+    fn judge(
+        &self,
+        row: ImportRow,
+        taken: &HashMap<String, String>,
+        created_by: Option<&str>,
+        now: i64,
+        outcome: &mut ImportOutcome,
+    ) -> Option<Good> {
+        let ImportRow(line, url, mut alias, expires_at, tags, extra) = row;
+        if extra.alias_optional {
+            if let Some(a) = alias.take() {
+                match self.rules.check_alias(&a) {
+                    Err(LinkError::Invalid { message, .. }) => {
+                        outcome.notes.push(note(
+                            line,
+                            "alias",
+                            format!("{message}; imported without the code \"{a}\""),
+                        ));
+                    }
+                    _ if taken.get(&a).is_some_and(|held| !self.is_url(&url, held)) => {
+                        outcome.notes.push(note(
+                            line,
+                            "alias",
+                            format!("alias \"{a}\" is taken by another link; imported without it"),
+                        ));
+                    }
+                    _ => alias = Some(a),
+                }
+            }
+        }
+        let keep_id = match extra.code.as_deref() {
+            None => None,
+            Some(code) => match codes::resolve(&self.rules.codec, code) {
+                CodeRef::Id(id) => Some(id),
+                _ => {
+                    outcome.notes.push(note(
+                        line,
+                        "code",
+                        format!(
+                            "\"{code}\" is not a generated code of this deployment \
+                         (exported under another key?); imported under a new code"
+                        ),
+                    ));
+                    None
+                }
+            },
+        };
+        let clicks = match click_totals(&extra) {
+            Ok(c) => c,
+            Err(e) => {
+                outcome.errors.push(import_error(line, e));
+                return None;
+            }
+        };
+        let req = CreateLink {
+            url,
+            alias,
+            expires_at: expires_at.map(TimeInput::Text),
+            tags,
+            redirect: extra.redirect,
+            max_visits: extra.max_visits,
+            targets: extra.targets,
+            disabled: extra.disabled.then_some(true),
+            ..CreateLink::default()
+        };
+        let created_at = extra.created_at.as_deref().map(|t| created_at(t, now));
+        let prepared = self.rules.prepare(&req, created_by, now);
+        match (prepared, created_at) {
+            (Err(e), _) | (_, Some(Err(e))) => {
+                outcome.errors.push(import_error(line, e));
+                None
+            }
+            (Ok(mut p), t) => {
+                if let Some(Ok(t)) = t {
+                    p.link.created_at = t;
+                }
+                Some(Good {
+                    line,
+                    prepared: p,
+                    keep_id,
+                    clicks,
+                })
+            }
+        }
+    }
+
+    /// Whether the row's `url` is `stored` once normalized.
+    fn is_url(&self, url: &str, stored: &str) -> bool {
+        self.rules.check_url("url", url).is_ok_and(|u| u == stored)
     }
 
     /// The URL of the link holding each foreign code of `rows` that is

@@ -174,3 +174,32 @@ async fn exported_codes_and_clicks_are_kept_and_creates_never_collide() {
     assert_eq!((again.imported, again.present), (0, 3), "{again:?}");
     parts.store.close();
 }
+
+#[tokio::test]
+async fn a_foreign_code_already_ours_with_the_same_url_is_present() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = Parts::open(dir.path());
+    let links = parts.links();
+    // The file's URL is not in normal form; the stored one is.
+    let rows = || {
+        let extra = ImportExtra {
+            alias_optional: true,
+            ..ImportExtra::default()
+        };
+        vec![ImportRow(
+            2,
+            "https://E.COM/x".into(),
+            Some("go-x".into()),
+            None,
+            None,
+            extra,
+        )]
+    };
+    let first = links.import(rows(), Some("cli")).await.unwrap();
+    assert_eq!((first.imported, first.notes.len()), (1, 0), "{first:?}");
+    let again = links.import(rows(), Some("cli")).await.unwrap();
+    assert_eq!((again.imported, again.present), (0, 1), "{again:?}");
+    assert!(again.notes.is_empty(), "{again:?}");
+    assert_eq!(parts.store.read(table::count).await.unwrap(), 1);
+    parts.store.close();
+}
