@@ -118,8 +118,11 @@ async fn a_backup_under_writes_restores_every_acknowledged_link() {
     std::fs::remove_file(&key).unwrap();
     b.key.write_new(&key).unwrap();
 
-    let out = b.cli(&["restore", backup.to_str().unwrap()]);
+    let out = b.cli(&["--json", "restore", backup.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(v["file"], backup.to_str().unwrap());
+    assert!(v["schema_version"].as_i64().unwrap() >= 7, "{v}");
     // Another history: the workers' change positions do not carry over.
     let store_id = |p: &std::path::Path| -> i64 {
         let c = rusqlite::Connection::open(p).unwrap();

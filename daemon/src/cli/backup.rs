@@ -32,9 +32,20 @@ use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::store::SCHEMA_VERSION;
 
+/// What `backup` and `restore` did, for `--json`.
+#[derive(Debug, serde::Serialize)]
+pub struct Copied {
+    /// The database file of the data directory.
+    pub database: PathBuf,
+    /// The backup file written or read.
+    pub file: PathBuf,
+    /// The copy's schema version.
+    pub schema_version: i64,
+}
+
 /// Copies the daemon's database to `file` (replaced atomically if it
 /// exists), safe while the daemon runs and writes.
-pub fn backup(config: &Config, file: &Path) -> Result<()> {
+pub fn backup(config: &Config, file: &Path) -> Result<Copied> {
     let db = config.db_path();
     if !db.exists() {
         bail!("there is no database at {}", db.display());
@@ -54,11 +65,15 @@ pub fn backup(config: &Config, file: &Path) -> Result<()> {
         db.display(),
         file.display()
     );
-    Ok(())
+    Ok(Copied {
+        database: db,
+        file: file.to_path_buf(),
+        schema_version: version,
+    })
 }
 
 /// Replaces the database of the data directory with the backup `file`.
-pub fn restore(config: &Config, file: &Path) -> Result<()> {
+pub fn restore(config: &Config, file: &Path) -> Result<Copied> {
     if let Some(socket) = running_daemon(config) {
         bail!(
             "a daemon is running on {}: {} answers; stop it before a restore",
@@ -96,7 +111,11 @@ pub fn restore(config: &Config, file: &Path) -> Result<()> {
         file.display(),
         db.display()
     );
-    Ok(())
+    Ok(Copied {
+        database: db,
+        file: file.to_path_buf(),
+        schema_version: version,
+    })
 }
 
 /// The socket of a daemon running on this data directory, if one answers.

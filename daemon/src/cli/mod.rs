@@ -55,11 +55,17 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve => None,
         Command::Backup { file } => {
-            backup::backup(&cli.settings.load()?, &file)?;
+            let copied = backup::backup(&cli.settings.load()?, &file)?;
+            if cli.json {
+                output::Output::stdout(true).print_json(&copied)?;
+            }
             return Ok(ExitCode::SUCCESS);
         }
         Command::Restore { file } => {
-            backup::restore(&cli.settings.load()?, &file)?;
+            let copied = backup::restore(&cli.settings.load()?, &file)?;
+            if cli.json {
+                output::Output::stdout(true).print_json(&copied)?;
+            }
             return Ok(ExitCode::SUCCESS);
         }
         Command::Admin(command) => Some(command),
