@@ -17,7 +17,7 @@ use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
-mod files;
+pub(crate) mod files;
 
 /// Why the state could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -33,6 +33,19 @@ pub struct IdSegments {
 struct State {
     segments: VecDeque<Range<u64>>,
     refilling: bool,
+    /// Ids up to this one are taken by an import ([`IdSegments::reserve_through`]):
+    /// a lease that lands later is cut above it.
+    reserved_through: u64,
+}
+
+impl State {
+    /// Adds a leased range, without the ids an import took.
+    fn push(&mut self, range: Range<u64>) {
+        let start = range.start.max(self.reserved_through.saturating_add(1));
+        if start < range.end {
+            self.segments.push_back(start..range.end);
+        }
+    }
 }
 
 impl std::fmt::Debug for IdSegments {
@@ -103,11 +116,7 @@ impl IdSegments {
             // Nothing in memory: lease right away, at least what is missing.
             let need = (n - out.len()) as u64;
             let range = self.lease(need.max(self.size)).await?;
-            self.state
-                .lock()
-                .expect("id state")
-                .segments
-                .push_back(range);
+            self.state.lock().expect("id state").push(range);
         }
     }
 
@@ -115,7 +124,24 @@ impl IdSegments {
     pub async fn prime(self: &Arc<Self>) -> StoreResult<()> {
         let range = self.lease(self.size).await?;
         let mut st = self.state.lock().expect("id state");
-        st.segments.push_back(range);
+        st.push(range);
+        self.maybe_refill(&mut st);
+        Ok(())
+    }
+
+    /// Takes every id up to `last` out of use (an import kept them): the
+    /// next lease starts after it, and the ids in memory up to it are
+    /// dropped, so no later create is handed one of them.
+    pub async fn reserve_through(self: &Arc<Self>, last: u64) -> StoreResult<()> {
+        self.store
+            .write(move |c| store::ids::advance_past(c, last))
+            .await?;
+        let mut st = self.state.lock().expect("id state");
+        st.reserved_through = st.reserved_through.max(last);
+        let held = std::mem::take(&mut st.segments);
+        for range in held {
+            st.push(range);
+        }
         self.maybe_refill(&mut st);
         Ok(())
     }
@@ -136,7 +162,7 @@ impl IdSegments {
             let mut st = this.state.lock().expect("id state");
             st.refilling = false;
             match result {
-                Ok(range) => st.segments.push_back(range),
+                Ok(range) => st.push(range),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot lease an id segment in the background")
                 }
@@ -185,6 +211,25 @@ mod tests {
         for _ in 0..30 {
             assert!(seen.insert(c.next().await.unwrap()));
         }
+    }
+
+    #[tokio::test]
+    async fn ids_reserved_by_an_import_are_never_handed_out() {
+        let (dir, store) = temp_store();
+        let ids = IdSegments::new(store.clone(), 100, 50, 2);
+        ids.prime().await.unwrap();
+        assert_eq!(ids.next().await.unwrap(), 100);
+        // An import kept ids up to 130, some of them in memory here.
+        ids.reserve_through(130).await.unwrap();
+        let after = ids.take(60).await.unwrap();
+        assert!(after.iter().all(|&id| id > 130), "{after:?}");
+        // Beyond every lease: another process leases after them too.
+        ids.reserve_through(5000).await.unwrap();
+        assert!(ids.next().await.unwrap() > 5000);
+        store.close();
+        let store = crate::store::Store::open(&dir.path().join("t.db"), 1, 10).unwrap();
+        let other = IdSegments::new(store, 100, 50, 2);
+        assert!(other.next().await.unwrap() > 5000);
     }
 
     #[tokio::test]

@@ -114,6 +114,18 @@ pub fn input_schema() -> Schema {
         .into()
 }
 
+/// A query parameter's time as the OpenAPI document states it
+/// ([`input_schema`]); the handler reads the text with [`parse_time`].
+pub struct TimeText;
+
+impl utoipa::PartialSchema for TimeText {
+    fn schema() -> RefOr<Schema> {
+        input_schema().into()
+    }
+}
+
+impl utoipa::ToSchema for TimeText {}
+
 /// [`input_schema`] or `null` (in a body: absent, or cleared on an edit).
 pub fn input_or_null_schema() -> Schema {
     OneOfBuilder::new()

@@ -501,7 +501,10 @@ async fn batch_limit_is_ten_thousand() {
         )
         .await;
     assert_eq!(s, 422, "{v}");
-    assert_eq!((v["created"].as_u64(), v["failed"].as_u64()), (Some(0), Some(2)));
+    assert_eq!(
+        (v["created"].as_u64(), v["failed"].as_u64()),
+        (Some(0), Some(2))
+    );
     assert_eq!(v["results"][1]["error"]["code"], "invalid_body");
     let (s, v) = d
         .req("POST", "/api/v1/links/batch", Some(json!({"links": []})))

@@ -1,9 +1,10 @@
 //! `export -` from one daemon, `import` into another: the data survives,
-//! and a second import of the same file skips what is already there.
+//! generated codes and click totals included, and a second import of the
+//! same file skips what is already there.
 
 mod common;
 
-use common::{stderr, stdout, unix, Daemon};
+use common::{batch, stderr, stdout, unix, Daemon};
 use serde_json::{json, Value};
 
 fn links(d: &Daemon) -> Vec<Value> {
@@ -20,7 +21,8 @@ fn links(d: &Daemon) -> Vec<Value> {
 #[tokio::test]
 async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
     let a = Daemon::start().await;
-    a.create(json!({"url": "https://e.com/1", "alias": "round-one", "tags": ["news", "x"]}))
+    let clicked = a
+        .create(json!({"url": "https://e.com/1", "alias": "round-one", "tags": ["news", "x"]}))
         .await;
     a.create(json!({"url": "https://e.com/2", "expires_at": "2099-01-01T00:00:00Z"}))
         .await;
@@ -36,7 +38,19 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
         .await;
     // The same URL twice: two links, both must arrive.
     a.create(json!({"url": "https://e.com/3"})).await;
-    a.create(json!({"url": "https://e.com/3"})).await;
+    let plain = a.create(json!({"url": "https://e.com/3"})).await;
+    // Clicks through the edge's path: humans on one, bots on both.
+    let mut edge = a.ipc().await;
+    let id = |v: &Value| v["id"].as_u64().unwrap();
+    edge.clicks(1, batch(1, id(&clicked), 5, false)).await;
+    edge.clicks(2, batch(2, id(&clicked), 2, true)).await;
+    edge.clicks(3, batch(3, id(&plain), 3, true)).await;
+    let (_, v) = a.req("GET", "/api/v1/links/round-one", None).await;
+    assert_eq!(
+        (v["clicks"].as_i64(), v["bot_clicks"].as_i64()),
+        (Some(7), Some(2)),
+        "{v}"
+    );
 
     let out = a.cli(&["export", "-"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -66,6 +80,9 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
             l["max_visits"].clone(),
             l["targets"].clone(),
             l["created_at"].clone(),
+            l["generated_code"].clone(),
+            l["clicks"].clone(),
+            l["bot_clicks"].clone(),
         )
     };
     let mut want: Vec<_> = links(&a).iter().map(key).collect();
@@ -73,6 +90,13 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
     want.sort_by_key(|k| format!("{k:?}"));
     got.sort_by_key(|k| format!("{k:?}"));
     assert_eq!(got, want);
+    // Later creates in the new store never take an imported code.
+    let fresh = b.create(json!({"url": "https://e.com/after"})).await;
+    let codes: Vec<Value> = links(&a)
+        .iter()
+        .map(|l| l["generated_code"].clone())
+        .collect();
+    assert!(!codes.contains(&fresh["generated_code"]), "{fresh}");
 
     // Again: nothing new, and the counts say so.
     let out = b.cli(&["import", path]);
@@ -82,11 +106,15 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(links(&b).len(), 6);
+    assert_eq!(links(&b).len(), 7);
     // --json reports the same counts as one document.
     let out = b.cli(&["--json", "import", path]);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(v, json!({"imported": 0, "present": 6, "bad": 0}));
+    assert_eq!(
+        v,
+        json!({"format": "shortlink", "imported": 0, "present": 6, "bad": 0,
+               "without_code": 0, "new_code": 0})
+    );
 
     // Creation times come across; a future one or a bad status is refused
     // by line.

@@ -42,7 +42,11 @@ pub struct NewCredential {
 pub struct NewApp {
     /// What the app is (shown in lists and logs): 1 to 100 characters, no
     /// control characters, no surrounding space.
-    #[schema(min_length = 1, max_length = 100, pattern = r"^[^\s\x00-\x1f\x7f-\x9f]([^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$")]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\s\x00-\x1f\x7f-\x9f]([^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$"
+    )]
     pub name: String,
     /// Any of `links:write`, `links:read`, `stats:read`, `admin`.
     #[schema(schema_with = scopes_schema)]

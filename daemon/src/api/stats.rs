@@ -18,10 +18,10 @@ use crate::stats::{self, Granularity, SiteStatsView, StatsView, MAX_TOP};
 #[serde(deny_unknown_fields)]
 pub struct StatsParams {
     /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).
-    #[param(schema_with = crate::timestamp::input_schema)]
+    #[param(value_type = Option<crate::timestamp::TimeText>, inline)]
     pub from: Option<String>,
     /// Range end, exclusive: Unix seconds or RFC 3339 (default: now).
-    #[param(schema_with = crate::timestamp::input_schema)]
+    #[param(value_type = Option<crate::timestamp::TimeText>, inline)]
     pub to: Option<String>,
     /// `hour` (default) or `day`.
     #[param(value_type = Option<Granularity>, inline)]
@@ -89,10 +89,10 @@ pub async fn get(
 #[serde(deny_unknown_fields)]
 pub struct SiteStatsParams {
     /// Range start: Unix seconds or RFC 3339 (default: `to` minus 7 days).
-    #[param(schema_with = crate::timestamp::input_schema)]
+    #[param(value_type = Option<crate::timestamp::TimeText>, inline)]
     pub from: Option<String>,
     /// Range end, exclusive: Unix seconds or RFC 3339 (default: now).
-    #[param(schema_with = crate::timestamp::input_schema)]
+    #[param(value_type = Option<crate::timestamp::TimeText>, inline)]
     pub to: Option<String>,
     /// `hour` (default) or `day`.
     #[param(value_type = Option<Granularity>, inline)]

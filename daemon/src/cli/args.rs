@@ -55,6 +55,18 @@ pub enum Command {
     },
     /// Run the daemon in the foreground.
     Serve,
+    /// Copy the database to FILE with SQLite's online backup (safe while
+    /// the daemon runs); the copy is checked and made 0600.
+    Backup {
+        /// Where to write the copy (replaced atomically if it exists).
+        file: PathBuf,
+    },
+    /// Replace the database with the backup FILE (the daemon must be
+    /// stopped); the file is checked first.
+    Restore {
+        /// A file `backup` wrote.
+        file: PathBuf,
+    },
     /// A command on the data.
     #[command(flatten)]
     Admin(AdminCommand),
@@ -92,11 +104,15 @@ pub enum AdminCommand {
         #[arg(long)]
         series: bool,
     },
-    /// Create links from a CSV file (a header with `url` and any of the
-    /// columns `export` writes); rows already stored are skipped.
+    /// Create links from a CSV file: our `export`, or the export of
+    /// Bitly, Shlink, YOURLS or Kutt (known by the header); rows already
+    /// stored are skipped.
     Import {
         /// The CSV file, or `-` for stdin.
         file: PathBuf,
+        /// The file's format, when the header does not tell.
+        #[arg(long, value_enum)]
+        format: Option<crate::links::import::formats::Format>,
     },
     /// Write every link to a CSV file.
     Export {

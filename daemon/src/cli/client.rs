@@ -148,7 +148,9 @@ impl Client {
         })
     }
 
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+    /// `GET path`, the reply decoded as `T` (for replies read in a shape
+    /// of the caller's own, such as `export`'s).
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         self.transport
             .clone()
             .call(Method::GET, path, NO_BODY)

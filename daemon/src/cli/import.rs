@@ -1,9 +1,10 @@
-//! `import`: links from a CSV file, in chunks of one transaction each,
-//! with a progress bar; refused rows are reported by line. Reads the
-//! columns `export` writes (all but `code` and `clicks`, which the store
-//! makes itself).
+//! `import`: links from a CSV file (ours, or Bitly's, Shlink's, YOURLS's
+//! or Kutt's export, known by the header), in chunks of one transaction
+//! each, with a progress bar on a terminal; refused rows and rows imported
+//! with a change are reported by line.
 
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -11,7 +12,8 @@ use anyhow::{anyhow, Context, Result};
 
 use super::client::Client;
 use super::output::Output;
-use crate::links::{ImportOutcome, ImportRow, TargetsInput};
+use crate::links::import::formats::{Columns, Format};
+use crate::links::{ImportOutcome, ImportRow};
 
 /// Rows sent per import call: one transaction each in the daemon.
 const IMPORT_CHUNK: usize = 20_000;
@@ -24,17 +26,53 @@ type ImportCall = tokio::task::JoinHandle<Result<ImportOutcome>>;
 /// What an import did, in total.
 #[derive(Debug, Default, serde::Serialize)]
 struct Totals {
+    /// The format read.
+    format: &'static str,
     /// New links.
     imported: usize,
-    /// Rows equal to a link already stored, skipped.
+    /// Rows already stored, skipped.
     present: usize,
     /// Rows refused.
     bad: usize,
+    /// Links imported without their foreign code (not a valid alias here,
+    /// or taken).
+    without_code: usize,
+    /// Links imported under a new generated code (theirs taken here).
+    new_code: usize,
 }
 
-/// Imports `file` (stdin when it is `-`); exit status 2 when any row was
-/// refused.
-pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<ExitCode> {
+/// A progress bar on stderr when it is a terminal, else none.
+fn progress_bar(size: u64, terminal: bool) -> indicatif::ProgressBar {
+    if !terminal {
+        return indicatif::ProgressBar::hidden();
+    }
+    // Stdin has no size: a spinner with the bytes read.
+    let (bar, template) = if size == 0 {
+        (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} {bytes} {msg}",
+        )
+    } else {
+        (
+            indicatif::ProgressBar::new(size),
+            "{bar:40} {bytes}/{total_bytes} {msg}",
+        )
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Imports `file` (stdin when it is `-`) in `format`, or the format its
+/// header shows; exit status 2 when any row was refused.
+pub async fn import(
+    client: &Client,
+    file: &Path,
+    format: Option<Format>,
+    out: &mut Output,
+) -> Result<ExitCode> {
     let (f, size): (Box<dyn std::io::Read>, u64) = if file == Path::new("-") {
         (Box::new(std::io::stdin()), 0)
     } else {
@@ -49,35 +87,25 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
         .buffer_capacity(1 << 20)
         .from_reader(f);
     let headers = reader.headers()?.clone();
-    let col = |names: &[&str]| {
-        headers
-            .iter()
-            .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
+    let format = match format {
+        Some(f) => f,
+        None => Format::detect(&headers).ok_or_else(|| {
+            anyhow!(
+                "{}: the header names no known format (a `url` column for ours; \
+                 see `--format`)",
+                file.display()
+            )
+        })?,
     };
-    let url_col = col(&["url"])
-        .ok_or_else(|| anyhow!("{}: the header has no `url` column", file.display()))?;
-    let alias_col = col(&["alias"]);
-    let expiry_col = col(&["expires_at", "expiry", "expires"]);
-    let tags_col = col(&["tags", "tag"]);
-    let extra = ExtraColumns {
-        redirect: col(&["redirect"]),
-        max_visits: col(&["max_visits"]),
-        disabled: col(&["disabled"]),
-        created_at: col(&["created_at"]),
-        targets: [
-            col(&["target_desktop"]),
-            col(&["target_mobile"]),
-            col(&["target_ios"]),
-            col(&["target_android"]),
-        ],
-    };
+    let columns = format
+        .columns(&headers)
+        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
 
-    let bar = indicatif::ProgressBar::new(size);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let mut totals = Totals::default();
+    let bar = progress_bar(size, std::io::stderr().is_terminal());
+    let mut totals = Totals {
+        format: format.name(),
+        ..Totals::default()
+    };
     let mut chunk: Vec<ImportRow> = Vec::with_capacity(IMPORT_CHUNK);
     let mut in_flight: VecDeque<ImportCall> = VecDeque::new();
     let mut record = csv::StringRecord::new();
@@ -96,33 +124,14 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
         };
         if more {
             let line = record.position().map(|p| p.line()).unwrap_or(0);
-            let field = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
-            let Some(url) = field(Some(url_col)) else {
-                bar.suspend(|| eprintln!("line {line}: url is empty"));
-                totals.bad += 1;
-                continue;
-            };
-            let tags = field(tags_col).map(|t| {
-                t.split([',', ';', '|'])
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            });
-            let mut row = ImportRow(
-                line,
-                url.to_string(),
-                field(alias_col).map(str::to_string),
-                field(expiry_col).map(str::to_string),
-                tags,
-                Default::default(),
-            );
-            if let Err(e) = extra.read(&record, &mut row) {
-                bar.suspend(|| eprintln!("line {line}: {e}"));
-                totals.bad += 1;
-                continue;
+            match columns.read(line, &record) {
+                Ok(row) => chunk.push(row),
+                Err(e) => {
+                    bar.suspend(|| eprintln!("line {line}: {}: {}", e.column, e.message));
+                    totals.bad += 1;
+                    continue;
+                }
             }
-            chunk.push(row);
             if chunk.len() & 1023 == 0 {
                 bar.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
             }
@@ -131,7 +140,7 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
             let rows = std::mem::replace(&mut chunk, Vec::with_capacity(IMPORT_CHUNK));
             if in_flight.len() >= IMPORT_IN_FLIGHT {
                 let oldest = in_flight.pop_front().expect("one in flight");
-                finish_import(oldest, &bar, &mut totals).await?;
+                finish_import(oldest, &columns, &bar, &mut totals).await?;
             }
             in_flight.push_back(client.import(rows));
         }
@@ -140,15 +149,22 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
         }
     }
     while let Some(call) = in_flight.pop_front() {
-        finish_import(call, &bar, &mut totals).await?;
+        finish_import(call, &columns, &bar, &mut totals).await?;
     }
     bar.finish_and_clear();
     if out.json {
         out.print_json(&totals)?;
     } else {
+        let mut changed = String::new();
+        if totals.without_code > 0 {
+            changed += &format!(", {} without their code", totals.without_code);
+        }
+        if totals.new_code > 0 {
+            changed += &format!(", {} under a new code", totals.new_code);
+        }
         eprintln!(
-            "{} imported, {} already present, {} bad rows",
-            totals.imported, totals.present, totals.bad
+            "{} imported, {} already present, {} bad rows{changed} ({} format)",
+            totals.imported, totals.present, totals.bad, totals.format
         );
     }
     Ok(if totals.bad == 0 {
@@ -158,58 +174,11 @@ pub async fn import(client: &Client, file: &Path, out: &mut Output) -> Result<Ex
     })
 }
 
-/// Where the columns of an `export` file beyond the basic four are.
-struct ExtraColumns {
-    redirect: Option<usize>,
-    max_visits: Option<usize>,
-    disabled: Option<usize>,
-    created_at: Option<usize>,
-    /// desktop, mobile, ios, android.
-    targets: [Option<usize>; 4],
-}
-
-impl ExtraColumns {
-    /// Fills the extra part of `row` from `record`; a cell that is not a
-    /// number (or a yes/no) where one is needed is an error naming it.
-    fn read(&self, record: &csv::StringRecord, row: &mut ImportRow) -> Result<()> {
-        let field = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
-        let extra = &mut row.5;
-        if let Some(r) = field(self.redirect) {
-            extra.redirect = Some(
-                r.parse()
-                    .map_err(|_| anyhow!("redirect: {r:?} is not a status like 301"))?,
-            );
-        }
-        if let Some(m) = field(self.max_visits) {
-            extra.max_visits = Some(
-                m.parse()
-                    .map_err(|_| anyhow!("max_visits: {m:?} is not a whole number"))?,
-            );
-        }
-        if let Some(d) = field(self.disabled) {
-            extra.disabled = match d.to_ascii_lowercase().as_str() {
-                "true" | "yes" | "1" => true,
-                "false" | "no" | "0" => false,
-                _ => return Err(anyhow!("disabled: {d:?} is not true or false")),
-            };
-        }
-        extra.created_at = field(self.created_at).map(str::to_string);
-        let [desktop, mobile, ios, android] = self.targets.map(|c| field(c).map(str::to_string));
-        if desktop.is_some() || mobile.is_some() || ios.is_some() || android.is_some() {
-            extra.targets = Some(TargetsInput {
-                desktop,
-                mobile,
-                ios,
-                android,
-            });
-        }
-        Ok(())
-    }
-}
-
-/// Waits for one import call and reports its refused rows by line.
+/// Waits for one import call and reports its refused rows and its rows
+/// imported with a change, by line and by the file's column name.
 async fn finish_import(
     call: ImportCall,
+    columns: &Columns,
     bar: &indicatif::ProgressBar,
     totals: &mut Totals,
 ) -> Result<()> {
@@ -217,17 +186,44 @@ async fn finish_import(
     totals.imported += outcome.imported;
     totals.present += outcome.present;
     totals.bad += outcome.errors.len();
-    for e in &outcome.errors {
-        let field = e
-            .field
-            .as_deref()
-            .map(|f| format!("{f}: "))
-            .unwrap_or_default();
-        bar.suspend(|| eprintln!("line {}: {field}{}", e.line, e.message));
+    for n in &outcome.notes {
+        match n.field.as_deref() {
+            Some("code") => totals.new_code += 1,
+            _ => totals.without_code += 1,
+        }
+    }
+    for e in outcome.errors.iter().chain(&outcome.notes) {
+        let line = match e.field.as_deref() {
+            Some(field) => {
+                // The message may name our field already.
+                let message = e
+                    .message
+                    .strip_prefix(&format!("{field}: "))
+                    .unwrap_or(&e.message);
+                let column = columns.column_for(field).unwrap_or(field);
+                format!("line {}: {column}: {message}", e.line)
+            }
+            None => format!("line {}: {}", e.line, e.message),
+        };
+        bar.suspend(|| eprintln!("{line}"));
     }
     bar.set_message(format!(
         "{} imported, {} present, {} bad",
         totals.imported, totals.present, totals.bad
     ));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bar_only_on_a_terminal() {
+        assert!(progress_bar(100, false).is_hidden());
+        // On a terminal it draws (stderr of a test is not one, so only
+        // the choice is checked here).
+        let bar = progress_bar(100, true);
+        assert_eq!(bar.length(), Some(100));
+    }
 }

@@ -7,6 +7,7 @@
 //! daemon flags go), [`client`], and the commands.
 
 pub mod args;
+mod backup;
 pub mod client;
 mod credentials;
 mod export;
@@ -53,6 +54,20 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Serve => None,
+        Command::Backup { file } => {
+            let copied = backup::backup(&cli.settings.load()?, &file)?;
+            if cli.json {
+                output::Output::stdout(true).print_json(&copied)?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Restore { file } => {
+            let copied = backup::restore(&cli.settings.load()?, &file)?;
+            if cli.json {
+                output::Output::stdout(true).print_json(&copied)?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Admin(command) => Some(command),
     };
     let json = cli.json;
@@ -104,7 +119,9 @@ async fn dispatch(
             };
             stats::stats(client, &code, params, series, out).await?
         }
-        AdminCommand::Import { file } => return import::import(client, &file, out).await,
+        AdminCommand::Import { file, format } => {
+            return import::import(client, &file, format, out).await
+        }
         AdminCommand::Export { file } => export::export(client, &file, out).await?,
     }
     Ok(ExitCode::SUCCESS)

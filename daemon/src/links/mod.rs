@@ -18,7 +18,7 @@ pub mod rules;
 pub mod view;
 
 pub use error::LinkError;
-pub use import::{ImportError, ImportOutcome, ImportRow, MAX_IMPORT};
+pub use import::{ImportError, ImportExtra, ImportOutcome, ImportRow, MAX_IMPORT};
 pub use input::MAX_VISITS;
 pub use input::{
     parse_time, CreateLink, RenewInput, TargetsInput, TimeInput, UpdateLink, MAX_BATCH,

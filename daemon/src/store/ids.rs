@@ -22,6 +22,16 @@ pub fn lease(conn: &Connection, floor: u64, size: u64) -> StoreResult<Range<u64>
     Ok(start..end)
 }
 
+/// Moves the next lease past `last` (ids an import kept), never back.
+pub fn advance_past(conn: &Connection, last: u64) -> StoreResult<()> {
+    let next = last.saturating_add(1) as i64;
+    conn.prepare_cached("INSERT OR IGNORE INTO id_alloc (name, next) VALUES ('links', ?1)")?
+        .execute([next])?;
+    conn.prepare_cached("UPDATE id_alloc SET next = max(next, ?1) WHERE name = 'links'")?
+        .execute([next])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +48,10 @@ mod tests {
         assert_eq!(c, 1000..1005);
         let d = store.write(|c| lease(c, 100, 5)).await.unwrap();
         assert_eq!(d, 1005..1010);
+        // Ids an import kept: leases continue after them, and never go back.
+        store.write(|c| advance_past(c, 5000)).await.unwrap();
+        store.write(|c| advance_past(c, 2000)).await.unwrap();
+        let e = store.write(|c| lease(c, 100, 5)).await.unwrap();
+        assert_eq!(e, 5001..5006);
     }
 }

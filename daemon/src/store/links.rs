@@ -223,6 +223,19 @@ pub fn set_expiry(conn: &Connection, id: u64, expires_at: i64) -> StoreResult<()
     Ok(())
 }
 
+/// Sets a link's click totals (an import restoring them); the fold adds
+/// to these from then on.
+pub fn set_click_totals(
+    conn: &Connection,
+    id: u64,
+    clicks: i64,
+    bot_clicks: i64,
+) -> StoreResult<()> {
+    conn.prepare_cached("UPDATE links SET clicks = ?2, bot_clicks = ?3 WHERE id = ?1")?
+        .execute(params![id as i64, clicks, bot_clicks])?;
+    Ok(())
+}
+
 /// The link with this id.
 pub fn by_id(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
     Ok(conn

@@ -71,6 +71,10 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// The schema version (`PRAGMA user_version`) after the last migration:
+/// `restore` refuses a database of a newer one.
+pub const SCHEMA_VERSION: i64 = 7;
+
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("schema_v1.sql")),

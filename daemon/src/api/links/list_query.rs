@@ -103,10 +103,10 @@ pub struct ListFilters {
     #[param(inline)]
     pub state: Option<StateParam>,
     /// Only links created at or after this time: Unix seconds or RFC 3339.
-    #[param(schema_with = crate::timestamp::input_schema)]
+    #[param(value_type = Option<crate::timestamp::TimeText>, inline)]
     pub created_after: Option<String>,
     /// Only links created before this time: Unix seconds or RFC 3339.
-    #[param(schema_with = crate::timestamp::input_schema)]
+    #[param(value_type = Option<crate::timestamp::TimeText>, inline)]
     pub created_before: Option<String>,
 }
 

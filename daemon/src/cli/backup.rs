@@ -1,0 +1,389 @@
+//! `backup` and `restore` of the SQLite database.
+//!
+//! `backup` copies the live database with SQLite's online backup API, in
+//! one read transaction (in WAL mode a reader does not stop the daemon's
+//! writer, and the copy is one consistent moment), into a file made 0600
+//! beside the target, checks it (`PRAGMA integrity_check`), and renames it
+//! into place. A file copy of a live database may catch a page half
+//! written or miss what is still in the WAL; this cannot.
+//!
+//! `restore` refuses while a daemon runs on the data directory (its
+//! control or API socket answers), checks that the file is a shortlink
+//! database of a schema version this binary knows and, when the database
+//! holds app secrets sealed with the deployment key, that they open with
+//! this deployment's key; gives the copy a new store id (the nginx
+//! workers resync rather than replay another history); then it writes the
+//! copy beside the database,
+//! fsyncs it, removes the old `-wal` and `-shm` and renames the copy over
+//! the database, so the data directory holds the old database or the new
+//! one, never half of one.
+
+use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::app::files::DB_MODE;
+use crate::auth::app_secret::SecretSeal;
+use crate::config::Config;
+use crate::store::SCHEMA_VERSION;
+
+/// What `backup` and `restore` did, for `--json`.
+#[derive(Debug, serde::Serialize)]
+pub struct Copied {
+    /// The database file of the data directory.
+    pub database: PathBuf,
+    /// The backup file written or read.
+    pub file: PathBuf,
+    /// The copy's schema version.
+    pub schema_version: i64,
+}
+
+/// Copies the daemon's database to `file` (replaced atomically if it
+/// exists), safe while the daemon runs and writes.
+pub fn backup(config: &Config, file: &Path) -> Result<Copied> {
+    let db = config.db_path();
+    if !db.exists() {
+        bail!("there is no database at {}", db.display());
+    }
+    let src = Connection::open_with_flags(
+        &db,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("opening {}", db.display()))?;
+    src.busy_timeout(Duration::from_secs(10))?;
+    let tmp = beside(file, "backup")?;
+    let version = write_checked(&src, &tmp, |_| Ok(()))
+        .and_then(|v| replace(&tmp, file).map(|()| v))
+        .inspect_err(|_| remove_db_files(&tmp))?;
+    eprintln!(
+        "backed up {} to {} (schema version {version}, integrity ok)",
+        db.display(),
+        file.display()
+    );
+    Ok(Copied {
+        database: db,
+        file: file.to_path_buf(),
+        schema_version: version,
+    })
+}
+
+/// Replaces the database of the data directory with the backup `file`.
+pub fn restore(config: &Config, file: &Path) -> Result<Copied> {
+    if let Some(socket) = running_daemon(config) {
+        bail!(
+            "a daemon is running on {}: {} answers; stop it before a restore",
+            config.data_dir.display(),
+            socket.display()
+        );
+    }
+    let meta =
+        std::fs::metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
+    if !meta.is_file() {
+        bail!("{} is not a file", file.display());
+    }
+    crate::app::files::data_dir(config)?;
+    let src = Connection::open_with_flags(
+        file,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("opening {}", file.display()))?;
+    let db = config.db_path();
+    let tmp = beside(&db, "restore")?;
+    let version = write_checked(&src, &tmp, |c| {
+        same_key(c, config)?;
+        new_history(c)
+    })
+    .map_err(|e| anyhow!("{}: {e:#}", file.display()))
+    .and_then(|v| {
+        // A WAL left beside the old database would be replayed into
+        // the new one.
+        remove_files(&[wal(&db, "-wal"), wal(&db, "-shm")])?;
+        replace(&tmp, &db).map(|()| v)
+    })
+    .inspect_err(|_| remove_db_files(&tmp))?;
+    eprintln!(
+        "restored {} into {} (schema version {version}); start the daemon",
+        file.display(),
+        db.display()
+    );
+    Ok(Copied {
+        database: db,
+        file: file.to_path_buf(),
+        schema_version: version,
+    })
+}
+
+/// The socket of a daemon running on this data directory, if one answers.
+fn running_daemon(config: &Config) -> Option<PathBuf> {
+    [config.control_path(), config.api_path()]
+        .into_iter()
+        .find(|p| std::os::unix::net::UnixStream::connect(p).is_ok())
+}
+
+/// A new empty file (mode 0600) in the directory of `target`, for the copy.
+fn beside(target: &Path, job: &str) -> Result<PathBuf> {
+    let name = target
+        .file_name()
+        .ok_or_else(|| anyhow!("{} names no file", target.display()))?
+        .to_string_lossy();
+    let tmp = target.with_file_name(format!(".{name}.{job}-{}", std::process::id()));
+    remove_db_files(&tmp);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(DB_MODE)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    Ok(tmp)
+}
+
+/// Copies `src` into the new file `tmp`, checks the copy (a shortlink
+/// database of a known schema, `integrity_check`, then `check`), leaves it
+/// one self-contained file (no WAL) and fsyncs it; its schema version.
+fn write_checked(
+    src: &Connection,
+    tmp: &Path,
+    check: impl FnOnce(&Connection) -> Result<()>,
+) -> Result<i64> {
+    let mut dst = Connection::open(tmp).with_context(|| format!("opening {}", tmp.display()))?;
+    copy(src, &mut dst)?;
+    dst.pragma_update(None, "journal_mode", "DELETE")?;
+    let version = schema_version(&dst)?;
+    let integrity: String = dst.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    if integrity != "ok" {
+        bail!("the copy fails PRAGMA integrity_check: {integrity}");
+    }
+    check(&dst)?;
+    dst.close().map_err(|(_, e)| e)?;
+    File::open(tmp)?.sync_all()?;
+    Ok(version)
+}
+
+/// The online backup, all pages in one step (one read transaction, so a
+/// busy writer cannot make it start over), retried while locked.
+fn copy(src: &Connection, dst: &mut Connection) -> Result<()> {
+    let backup = Backup::new(src, dst)?;
+    for _ in 0..600 {
+        match backup.step(-1) {
+            Ok(StepResult::Done) => return Ok(()),
+            Ok(StepResult::More) => continue,
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                bail!("not an SQLite database")
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    bail!("the database stayed locked for 30 s")
+}
+
+/// The schema version of a shortlink database; an error when it is not
+/// one, or one of a newer shortlinkd.
+fn schema_version(c: &Connection) -> Result<i64> {
+    let tables: i64 = c.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('links', 'id_alloc')",
+        [],
+        |r| r.get(0),
+    )?;
+    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if tables != 2 || version < 1 {
+        bail!("not a shortlink database (no links and id_alloc tables)");
+    }
+    if version > SCHEMA_VERSION {
+        bail!(
+            "schema version {version} is newer than this shortlinkd knows ({SCHEMA_VERSION}); \
+             restore with the shortlinkd that made it"
+        );
+    }
+    Ok(version)
+}
+
+/// When the copy holds app secrets sealed with a deployment key, they
+/// must open with this deployment's key (else every app's signatures and
+/// every generated code would be another deployment's).
+fn same_key(c: &Connection, config: &Config) -> Result<()> {
+    let has_apps: i64 = c.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'apps'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has_apps == 0 {
+        return Ok(());
+    }
+    let sealed: Option<(String, String)> = c
+        .query_row(
+            "SELECT app_id, secret FROM apps WHERE secret LIKE 'sealed1:%' LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((app_id, secret)) = sealed else {
+        return Ok(());
+    };
+    let key_path = config.key_path();
+    let key = shortlink_core::DeploymentKey::load(&key_path).with_context(|| {
+        format!(
+            "the backup holds secrets sealed with a deployment key; cannot read {} to check it",
+            key_path.display()
+        )
+    })?;
+    if SecretSeal::new(&key).open(&app_id, &secret).is_err() {
+        bail!(
+            "made under another deployment key: its sealed app secrets do not open with {}",
+            key_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Gives the restored database a new store id: the nginx workers' change
+/// positions (taken on the database being replaced, or on this one before
+/// the backup) mean nothing in it, so they drop their caches and resync
+/// instead of replaying a log of another history.
+fn new_history(c: &Connection) -> Result<()> {
+    let has_meta: i64 = c.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has_meta == 1 {
+        c.execute(
+            "UPDATE store_meta SET store_id = abs(random()) WHERE id = 1",
+            [],
+        )?;
+    }
+    Ok(())
+}
+
+/// Renames `tmp` over `target` and fsyncs the directory.
+fn replace(tmp: &Path, target: &Path) -> Result<()> {
+    std::fs::rename(tmp, target)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), target.display()))?;
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// `db` with `suffix` appended (`-wal`, `-shm`, `-journal`).
+fn wal(db: &Path, suffix: &str) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+fn remove_files(paths: &[PathBuf]) -> Result<()> {
+    for p in paths {
+        match std::fs::remove_file(p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", p.display()))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Removes a copy left by a failed job, with its side files.
+fn remove_db_files(db: &Path) {
+    let _ = remove_files(&[
+        db.to_path_buf(),
+        wal(db, "-wal"),
+        wal(db, "-shm"),
+        wal(db, "-journal"),
+    ]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_schema_version_is_the_last_migration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        crate::store::Store::open(&path, 1, 10).unwrap().close();
+        let c = Connection::open(&path).unwrap();
+        assert_eq!(schema_version(&c).unwrap(), SCHEMA_VERSION);
+        c.execute_batch("PRAGMA user_version = 99").unwrap();
+        let err = schema_version(&c).unwrap_err().to_string();
+        assert!(err.contains("99 is newer"), "{err}");
+        let other = Connection::open(dir.path().join("o.db")).unwrap();
+        other
+            .execute_batch("CREATE TABLE links (id INTEGER)")
+            .unwrap();
+        let err = schema_version(&other).unwrap_err().to_string();
+        assert!(err.contains("not a shortlink database"), "{err}");
+    }
+
+    fn config(dir: &Path) -> Config {
+        Config {
+            data_dir: dir.to_path_buf(),
+            ..Config::default()
+        }
+    }
+
+    fn urls(db: &Path) -> Vec<String> {
+        let c = Connection::open(db).unwrap();
+        let mut st = c.prepare("SELECT url FROM links ORDER BY id").unwrap();
+        let rows = st.query_map([], |r| r.get(0)).unwrap();
+        rows.map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn restore_replaces_the_database_and_drops_the_old_wal() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        for (dir, url) in [(&a, "https://e.com/kept"), (&b, "https://e.com/old")] {
+            let db = config(dir.path()).db_path();
+            crate::store::Store::open(&db, 1, 10).unwrap().close();
+            Connection::open(&db)
+                .unwrap()
+                .execute(
+                    "INSERT INTO links (id, url, created_at, updated_at, tags) \
+                     VALUES (1, ?1, 0, 0, '[]')",
+                    [url],
+                )
+                .unwrap();
+        }
+        let file = a.path().join("backup.db");
+        backup(&config(a.path()), &file).unwrap();
+        // b's database with a WAL a crash left: more rows, not checkpointed.
+        let old = config(b.path()).db_path();
+        let stale = wal(&old, "-wal");
+        {
+            let c = Connection::open(&old).unwrap();
+            c.pragma_update(None, "journal_mode", "WAL").unwrap();
+            c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+            for id in 2..50 {
+                c.execute(
+                    "INSERT INTO links (id, url, created_at, updated_at, tags) \
+                     VALUES (?1, 'https://e.com/wal', 0, 0, '[]')",
+                    [id],
+                )
+                .unwrap();
+            }
+            std::fs::copy(&stale, b.path().join("saved-wal")).unwrap();
+        }
+        std::fs::copy(b.path().join("saved-wal"), &stale).unwrap();
+        restore(&config(b.path()), &file).unwrap();
+        // What a daemon opening it would read: the backup, not the old WAL
+        // replayed over it.
+        assert_eq!(urls(&old), ["https://e.com/kept"]);
+        assert!(!stale.exists());
+        let mode = std::fs::metadata(&old).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
+    }
+}

@@ -1,0 +1,37 @@
+//! Our own `shortlinkd export`: `code,url,alias,expires_at,tags,clicks,
+//! bot_clicks,created_at,redirect,max_visits,disabled,target_desktop,
+//! target_mobile,target_ios,target_android`. Only `url` is needed; the
+//! generated code and the click totals come back with the link.
+
+use super::{Columns, Headers};
+
+/// What makes a header ours.
+pub const NEEDS: &str = "a `url` column";
+
+/// Our columns in `h`, when it has a `url` column.
+pub fn columns(h: &Headers) -> Option<Columns> {
+    Some(Columns {
+        url: Some(h.col(&["url"])?),
+        alias: h
+            .col(&["alias"])
+            .map(|c| vec![(c, super::CodeCell::Plain)])
+            .unwrap_or_default(),
+        code: h.col(&["code"]),
+        created_at: h.col(&["created_at"]),
+        expires_at: h.col(&["expires_at", "expiry", "expires"]),
+        tags: h.col(&["tags", "tag"]),
+        tag_separators: &[',', ';', '|'],
+        clicks: h.col(&["clicks"]),
+        bot_clicks: h.col(&["bot_clicks"]),
+        redirect: h.col(&["redirect"]),
+        max_visits: h.col(&["max_visits"]),
+        disabled: h.col(&["disabled"]),
+        targets: [
+            h.col(&["target_desktop"]),
+            h.col(&["target_mobile"]),
+            h.col(&["target_ios"]),
+            h.col(&["target_android"]),
+        ],
+        ..Columns::default()
+    })
+}

@@ -1,0 +1,384 @@
+//! `shortlinkd import`: many CSV rows in one transaction, each judged like
+//! a create, the bad ones reported by line. Rows from an `export` keep
+//! their generated code (the id) and click totals; rows from another
+//! shortener keep their code as the alias where our alias rules allow
+//! ([`formats`] reads those files).
+
+pub mod formats;
+mod row;
+
+use std::collections::{HashMap, HashSet};
+
+pub use row::{ImportError, ImportExtra, ImportOutcome, ImportRow};
+
+use super::error::LinkError;
+use super::input::{parse_time, CreateLink, TimeInput};
+use super::ops::{insert_prepared, Created, Links};
+use super::rules::Prepared;
+use crate::codes::{self, CodeRef};
+use crate::edge::{EdgeKeys, LinkChange};
+use crate::store::links as table;
+use crate::store::{changes, unix_now, StoreResult};
+
+/// Most rows in one import call.
+pub const MAX_IMPORT: usize = 50_000;
+
+/// A row that passed the rules, waiting for the transaction.
+struct Good {
+    line: u64,
+    prepared: Prepared,
+    /// The id of the row's exported generated code, kept when free.
+    keep_id: Option<u64>,
+    /// `(clicks, bot_clicks)` to restore.
+    clicks: Option<(i64, i64)>,
+}
+
+/// What the transaction did.
+#[derive(Default)]
+struct Written {
+    refused: Vec<(u64, LinkError)>,
+    notes: Vec<ImportError>,
+    present: usize,
+    /// The lines of the rows counted in `present`.
+    present_lines: HashSet<u64>,
+    /// `(id, alias, kept its exported code)` of every new link.
+    made: Vec<(u64, Option<String>, bool)>,
+}
+
+impl Links<'_> {
+    /// Imports many rows in one transaction: every row is validated like a
+    /// create; a row already stored before this call is skipped and counted
+    /// as present; a row with an exported generated code whose id is free
+    /// keeps it (the allocator is moved past it first, so later creates
+    /// never collide), the others get ids from one block; click totals are
+    /// restored. The bad rows are reported by line. Returns after the
+    /// commit. Links with an alias or a kept code are announced to the
+    /// edge (a kept code may have been asked for, and cached as missing,
+    /// before it was imported).
+    pub async fn import(
+        &self,
+        rows: Vec<ImportRow>,
+        created_by: Option<&str>,
+    ) -> Result<ImportOutcome, LinkError> {
+        if rows.len() > MAX_IMPORT {
+            return Err(LinkError::BatchTooLarge(rows.len()));
+        }
+        let now = unix_now();
+        let mut outcome = ImportOutcome::default();
+        let taken = self.taken_aliases(&rows).await?;
+        let good: Vec<Good> = rows
+            .into_iter()
+            .filter_map(|row| self.judge(row, &taken, created_by, now, &mut outcome))
+            .collect();
+        let tried = good.len();
+        // Kept ids first: no id handed out from here on is one of them.
+        if let Some(last) = good.iter().filter_map(|g| g.keep_id).max() {
+            self.ids.reserve_through(last).await?;
+        }
+        let ids = self.ids.take(tried).await?;
+        let written = self
+            .store
+            .write_bulk(move |c| write_rows(c, good, ids, now))
+            .await?;
+        outcome.present = written.present;
+        outcome.imported = tried - written.refused.len() - written.present;
+        for (line, e) in written.refused {
+            outcome.errors.push(import_error(line, e));
+        }
+        outcome.errors.sort_by_key(|e| e.line);
+        outcome.notes.extend(written.notes);
+        // Notes only on rows imported now.
+        let skipped: HashSet<u64> = outcome.errors.iter().map(|e| e.line).collect();
+        outcome
+            .notes
+            .retain(|n| !skipped.contains(&n.line) && !written.present_lines.contains(&n.line));
+        outcome.notes.sort_by_key(|e| e.line);
+        self.count_created(outcome.imported);
+        self.edge
+            .links_changed(written.made.iter().filter_map(|(id, alias, kept)| {
+                match (alias.as_deref(), kept) {
+                    (Some(alias), _) => Some(LinkChange {
+                        old: None,
+                        new: Some(EdgeKeys {
+                            id: *id,
+                            alias: Some(alias),
+                        }),
+                    }),
+                    (None, true) => Some(LinkChange::in_place(*id, None)),
+                    (None, false) => None,
+                }
+            }))
+            .await;
+        Ok(outcome)
+    }
+
+    /// One row judged like a create: the link to write, or `None` with
+    /// the row's error in `outcome`; a foreign code our rules refuse, or
+    /// that another link holds, is dropped with a note.
+    fn judge(
+        &self,
+        row: ImportRow,
+        taken: &HashMap<String, String>,
+        created_by: Option<&str>,
+        now: i64,
+        outcome: &mut ImportOutcome,
+    ) -> Option<Good> {
+        let ImportRow(line, url, mut alias, expires_at, tags, extra) = row;
+        if extra.alias_optional {
+            if let Some(a) = alias.take() {
+                match self.rules.check_alias(&a) {
+                    Err(LinkError::Invalid { message, .. }) => {
+                        outcome.notes.push(note(
+                            line,
+                            "alias",
+                            format!("{message}; imported without the code \"{a}\""),
+                        ));
+                    }
+                    _ if taken.get(&a).is_some_and(|held| !self.is_url(&url, held)) => {
+                        outcome.notes.push(note(
+                            line,
+                            "alias",
+                            format!("alias \"{a}\" is taken by another link; imported without it"),
+                        ));
+                    }
+                    _ => alias = Some(a),
+                }
+            }
+        }
+        let keep_id = match extra.code.as_deref() {
+            None => None,
+            Some(code) => match codes::resolve(&self.rules.codec, code) {
+                CodeRef::Id(id) => Some(id),
+                _ => {
+                    outcome.notes.push(note(
+                        line,
+                        "code",
+                        format!(
+                            "\"{code}\" is not a generated code of this deployment \
+                         (exported under another key?); imported under a new code"
+                        ),
+                    ));
+                    None
+                }
+            },
+        };
+        let clicks = match click_totals(&extra) {
+            Ok(c) => c,
+            Err(e) => {
+                outcome.errors.push(import_error(line, e));
+                return None;
+            }
+        };
+        let req = CreateLink {
+            url,
+            alias,
+            expires_at: expires_at.map(TimeInput::Text),
+            tags,
+            redirect: extra.redirect,
+            max_visits: extra.max_visits,
+            targets: extra.targets,
+            disabled: extra.disabled.then_some(true),
+            ..CreateLink::default()
+        };
+        let created_at = extra.created_at.as_deref().map(|t| created_at(t, now));
+        let prepared = self.rules.prepare(&req, created_by, now);
+        match (prepared, created_at) {
+            (Err(e), _) | (_, Some(Err(e))) => {
+                outcome.errors.push(import_error(line, e));
+                None
+            }
+            (Ok(mut p), t) => {
+                if let Some(Ok(t)) = t {
+                    p.link.created_at = t;
+                }
+                Some(Good {
+                    line,
+                    prepared: p,
+                    keep_id,
+                    clicks,
+                })
+            }
+        }
+    }
+
+    /// Whether the row's `url` is `stored` once normalized.
+    fn is_url(&self, url: &str, stored: &str) -> bool {
+        self.rules.check_url("url", url).is_ok_and(|u| u == stored)
+    }
+
+    /// The URL of the link holding each foreign code of `rows` that is
+    /// already an alias here.
+    async fn taken_aliases(&self, rows: &[ImportRow]) -> StoreResult<HashMap<String, String>> {
+        let wanted: Vec<String> = rows
+            .iter()
+            .filter(|r| r.5.alias_optional)
+            .filter_map(|r| r.2.clone())
+            .collect();
+        if wanted.is_empty() {
+            return Ok(HashMap::new());
+        }
+        self.store
+            .read(move |c| {
+                let mut taken = HashMap::new();
+                for a in wanted {
+                    if let Some(l) = table::by_alias(c, &a)? {
+                        taken.insert(a, l.url);
+                    }
+                }
+                Ok(taken)
+            })
+            .await
+    }
+}
+
+/// Stores the good rows inside the import's transaction.
+fn write_rows(
+    c: &rusqlite::Connection,
+    good: Vec<Good>,
+    ids: Vec<u64>,
+    now: i64,
+) -> StoreResult<Written> {
+    let mut w = Written::default();
+    // Links this call made: a later row equal to one of them is a link of
+    // its own (a file may list a URL twice).
+    let mut made: HashSet<u64> = HashSet::new();
+    for (g, fresh) in good.into_iter().zip(ids) {
+        let Good {
+            line,
+            prepared: mut p,
+            keep_id,
+            clicks,
+        } = g;
+        let mut id = fresh;
+        let mut kept = false;
+        if let Some(k) = keep_id {
+            match table::by_id(c, k)? {
+                None => {
+                    id = k;
+                    kept = true;
+                }
+                Some(old) if old.url == p.link.url => {
+                    w.present += 1;
+                    w.present_lines.insert(line);
+                    continue;
+                }
+                Some(_) => w.notes.push(note(
+                    line,
+                    "code",
+                    "the exported code belongs to another link here; imported under a new code"
+                        .into(),
+                )),
+            }
+        }
+        if !kept {
+            if let Some(old) = already_stored(c, &p, now)? {
+                if !made.contains(&old) {
+                    w.present += 1;
+                    w.present_lines.insert(line);
+                    continue;
+                }
+            }
+        }
+        p.dedupe = false;
+        made.insert(id);
+        match insert_prepared(c, id, p, now)? {
+            Ok(created) => {
+                let link = match created {
+                    Created::New(l) | Created::Existing(l) => l,
+                };
+                if let Some((clicks, bots)) = clicks {
+                    table::set_click_totals(c, id, clicks, bots)?;
+                }
+                if kept && link.alias.is_none() {
+                    // The code may be cached at the edge as missing.
+                    changes::record(c, id, None, None)?;
+                }
+                w.made.push((id, link.alias, kept));
+            }
+            Err(e) => w.refused.push((line, e)),
+        }
+    }
+    Ok(w)
+}
+
+/// A row's click totals: bots never more than all clicks.
+fn click_totals(extra: &ImportExtra) -> Result<Option<(i64, i64)>, LinkError> {
+    let bad = |field: &'static str, message: String| LinkError::Invalid {
+        field,
+        code: "invalid_clicks",
+        message,
+    };
+    let clicks = match extra.clicks {
+        None if extra.bot_clicks.is_some() => {
+            return Err(bad("bot_clicks", "bot_clicks given without clicks".into()))
+        }
+        None => return Ok(None),
+        Some(c) => i64::try_from(c).map_err(|_| bad("clicks", format!("{c} is too large")))?,
+    };
+    let bots = extra.bot_clicks.unwrap_or(0);
+    if bots > clicks as u64 {
+        return Err(bad(
+            "bot_clicks",
+            format!("{bots} bot clicks are more than the {clicks} clicks"),
+        ));
+    }
+    Ok(Some((clicks, bots as i64)))
+}
+
+/// A note on a row imported with a change.
+fn note(line: u64, field: &str, message: String) -> ImportError {
+    ImportError {
+        line,
+        field: Some(field.to_string()),
+        message,
+    }
+}
+
+/// The link a row was already imported as: one with the row's alias and
+/// URL (also when disabled), else a live link made from the same URL and
+/// options.
+fn already_stored(c: &rusqlite::Connection, p: &Prepared, now: i64) -> StoreResult<Option<u64>> {
+    if let Some(alias) = &p.link.alias {
+        if let Some(old) = table::by_alias(c, alias)? {
+            if old.url == p.link.url {
+                return Ok(Some(old.id));
+            }
+        }
+    }
+    Ok(table::by_dedupe_hash(c, &p.dedupe_hash, now)?.map(|l| l.id))
+}
+
+/// A row's creation time: Unix seconds or RFC 3339, not after `now`.
+fn created_at(t: &str, now: i64) -> Result<i64, LinkError> {
+    let bad = |message: String| LinkError::Invalid {
+        field: "created_at",
+        code: "invalid_created_at",
+        message,
+    };
+    let t = parse_time(t).map_err(bad)?;
+    if t > now {
+        return Err(bad(format!("created_at {t} is in the future")));
+    }
+    Ok(t)
+}
+
+/// A refused row as the CLI reports it: its line, its field, the message.
+fn import_error(line: u64, e: LinkError) -> ImportError {
+    let field = match &e {
+        LinkError::Invalid { field, .. } => Some(field.to_string()),
+        LinkError::AliasTaken(_) => Some("alias".to_string()),
+        _ => None,
+    };
+    let message = match &e {
+        LinkError::Invalid { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    ImportError {
+        line,
+        field,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests;
