@@ -18,6 +18,7 @@ pub mod links;
 pub mod login;
 pub mod session;
 pub mod usage;
+pub mod users;
 pub mod view;
 
 use std::sync::Arc;
@@ -37,7 +38,7 @@ use crate::auth::Principal;
 use crate::base_url;
 use crate::links::LinkError;
 use crate::store::StoreError;
-use crate::users::{self, LoginThrottle};
+use crate::users::{self as accounts, LoginThrottle};
 use session::{SessionInfo, Sessions};
 use usage::CredentialUse;
 
@@ -92,6 +93,9 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/links/{code}/qr.png", get(links::qr_png))
         .route("/admin/keys", get(keys::page).post(keys::create_key))
         .route("/admin/keys/{id}/revoke", post(keys::revoke_key))
+        .route("/admin/users", get(users::page).post(users::add))
+        .route("/admin/users/{name}/password", post(users::reset_password))
+        .route("/admin/users/{name}/delete", post(users::delete))
         .route("/admin/apps", post(keys::create_app))
         .route("/admin/apps/{app_id}/revoke", post(keys::revoke_app))
         .route("/admin/assets/admin.css", get(css))
@@ -239,7 +243,7 @@ impl FromRequestParts<AdminState> for Authed {
             .get(token, Instant::now())
             .ok_or_else(to_login)?;
         // A password change (or a removed account) ends the session.
-        let account = users::find(&admin.app, &s.user)
+        let account = accounts::find(&admin.app, &s.user)
             .await
             .map_err(|e| AdminError::from(e).into_response())?;
         if account.is_none_or(|a| a.version != s.account_version) {
@@ -266,6 +270,16 @@ impl FormFields {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    }
+
+    /// The first value of `name` as sent, untrimmed (passwords); empty
+    /// when absent.
+    pub fn raw(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
             .unwrap_or_default()
     }
 
