@@ -12,6 +12,7 @@
 //! [`require_csrf`] before any handler runs.
 
 pub mod charts;
+pub mod creators;
 pub mod dashboard;
 pub mod keys;
 pub mod links;
