@@ -45,6 +45,17 @@ use usage::CredentialUse;
 
 /// Largest form body accepted.
 const MAX_FORM: usize = 64 * 1024;
+/// Largest bulk create form (axum's default body limit, which the form
+/// extractor keeps): 10,000 lines of 200 bytes.
+const MAX_BULK_FORM: usize = 2 * 1024 * 1024;
+
+/// The largest body a POST to `path` may have.
+fn body_limit(path: &str) -> usize {
+    match path {
+        "/admin/links/bulk" => MAX_BULK_FORM,
+        _ => MAX_FORM,
+    }
+}
 
 /// State of the admin UI, shared by its handlers.
 pub struct Admin {
@@ -86,6 +97,10 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/dashboard", get(dashboard::page))
         .route("/admin/links", get(links::list).post(links::create))
         .route("/admin/links/new", get(links::new_form))
+        .route(
+            "/admin/links/bulk",
+            get(links::bulk_form).post(links::bulk_create),
+        )
         .route("/admin/links/{code}", get(links::detail).post(links::edit))
         .route("/admin/links/{code}/disable", post(links::disable))
         .route("/admin/links/{code}/enable", post(links::enable))
@@ -184,8 +199,9 @@ async fn require_csrf(State(admin): State<AdminState>, req: Request, next: Next)
             None => return Redirect::to("/admin/login").into_response(),
         }
     };
+    let limit = body_limit(req.uri().path());
     let (parts, body) = req.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_FORM).await {
+    let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(b) => b,
         Err(_) => {
             return AdminError::Status(

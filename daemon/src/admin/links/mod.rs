@@ -1,4 +1,4 @@
-//! Link pages: the searchable list, the create form, the detail page (short
+//! Link pages: the searchable list, the create form, bulk create, the detail page (short
 //! URL, QR code, charts, breakdowns, edit form, disable, delete).
 //!
 //! Every change calls the link operations ([`crate::links::Links`]) like
@@ -6,6 +6,7 @@
 //! field), the same push to the nginx workers before the page answers.
 
 mod actions;
+mod bulk;
 mod create;
 mod detail;
 mod form;
@@ -13,6 +14,7 @@ mod list;
 mod qr_image;
 
 pub use actions::{delete, disable, edit, enable};
+pub use bulk::{bulk_create, bulk_form};
 pub use create::{create, new_form};
 pub use detail::detail;
 pub use form::LinkForm;
