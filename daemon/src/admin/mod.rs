@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Multipart, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -49,10 +49,15 @@ const MAX_FORM: usize = 64 * 1024;
 /// extractor keeps): 10,000 lines of 200 bytes.
 const MAX_BULK_FORM: usize = 2 * 1024 * 1024;
 
+/// Largest CSV upload (nginx's `client_max_body_size` for `/admin/` must
+/// allow it too; its default is 1 MiB).
+const MAX_UPLOAD: usize = 32 * 1024 * 1024;
+
 /// The largest body a POST to `path` may have.
 fn body_limit(path: &str) -> usize {
     match path {
         "/admin/links/bulk" => MAX_BULK_FORM,
+        "/admin/links/import" => MAX_UPLOAD,
         _ => MAX_FORM,
     }
 }
@@ -101,6 +106,12 @@ pub fn router(state: AdminState) -> Router {
             "/admin/links/bulk",
             get(links::bulk_form).post(links::bulk_create),
         )
+        .route("/admin/links/csv", get(links::csv_page))
+        .route(
+            "/admin/links/import",
+            post(links::import_csv).layer(DefaultBodyLimit::max(MAX_UPLOAD)),
+        )
+        .route("/admin/links/export.csv", get(links::export_csv))
         .route("/admin/links/{code}", get(links::detail).post(links::edit))
         .route("/admin/links/{code}/disable", post(links::disable))
         .route("/admin/links/{code}/enable", post(links::enable))
@@ -184,8 +195,37 @@ pub fn form_has_token(body: &[u8], expected: &str) -> bool {
         .is_some_and(|(_, v)| session::tokens_match(expected, &v))
 }
 
-/// Refuses every request but GET and HEAD whose form does not carry the
-/// session's CSRF token (or, for the sign-in form, the login cookie's).
+/// True for a `multipart/form-data` body (a file upload).
+fn is_multipart(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("multipart/form-data"))
+}
+
+/// True when the `csrf` part of a multipart body equals `expected`. The
+/// forms send it first, so a large file after it is not read here.
+async fn multipart_has_token(headers: &HeaderMap, body: Bytes, expected: &str) -> bool {
+    let mut req = Request::new(Body::from(body));
+    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
+        req.headers_mut().insert(header::CONTENT_TYPE, ct.clone());
+    }
+    let Ok(mut form) = Multipart::from_request(req, &()).await else {
+        return false;
+    };
+    while let Ok(Some(field)) = form.next_field().await {
+        if field.name() == Some("csrf") {
+            return field
+                .text()
+                .await
+                .is_ok_and(|v| session::tokens_match(expected, &v));
+        }
+    }
+    false
+}
+
+/// Refuses every request but GET and HEAD whose form (urlencoded or
+/// multipart) does not carry the session's CSRF token (or, for the sign-in form, the login cookie's).
 async fn require_csrf(State(admin): State<AdminState>, req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD) {
         return next.run(req).await;
@@ -211,7 +251,13 @@ async fn require_csrf(State(admin): State<AdminState>, req: Request, next: Next)
             .into_response()
         }
     };
-    let ok = expected.is_some_and(|e| form_has_token(&bytes, &e));
+    let ok = match expected {
+        Some(e) if is_multipart(&parts.headers) => {
+            multipart_has_token(&parts.headers, bytes.clone(), &e).await
+        }
+        Some(e) => form_has_token(&bytes, &e),
+        None => false,
+    };
     if !ok {
         tracing::warn!(path = %parts.uri.path(), "admin form refused: missing or wrong CSRF token");
         return AdminError::Csrf.into_response();
@@ -395,5 +441,32 @@ mod tests {
         assert!(!form_has_token(b"csrf=", &t));
         assert!(!form_has_token(format!("csrf={}", &t[1..]).as_bytes(), &t));
         assert!(!form_has_token(b"csrf=", ""));
+    }
+
+    #[tokio::test]
+    async fn upload_tokens() {
+        let t = session::random_token();
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("multipart/form-data; boundary=XyZ"),
+        );
+        assert!(is_multipart(&h));
+        let body = |token: &str| {
+            Bytes::from(format!(
+                "--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{token}\r\n\
+                 --XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\
+                 Content-Type: text/csv\r\n\r\nurl\r\nhttps://e.com/\r\n--XyZ--\r\n"
+            ))
+        };
+        assert!(multipart_has_token(&h, body(&t), &t).await);
+        assert!(!multipart_has_token(&h, body("nope"), &t).await);
+        assert!(!multipart_has_token(&h, Bytes::from_static(b"garbage"), &t).await);
+        let form = HeaderMap::new();
+        assert!(!is_multipart(&form));
+        assert!(
+            !multipart_has_token(&form, body(&t), &t).await,
+            "no boundary"
+        );
     }
 }
