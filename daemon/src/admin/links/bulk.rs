@@ -90,8 +90,8 @@ fn page(a: &Authed, text: &str, error: Option<&str>, results: Option<Markup>) ->
                         label for="f-lines" { "Links, one per line" }
                         textarea id="f-lines" name="lines" rows="12" spellcheck="false"
                             placeholder="https://example.com/spring-sale spring-sale\nhttps://example.com/docs" { (text) }
-                        p.hint { "Each line: a target URL, optionally followed by a space and an alias. Up to "
-                            (MAX_BATCH) " lines. Every line is checked like a single create; the good ones are stored even when others are refused." }
+                        p.hint { "Each line: a target URL, optionally followed by a space and an alias. Up to 10,000 lines. "
+                            "Every line is checked like a single create; the good ones are stored even when others are refused." }
                     }
                     button.primary type="submit" { "Create links" }
                 }
