@@ -56,7 +56,7 @@ fn page(a: &Authed, summary: Option<&Summary>, error: Option<&str>) -> Page {
                             code { "alias" } ", " code { "expires_at" } ", " code { "tags" } ", "
                             code { "redirect" } ", " code { "max_visits" } ", " code { "disabled" } ", "
                             code { "created_at" } ", " code { "target_desktop" } " … as the export writes them. "
-                            "Rows equal to a link already stored are skipped, so importing a file twice adds nothing." }
+                            "A row equal to a live link already stored (same URL and options, or the same alias and URL) is skipped and counted as already present, so importing a file again adds nothing new." }
                     }
                     button.primary type="submit" { "Import" }
                 }
