@@ -56,8 +56,8 @@ const MAX_UPLOAD: usize = 32 * 1024 * 1024;
 /// The largest body a POST to `path` may have.
 fn body_limit(path: &str) -> usize {
     match path {
-        "/admin/links/bulk" => MAX_BULK_FORM,
-        "/admin/links/import" => MAX_UPLOAD,
+        "/admin/bulk" => MAX_BULK_FORM,
+        "/admin/csv/import" => MAX_UPLOAD,
         _ => MAX_FORM,
     }
 }
@@ -102,16 +102,18 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/dashboard", get(dashboard::page))
         .route("/admin/links", get(links::list).post(links::create))
         .route("/admin/links/new", get(links::new_form))
+        // Beside /admin/links/, not under it: a link aliased "bulk" or
+        // "csv" keeps its page at /admin/links/{alias}.
         .route(
-            "/admin/links/bulk",
+            "/admin/bulk",
             get(links::bulk_form).post(links::bulk_create),
         )
-        .route("/admin/links/csv", get(links::csv_page))
+        .route("/admin/csv", get(links::csv_page))
         .route(
-            "/admin/links/import",
+            "/admin/csv/import",
             post(links::import_csv).layer(DefaultBodyLimit::max(MAX_UPLOAD)),
         )
-        .route("/admin/links/export.csv", get(links::export_csv))
+        .route("/admin/csv/export.csv", get(links::export_csv))
         .route("/admin/links/{code}", get(links::detail).post(links::edit))
         .route("/admin/links/{code}/disable", post(links::disable))
         .route("/admin/links/{code}/enable", post(links::enable))

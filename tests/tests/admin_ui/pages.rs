@@ -207,8 +207,8 @@ fn csv(b: &mut Browser, s: &Stack, session: &str) {
     assert_eq!(r.header("Location"), Some("https://example.com/csv-1"));
 
     // The download is what `shortlinkd export` writes, byte for byte.
-    assert!(b.exists("#export[href='/admin/links/export.csv']"));
-    let r = with_session(s, "GET", "/admin/links/export.csv", session, "");
+    assert!(b.exists("#export[href='/admin/csv/export.csv']"));
+    let r = with_session(s, "GET", "/admin/csv/export.csv", session, "");
     assert_eq!(r.status, 200);
     assert_eq!(r.header("Content-Type"), Some("text/csv; charset=utf-8"));
     assert!(r

@@ -1,4 +1,4 @@
-//! Bulk create from the browser: `GET /admin/links/bulk` and its form's
+//! Bulk create from the browser: `GET /admin/bulk` and its form's
 //! `POST`. One link per line, `URL` or `URL alias`; the lines go through
 //! [`crate::links::Links::create_batch`], the API's batch create, in one
 //! transaction, and the page answers each line: its short URL, or why it
@@ -84,7 +84,7 @@ fn page(a: &Authed, text: &str, error: Option<&str>, results: Option<Markup>) ->
             @if let Some(r) = results { (r) }
             div.card {
                 @if let Some(e) = error { p.error role="alert" id="form-error" { (e) } }
-                form method="post" action="/admin/links/bulk" id="bulk" novalidate {
+                form method="post" action="/admin/bulk" id="bulk" novalidate {
                     (view::csrf_field(a))
                     div.field {
                         label for="f-lines" { "Links, one per line" }
@@ -100,7 +100,7 @@ fn page(a: &Authed, text: &str, error: Option<&str>, results: Option<Markup>) ->
     )
 }
 
-/// GET `/admin/links/bulk`.
+/// GET `/admin/bulk`.
 pub async fn bulk_form(a: Authed) -> Page {
     page(&a, "", None, None)
 }
@@ -139,7 +139,7 @@ fn results_table(a: &Authed, lines: &[Line], outcomes: &[Outcome]) -> Markup {
     }
 }
 
-/// POST `/admin/links/bulk`: the lines through the batch create; 200 with
+/// POST `/admin/bulk`: the lines through the batch create; 200 with
 /// a result per line, 422 when there is nothing to create.
 pub async fn bulk_create(
     State(admin): State<AdminState>,

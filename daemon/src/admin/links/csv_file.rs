@@ -1,7 +1,7 @@
-//! CSV import and export from the browser: `GET /admin/links/csv` (the
-//! page), `POST /admin/links/import` (an uploaded file through
+//! CSV import and export from the browser: `GET /admin/csv` (the
+//! page), `POST /admin/csv/import` (an uploaded file through
 //! [`crate::links::Links::import`], the CLI's import, with a summary) and
-//! `GET /admin/links/export.csv` (every link in the columns of
+//! `GET /admin/csv/export.csv` (every link in the columns of
 //! [`crate::links::csv_format`], what `shortlinkd export` writes).
 
 use axum::body::{Body, Bytes};
@@ -46,7 +46,7 @@ fn page(a: &Authed, summary: Option<&Summary>, error: Option<&str>) -> Page {
             div.card {
                 h2 { "Import" }
                 @if let Some(e) = error { p.error role="alert" id="form-error" { (e) } }
-                form method="post" action="/admin/links/import" enctype="multipart/form-data" id="import" {
+                form method="post" action="/admin/csv/import" enctype="multipart/form-data" id="import" {
                     // First, so the CSRF check reads it before the file.
                     (view::csrf_field(a))
                     div.field {
@@ -65,7 +65,7 @@ fn page(a: &Authed, summary: Option<&Summary>, error: Option<&str>) -> Page {
                 h2 { "Export" }
                 p { "Every link, with its codes, targets, options, tags, creation time and clicks, in the format "
                     code { "shortlinkd export" } " writes and " code { "shortlinkd import" } " reads." }
-                a.button href="/admin/links/export.csv" download="shortlinks.csv" id="export" { "Download CSV" }
+                a.button href="/admin/csv/export.csv" download="shortlinks.csv" id="export" { "Download CSV" }
             }
         },
     )
@@ -98,7 +98,7 @@ fn summary_card(s: &Summary) -> Markup {
     }
 }
 
-/// GET `/admin/links/csv`.
+/// GET `/admin/csv`.
 pub async fn csv_page(a: Authed) -> Page {
     page(&a, None, None)
 }
@@ -150,7 +150,7 @@ async fn upload(mut form: Multipart) -> Result<(String, Bytes), String> {
     Err("Choose a CSV file to import.".into())
 }
 
-/// POST `/admin/links/import` (multipart, its CSRF field checked by the
+/// POST `/admin/csv/import` (multipart, its CSRF field checked by the
 /// middleware): the file's rows through the CLI's import, in calls of at
 /// most [`MAX_IMPORT`] rows, then the summary.
 pub async fn import_csv(
@@ -270,7 +270,7 @@ async fn write_export(
     }
 }
 
-/// GET `/admin/links/export.csv`: every link, newest first, a page at a
+/// GET `/admin/csv/export.csv`: every link, newest first, a page at a
 /// time into the response (a failure midway cuts the download short,
 /// so the browser reports it failed).
 pub async fn export_csv(State(admin): State<AdminState>, a: Authed) -> Response {

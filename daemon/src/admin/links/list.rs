@@ -180,9 +180,9 @@ pub async fn list(
             div.heading {
                 h1 { "Links" }
                 div.buttons {
-                    a.button href="/admin/links/bulk" id="bulk-link" { "Bulk create" }
+                    a.button href="/admin/bulk" id="bulk-link" { "Bulk create" }
                     " "
-                    a.button href="/admin/links/csv" id="csv-link" { "CSV import / export" }
+                    a.button href="/admin/csv" id="csv-link" { "CSV import / export" }
                     " "
                     a.button.primary href="/admin/links/new" { "New link" }
                 }
