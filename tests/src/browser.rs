@@ -198,6 +198,15 @@ impl Browser {
         self.rt.block_on(e.send_keys(text)).unwrap();
     }
 
+    /// Puts the file at `path` (absolute) into a file input.
+    pub fn upload(&self, css: &str, path: &Path) {
+        let e = self.find(css);
+        let path = path.to_str().expect("a UTF-8 path");
+        self.rt
+            .block_on(e.send_keys(path))
+            .unwrap_or_else(|err| panic!("upload {path} into {css:?}: {err}"));
+    }
+
     /// Clicks an element, waits for the page that follows, screenshots it.
     pub fn click(&mut self, css: &str, name: &str) {
         let e = self.find(css);

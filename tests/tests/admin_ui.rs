@@ -1,72 +1,23 @@
 //! The admin UI in a real headless Chromium, against the real daemon behind
 //! the real nginx with the module: sign in, create, list, redirect, clicks,
 //! disable (410 at the edge), delete, API keys; and what must be refused.
+//! `admin_ui/pages.rs`: users, paging, bulk create, CSV import and export,
+//! key expiry.
 //!
-//! `SHORTLINK_SCREENSHOTS=DIR` also saves the links page and a detail page
-//! there (how the README's screenshots are made).
+//! `SHORTLINK_SCREENSHOTS=DIR` also saves the links page, a detail page, the
+//! dashboard and a bulk create there (how the README's screenshots are
+//! made).
+
+#[path = "admin_ui/pages.rs"]
+mod pages;
+#[path = "admin_ui/support.rs"]
+mod support;
 
 use std::time::Duration;
 
 use serde_json::json;
-use shortlink_e2e::{http, Browser, Response, Stack};
-
-const PASSWORD: &str = "correct horse battery";
-
-fn add_user(s: &Stack, name: &str, password: &str) {
-    user_cmd(s, "add", name, password);
-}
-
-/// `shortlinkd user add|passwd NAME` with the password on stdin.
-fn user_cmd(s: &Stack, cmd: &str, name: &str, password: &str) {
-    use std::io::Write;
-    let mut child = s
-        .daemon
-        .cli(&["user", cmd, name])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{password}\n").as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "user {cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn admin_url(s: &Stack, path: &str) -> String {
-    format!("http://127.0.0.1:{}{path}", s.nginx.port)
-}
-
-fn sign_in(b: &mut Browser, s: &Stack, name: &str, password: &str) {
-    b.goto(&admin_url(s, "/admin/login"), "login");
-    b.fill("#f-name", name);
-    b.fill("#f-password", password);
-    b.click("#login button[type=submit]", "after-sign-in");
-}
-
-/// A request through nginx with the browser's session cookie.
-fn with_session(s: &Stack, method: &str, path: &str, session: &str, body: &str) -> Response {
-    let cookie = format!("shortlink_session={session}");
-    let mut headers = vec![("Cookie", cookie.as_str())];
-    if !body.is_empty() {
-        headers.push(("Content-Type", "application/x-www-form-urlencoded"));
-    }
-    http(
-        s.nginx.port,
-        method.as_bytes(),
-        path.as_bytes(),
-        &headers,
-        body.as_bytes(),
-    )
-}
+use shortlink_e2e::{http, Browser, Stack};
+use support::*;
 
 #[test]
 fn admin_ui_in_a_real_browser() {
@@ -273,6 +224,15 @@ fn admin_ui_in_a_real_browser() {
     b.goto(&admin_url(&s, "/admin/links"), "links-many");
     assert!(b.exists("#links tr[data-code='spring-sale']"));
     assert!(b.text("#links").contains("disabled"));
+    // Who made each link, by the key's name (the harness's key is "e2e").
+    assert_eq!(
+        b.text("#links tr[data-code='spring-sale'] td.by"),
+        "key \"e2e\""
+    );
+    assert_eq!(b.text(&format!("{row} td.by")), "alice");
+    if let Ok(dir) = std::env::var("SHORTLINK_SCREENSHOTS") {
+        b.save_full_page(&std::path::Path::new(&dir).join("admin-links.png"));
+    }
 
     // The dashboard (where /admin/ leads): links by state as the API
     // counts them, and the links that were followed among the most clicked.
@@ -293,7 +253,7 @@ fn admin_ui_in_a_real_browser() {
         );
     }
     if let Ok(dir) = std::env::var("SHORTLINK_SCREENSHOTS") {
-        b.save_full_page(&std::path::Path::new(&dir).join("admin-links.png"));
+        b.save_full_page(&std::path::Path::new(&dir).join("admin-dashboard.png"));
     }
 
     // Delete (after confirming): gone from the list and from the edge.
@@ -353,35 +313,6 @@ fn admin_ui_in_a_real_browser() {
     assert_eq!(r.status, 303);
     assert_eq!(r.header("Location"), Some("/admin/login"));
     s.nginx.assert_clean_log();
-}
-
-/// The sign-in form's token, from the page and its cookie.
-fn login_form(s: &Stack) -> (String, String) {
-    let r = http(s.nginx.port, b"GET", b"/admin/login", &[], b"");
-    assert_eq!(r.status, 200);
-    let cookie = r.header("Set-Cookie").unwrap().to_string();
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
-    assert!(!cookie.contains("Secure"), "plain http: {cookie}");
-    let token = cookie
-        .split(';')
-        .next()
-        .unwrap()
-        .trim_start_matches("shortlink_login=")
-        .to_string();
-    assert!(r.body_text().contains(&format!("value=\"{token}\"")));
-    (format!("shortlink_login={token}"), token)
-}
-
-fn post_login(s: &Stack, cookie: &str, body: &str, headers: &[(&str, &str)]) -> Response {
-    let mut h = vec![
-        ("Cookie", cookie),
-        ("Content-Type", "application/x-www-form-urlencoded"),
-    ];
-    h.extend_from_slice(headers);
-    http(s.nginx.port, b"POST", b"/admin/login", &h, body.as_bytes())
 }
 
 #[test]

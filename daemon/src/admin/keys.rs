@@ -13,13 +13,16 @@ use super::view::{self, FieldErrors, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
 use crate::auth::Scope;
 use crate::credentials::{self, CredentialError};
-use crate::store::StoreError;
+use crate::links::parse_time;
+use crate::store::{unix_now, StoreError};
 
 /// What a create form held, kept on errors.
 #[derive(Debug, Default, Clone)]
 struct CredentialForm {
     name: String,
     scopes: Vec<String>,
+    /// Keys only: the `datetime-local` expiry (UTC), empty for never.
+    expires_at: String,
 }
 
 /// Errors of the two create forms.
@@ -52,6 +55,7 @@ fn field_errors(e: CredentialError) -> Result<FieldErrors, AdminError> {
     let field = match e {
         CredentialError::InvalidName => "name",
         CredentialError::InvalidScopes(_) => "scopes",
+        CredentialError::InvalidExpiry(_) => "expires_at",
         e => return Err(e.into()),
     };
     let mut errors = FieldErrors::new();
@@ -96,6 +100,7 @@ fn with_default_scopes(f: &CredentialForm) -> CredentialForm {
         CredentialForm {
             name: String::new(),
             scopes: vec!["links:write".into(), "links:read".into()],
+            expires_at: String::new(),
         }
     } else {
         f.clone()
@@ -113,6 +118,7 @@ async fn render(
     let apps = credentials::list_apps(&admin.app, &p).await?;
     let uses = admin.uses.all(&admin.app).await?;
     let key_form = with_default_scopes(&forms.key);
+    let now = unix_now();
     let app_form = with_default_scopes(&forms.app);
     Ok(view::layout(
         "API keys",
@@ -128,11 +134,13 @@ async fn render(
                     (view::csrf_field(a))
                     (view::text_input("Name", "name", &key_form.name, "text", Some("What the key is for, e.g. \"newsletter\"."), &forms.key_errors))
                     (scope_boxes("key", &key_form.scopes, &forms.key_errors))
+                    (view::text_input("Expires (UTC, optional)", "expires_at", &key_form.expires_at,
+                        "datetime-local", Some("Empty: never. After this the key is refused."), &forms.key_errors))
                     button.primary type="submit" { "Create key" }
                 }
             }
             table.keys id="keys" {
-                thead { tr { th { "Id" } th { "Name" } th { "Key starts" } th { "Scopes" } th { "Created" } th { "Last used" } th { "" } } }
+                thead { tr { th { "Id" } th { "Name" } th { "Key starts" } th { "Scopes" } th { "Created" } th { "Expires" } th { "Last used" } th { "" } } }
                 tbody {
                     @for k in &keys {
                         tr data-key-id=(k.id) data-key-name=(k.name) .revoked[k.revoked_at.is_some()] {
@@ -141,6 +149,12 @@ async fn render(
                             td { code { "slk_" (k.prefix) "…" } }
                             td { (scope_names(&k.scopes)) }
                             td.time { (view::time(k.created_at)) }
+                            td.time.expires {
+                                @match k.expires_at {
+                                    Some(t) => { (view::time(t)) @if t <= now { " " span.badge.state-expired { "expired" } } },
+                                    None => "never",
+                                }
+                            }
                             td.time.last-used { (last_use(&uses, Credential::Key(k.prefix.clone()))) }
                             td {
                                 @match k.revoked_at {
@@ -205,7 +219,19 @@ fn credential_form(f: &FormFields) -> CredentialForm {
     CredentialForm {
         name: f.get("name"),
         scopes: f.all("scopes"),
+        expires_at: f.get("expires_at"),
     }
+}
+
+/// The expiry of the key form in Unix seconds (`None`: never), or the
+/// field's error.
+fn key_expiry(form: &CredentialForm) -> Result<Option<i64>, FieldErrors> {
+    if form.expires_at.is_empty() {
+        return Ok(None);
+    }
+    parse_time(&view::local_to_rfc3339(&form.expires_at))
+        .map(Some)
+        .map_err(|m| FieldErrors::from([("expires_at".to_string(), format!("expires_at: {m}"))]))
 }
 
 /// POST `/admin/keys`.
@@ -215,8 +241,19 @@ pub async fn create_key(
     fields: FormFields,
 ) -> Result<Response, AdminError> {
     let form = credential_form(&fields);
-    match credentials::create_key(&admin.app, &a.principal(), &form.name, &form.scopes, None).await
-    {
+    let created = match key_expiry(&form) {
+        Ok(expires_at) => credentials::create_key(
+            &admin.app,
+            &a.principal(),
+            &form.name,
+            &form.scopes,
+            expires_at,
+        )
+        .await
+        .map_err(field_errors),
+        Err(errors) => Err(Ok(errors)),
+    };
+    match created {
         Ok(created) => {
             admin.sessions.set_flash(
                 &a.token,
@@ -227,10 +264,11 @@ pub async fn create_key(
             );
             Ok(Redirect::to("/admin/keys").into_response())
         }
-        Err(e) => {
+        Err(Err(e)) => Err(e),
+        Err(Ok(key_errors)) => {
             let forms = FormState {
                 key: form,
-                key_errors: field_errors(e)?,
+                key_errors,
                 ..FormState::default()
             };
             let page = render(&admin, &a, &forms, None).await?;
@@ -312,6 +350,21 @@ mod tests {
     use crate::auth::{AuthError, ScopeError};
 
     #[test]
+    fn key_expiry_is_read_as_utc() {
+        let form = |t: &str| CredentialForm {
+            expires_at: t.into(),
+            ..CredentialForm::default()
+        };
+        assert_eq!(key_expiry(&form("")), Ok(None));
+        assert_eq!(
+            key_expiry(&form("2030-03-17T17:46")),
+            Ok(Some(1_899_999_960))
+        );
+        let e = key_expiry(&form("next week")).unwrap_err();
+        assert!(e["expires_at"].contains("next week"), "{e:?}");
+    }
+
+    #[test]
     fn refused_credentials_name_their_form_field() {
         let name = field_errors(CredentialError::InvalidName).unwrap();
         assert_eq!(
@@ -328,6 +381,11 @@ mod tests {
             field_errors(missing),
             Err(AdminError::NotFound(m)) if m == "API key 9 not found"
         ));
+        let past = field_errors(CredentialError::InvalidExpiry(5)).unwrap();
+        assert_eq!(
+            past.get("expires_at").map(String::as_str),
+            Some("expires_at (5) must be in the future")
+        );
         let denied = CredentialError::Denied(AuthError::InsufficientScope(Scope::Admin));
         assert!(matches!(
             AdminError::from(denied),

@@ -20,6 +20,7 @@ impl From<UserError> for AdminError {
         match e {
             UserError::Store(e) => e.into(),
             UserError::Hashing(m) => AdminError::Internal(m),
+            UserError::Denied(e) => AdminError::Status(StatusCode::FORBIDDEN, e.to_string()),
             e => AdminError::Status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
         }
     }

@@ -12,19 +12,21 @@
 //! [`require_csrf`] before any handler runs.
 
 pub mod charts;
+pub mod creators;
 pub mod dashboard;
 pub mod keys;
 pub mod links;
 pub mod login;
 pub mod session;
 pub mod usage;
+pub mod users;
 pub mod view;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Multipart, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -37,12 +39,28 @@ use crate::auth::Principal;
 use crate::base_url;
 use crate::links::LinkError;
 use crate::store::StoreError;
-use crate::users::{self, LoginThrottle};
+use crate::users::{self as accounts, LoginThrottle};
 use session::{SessionInfo, Sessions};
 use usage::CredentialUse;
 
 /// Largest form body accepted.
 const MAX_FORM: usize = 64 * 1024;
+/// Largest bulk create form (axum's default body limit, which the form
+/// extractor keeps): 10,000 lines of 200 bytes.
+const MAX_BULK_FORM: usize = 2 * 1024 * 1024;
+
+/// Largest CSV upload (nginx's `client_max_body_size` for `/admin/` must
+/// allow it too; its default is 1 MiB).
+const MAX_UPLOAD: usize = 32 * 1024 * 1024;
+
+/// The largest body a POST to `path` may have.
+fn body_limit(path: &str) -> usize {
+    match path {
+        "/admin/bulk" => MAX_BULK_FORM,
+        "/admin/csv/import" => MAX_UPLOAD,
+        _ => MAX_FORM,
+    }
+}
 
 /// State of the admin UI, shared by its handlers.
 pub struct Admin {
@@ -84,6 +102,18 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/dashboard", get(dashboard::page))
         .route("/admin/links", get(links::list).post(links::create))
         .route("/admin/links/new", get(links::new_form))
+        // Beside /admin/links/, not under it: a link aliased "bulk" or
+        // "csv" keeps its page at /admin/links/{alias}.
+        .route(
+            "/admin/bulk",
+            get(links::bulk_form).post(links::bulk_create),
+        )
+        .route("/admin/csv", get(links::csv_page))
+        .route(
+            "/admin/csv/import",
+            post(links::import_csv).layer(DefaultBodyLimit::max(MAX_UPLOAD)),
+        )
+        .route("/admin/csv/export.csv", get(links::export_csv))
         .route("/admin/links/{code}", get(links::detail).post(links::edit))
         .route("/admin/links/{code}/disable", post(links::disable))
         .route("/admin/links/{code}/enable", post(links::enable))
@@ -92,6 +122,9 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/links/{code}/qr.png", get(links::qr_png))
         .route("/admin/keys", get(keys::page).post(keys::create_key))
         .route("/admin/keys/{id}/revoke", post(keys::revoke_key))
+        .route("/admin/users", get(users::page).post(users::add))
+        .route("/admin/users/{name}/password", post(users::reset_password))
+        .route("/admin/users/{name}/delete", post(users::delete))
         .route("/admin/apps", post(keys::create_app))
         .route("/admin/apps/{app_id}/revoke", post(keys::revoke_app))
         .route("/admin/assets/admin.css", get(css))
@@ -164,8 +197,37 @@ pub fn form_has_token(body: &[u8], expected: &str) -> bool {
         .is_some_and(|(_, v)| session::tokens_match(expected, &v))
 }
 
-/// Refuses every request but GET and HEAD whose form does not carry the
-/// session's CSRF token (or, for the sign-in form, the login cookie's).
+/// True for a `multipart/form-data` body (a file upload).
+fn is_multipart(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("multipart/form-data"))
+}
+
+/// True when the `csrf` part of a multipart body equals `expected`. The
+/// forms send it first, so a large file after it is not read here.
+async fn multipart_has_token(headers: &HeaderMap, body: Bytes, expected: &str) -> bool {
+    let mut req = Request::new(Body::from(body));
+    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
+        req.headers_mut().insert(header::CONTENT_TYPE, ct.clone());
+    }
+    let Ok(mut form) = Multipart::from_request(req, &()).await else {
+        return false;
+    };
+    while let Ok(Some(field)) = form.next_field().await {
+        if field.name() == Some("csrf") {
+            return field
+                .text()
+                .await
+                .is_ok_and(|v| session::tokens_match(expected, &v));
+        }
+    }
+    false
+}
+
+/// Refuses every request but GET and HEAD whose form (urlencoded or
+/// multipart) does not carry the session's CSRF token (or, for the sign-in form, the login cookie's).
 async fn require_csrf(State(admin): State<AdminState>, req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD) {
         return next.run(req).await;
@@ -179,8 +241,9 @@ async fn require_csrf(State(admin): State<AdminState>, req: Request, next: Next)
             None => return Redirect::to("/admin/login").into_response(),
         }
     };
+    let limit = body_limit(req.uri().path());
     let (parts, body) = req.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_FORM).await {
+    let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(b) => b,
         Err(_) => {
             return AdminError::Status(
@@ -190,7 +253,13 @@ async fn require_csrf(State(admin): State<AdminState>, req: Request, next: Next)
             .into_response()
         }
     };
-    let ok = expected.is_some_and(|e| form_has_token(&bytes, &e));
+    let ok = match expected {
+        Some(e) if is_multipart(&parts.headers) => {
+            multipart_has_token(&parts.headers, bytes.clone(), &e).await
+        }
+        Some(e) => form_has_token(&bytes, &e),
+        None => false,
+    };
     if !ok {
         tracing::warn!(path = %parts.uri.path(), "admin form refused: missing or wrong CSRF token");
         return AdminError::Csrf.into_response();
@@ -239,7 +308,7 @@ impl FromRequestParts<AdminState> for Authed {
             .get(token, Instant::now())
             .ok_or_else(to_login)?;
         // A password change (or a removed account) ends the session.
-        let account = users::find(&admin.app, &s.user)
+        let account = accounts::find(&admin.app, &s.user)
             .await
             .map_err(|e| AdminError::from(e).into_response())?;
         if account.is_none_or(|a| a.version != s.account_version) {
@@ -266,6 +335,16 @@ impl FormFields {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    }
+
+    /// The first value of `name` as sent, untrimmed (passwords); empty
+    /// when absent.
+    pub fn raw(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
             .unwrap_or_default()
     }
 
@@ -364,5 +443,32 @@ mod tests {
         assert!(!form_has_token(b"csrf=", &t));
         assert!(!form_has_token(format!("csrf={}", &t[1..]).as_bytes(), &t));
         assert!(!form_has_token(b"csrf=", ""));
+    }
+
+    #[tokio::test]
+    async fn upload_tokens() {
+        let t = session::random_token();
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("multipart/form-data; boundary=XyZ"),
+        );
+        assert!(is_multipart(&h));
+        let body = |token: &str| {
+            Bytes::from(format!(
+                "--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{token}\r\n\
+                 --XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\
+                 Content-Type: text/csv\r\n\r\nurl\r\nhttps://e.com/\r\n--XyZ--\r\n"
+            ))
+        };
+        assert!(multipart_has_token(&h, body(&t), &t).await);
+        assert!(!multipart_has_token(&h, body("nope"), &t).await);
+        assert!(!multipart_has_token(&h, Bytes::from_static(b"garbage"), &t).await);
+        let form = HeaderMap::new();
+        assert!(!is_multipart(&form));
+        assert!(
+            !multipart_has_token(&form, body(&t), &t).await,
+            "no boundary"
+        );
     }
 }

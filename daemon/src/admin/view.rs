@@ -28,6 +28,7 @@ pub enum Nav {
     Links,
     New,
     Keys,
+    Users,
     None,
 }
 
@@ -59,6 +60,7 @@ pub fn layout(
                             a.current[nav == Nav::Links] href="/admin/links" { "Links" }
                             a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
                             a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
+                            a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
                         }
                         form.signout method="post" action="/admin/logout" {
                             (csrf_field(a))

@@ -47,7 +47,7 @@ pub async fn edit(
         }
         Err(Err(e)) => Err(e),
         Err(Ok(errors)) => {
-            let charts = Charts::load(&admin, &code).await?;
+            let charts = Charts::load(&admin, &a, &code, &link).await?;
             let page = detail_page(&admin, &a, &link, &charts, &form, &errors, None);
             Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
         }

@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use maud::{html, Markup};
 
 use super::super::charts::{self, Bar};
+use super::super::creators::Creators;
 use super::super::session::Flash;
 use super::super::view::{self, FieldErrors, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
@@ -16,16 +17,27 @@ use crate::stats::{self, Granularity, StatsView};
 use crate::store::links::Link;
 use crate::store::unix_now;
 
-/// The clicks a detail page charts: the last 48 hours by hour and the last
-/// 30 days by day.
+/// What a detail page shows beside the link itself: the clicks it charts
+/// (the last 48 hours by hour, the last 30 days by day) and who made it.
 pub(super) struct Charts {
     hourly: StatsView,
     daily: StatsView,
+    /// `created_by` by name (a key's name, not `key:3`).
+    creator: Option<String>,
 }
 
 impl Charts {
-    /// The stats of the link behind `code`, now.
-    pub(super) async fn load(admin: &AdminState, code: &str) -> Result<Self, AdminError> {
+    /// The stats of `link` (reached by `code`), now.
+    pub(super) async fn load(
+        admin: &AdminState,
+        a: &Authed,
+        code: &str,
+        link: &Link,
+    ) -> Result<Self, AdminError> {
+        let creator = match &link.created_by {
+            Some(by) => Some(Creators::load(admin, a).await?.label(by)),
+            None => None,
+        };
         let now = unix_now();
         let hourly = stats::query(
             &admin.app,
@@ -43,7 +55,11 @@ impl Charts {
             Granularity::Day,
         )
         .await?;
-        Ok(Self { hourly, daily })
+        Ok(Self {
+            hourly,
+            daily,
+            creator,
+        })
     }
 }
 
@@ -175,7 +191,7 @@ pub(super) fn detail_page(
                         dt { "Clicks" } dd id="clicks" { (link.clicks) }
                         dt { "Bot clicks" } dd id="bot-clicks" { (link.bot_clicks) }
                         dt { "Created" } dd { (view::time(link.created_at))
-                            @if let Some(by) = &link.created_by { " by " (by) } }
+                            @if let Some(by) = &charts.creator { " by " span id="created-by" { (by) } } }
                         dt { "Updated" } dd { (view::time(link.updated_at)) }
                         dt { "Expires" } dd { @match link.expires_at { Some(e) => (view::time(e)), None => "never" } }
                         dt { "Redirect" } dd { @match link.redirect { Some(r) => (r), None => "nginx default" } }
@@ -247,7 +263,7 @@ pub async fn detail(
     Path(code): Path<String>,
 ) -> Result<Page, AdminError> {
     let link = admin.app.links().get(&code).await?;
-    let charts = Charts::load(&admin, &code).await?;
+    let charts = Charts::load(&admin, &a, &code, &link).await?;
     let flash = admin.sessions.take_flash(&a.token);
     Ok(detail_page(
         &admin,

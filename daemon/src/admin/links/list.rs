@@ -1,33 +1,49 @@
 //! The list page: `GET /admin/links`, newest first, searchable by URL,
-//! alias and tag, paginated.
+//! alias, tag and generated code, paged both ways with the search's total.
 
 use axum::extract::{Query, State};
 use maud::html;
 use serde::Deserialize;
 
+use super::super::creators::Creators;
 use super::super::view::{self, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
 use crate::codes;
-use crate::store::links::ListQuery;
+use crate::store::links::{Link, ListQuery};
 use crate::store::unix_now;
 
 /// Links per list page.
 pub const PAGE_SIZE: u32 = 25;
 
-/// Query of the list page.
+/// Query of the list page. A page is newest first and starts after a
+/// keyset cursor of the list ([`crate::links::list`]): `before` (older
+/// than this id) going forward, `after` (newer than this id) going back.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct ListParams {
-    /// Substring of the URL or alias.
+    /// Substring of the URL or alias, or a generated code.
     pub q: String,
     /// Only links with this tag.
     pub tag: String,
-    /// Show links older than this id (the previous page's last).
+    /// Show links older than this id (the next page's start).
     pub before: Option<u64>,
+    /// Show the links just newer than this id (the previous page).
+    pub after: Option<u64>,
+}
+
+/// Where a list page starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The newest links.
+    Newest,
+    /// Links older than this id.
+    Before(u64),
+    /// The links just newer than this id.
+    After(u64),
 }
 
 /// The list page's URL for a search and a page.
-fn list_url(q: &str, tag: &str, before: Option<u64>) -> String {
+fn list_url(q: &str, tag: &str, start: Start) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
     if !q.is_empty() {
         s.append_pair("q", q);
@@ -35,8 +51,14 @@ fn list_url(q: &str, tag: &str, before: Option<u64>) -> String {
     if !tag.is_empty() {
         s.append_pair("tag", tag);
     }
-    if let Some(b) = before {
-        s.append_pair("before", &b.to_string());
+    match start {
+        Start::Newest => {}
+        Start::Before(id) => {
+            s.append_pair("before", &id.to_string());
+        }
+        Start::After(id) => {
+            s.append_pair("after", &id.to_string());
+        }
     }
     let qs = s.finish();
     if qs.is_empty() {
@@ -46,28 +68,107 @@ fn list_url(q: &str, tag: &str, before: Option<u64>) -> String {
     }
 }
 
-/// GET `/admin/links`: newest first, searchable, paginated.
+/// One page of the list, newest first, and what lies on either side.
+struct Shown {
+    links: Vec<Link>,
+    /// Links matching the filter on every page.
+    total: u64,
+    /// Newer links exist: the page has a previous one.
+    newer: bool,
+    /// Older links exist: the page has a next one.
+    older: bool,
+}
+
+/// The filter of the page, from `start` in the given direction.
+fn query(filter: &ListQuery, start: Option<u64>, ascending: bool, limit: u32) -> ListQuery {
+    ListQuery {
+        limit,
+        ascending,
+        // Creation order is id order: the cursor's key is the id.
+        after: start.map(|id| (id as i64, id)),
+        ..filter.clone()
+    }
+}
+
+/// The page at `start`: up to [`PAGE_SIZE`] links, one more asked to know
+/// whether the list goes on, and one look the other way.
+async fn load(admin: &AdminState, filter: &ListQuery, start: Start) -> Result<Shown, AdminError> {
+    let links = admin.app.links();
+    let more = PAGE_SIZE + 1;
+    if let Start::After(id) = start {
+        let found = links.list(query(filter, Some(id), true, more)).await?;
+        let newer = found.links.len() > PAGE_SIZE as usize;
+        let mut page = found.links;
+        page.truncate(PAGE_SIZE as usize);
+        // Back at the newest links with room to spare: show the first page.
+        if newer || page.len() == PAGE_SIZE as usize {
+            page.reverse();
+            let older = match page.last() {
+                Some(l) => !links
+                    .list(query(filter, Some(l.id), false, 1))
+                    .await?
+                    .links
+                    .is_empty(),
+                None => false,
+            };
+            return Ok(Shown {
+                links: page,
+                total: found.total,
+                newer,
+                older,
+            });
+        }
+    }
+    let before = match start {
+        Start::Before(id) => Some(id),
+        _ => None,
+    };
+    let found = links.list(query(filter, before, false, more)).await?;
+    let older = found.links.len() > PAGE_SIZE as usize;
+    let mut page = found.links;
+    page.truncate(PAGE_SIZE as usize);
+    let newer = match (before, page.first()) {
+        (Some(_), Some(l)) => !links
+            .list(query(filter, Some(l.id), true, 1))
+            .await?
+            .links
+            .is_empty(),
+        (Some(id), None) => !links
+            .list(query(filter, Some(id), true, 1))
+            .await?
+            .links
+            .is_empty(),
+        (None, _) => false,
+    };
+    Ok(Shown {
+        links: page,
+        total: found.total,
+        newer,
+        older,
+    })
+}
+
+/// GET `/admin/links`: newest first, searchable (URL, alias, tag, or a
+/// generated code), paged both ways with the total of the search.
 pub async fn list(
     State(admin): State<AdminState>,
     a: Authed,
     Query(p): Query<ListParams>,
 ) -> Result<Page, AdminError> {
     let (q, tag) = (p.q.trim().to_string(), p.tag.trim().to_string());
-    let found = admin
-        .app
-        .links()
-        .list(ListQuery {
-            limit: PAGE_SIZE + 1,
-            after: p.before.map(|id| (id as i64, id)),
-            q: (!q.is_empty()).then(|| q.clone()),
-            tags: (!tag.is_empty()).then(|| tag.clone()).into_iter().collect(),
-            ..ListQuery::default()
-        })
-        .await?;
-    let (total, mut page) = (found.total, found.links);
-    let more = page.len() > PAGE_SIZE as usize;
-    page.truncate(PAGE_SIZE as usize);
-    let next = more.then(|| page.last().map(|l| l.id)).flatten();
+    let start = match (p.before, p.after) {
+        (Some(id), _) => Start::Before(id),
+        (None, Some(id)) => Start::After(id),
+        (None, None) => Start::Newest,
+    };
+    let filter = ListQuery {
+        q: (!q.is_empty()).then(|| q.clone()),
+        tags: (!tag.is_empty()).then(|| tag.clone()).into_iter().collect(),
+        ..ListQuery::default()
+    };
+    let shown = load(&admin, &filter, start).await?;
+    let (total, page) = (shown.total, &shown.links);
+    let creators = Creators::load(&admin, &a).await?;
     let now = unix_now();
     let flash = admin.sessions.take_flash(&a.token);
     Ok(view::layout(
@@ -78,7 +179,13 @@ pub async fn list(
         html! {
             div.heading {
                 h1 { "Links" }
-                a.button.primary href="/admin/links/new" { "New link" }
+                div.buttons {
+                    a.button href="/admin/bulk" id="bulk-link" { "Bulk create" }
+                    " "
+                    a.button href="/admin/csv" id="csv-link" { "CSV import / export" }
+                    " "
+                    a.button.primary href="/admin/links/new" { "New link" }
+                }
             }
             form.search method="get" action="/admin/links" id="search" {
                 input type="search" name="q" value=(q) placeholder="Search target URL, alias or code" aria-label="Search";
@@ -86,29 +193,34 @@ pub async fn list(
                 button type="submit" { "Search" }
                 @if !q.is_empty() || !tag.is_empty() { a href="/admin/links" { "Clear" } }
             }
-            p.total id="total" { (total) @if total == 1 { " link" } @else { " links" } }
+            p.total id="total" {
+                span id="total-count" { (total) } @if total == 1 { " link" } @else { " links" }
+                @if !q.is_empty() || !tag.is_empty() { " match" @if total == 1 { "es" } }
+                @if !page.is_empty() { span.hint { " · " (page.len()) " on this page" } }
+            }
             @if page.is_empty() {
                 p.empty id="no-links" {
-                    @if q.is_empty() && tag.is_empty() && p.before.is_none() {
+                    @if q.is_empty() && tag.is_empty() && start == Start::Newest {
                         "No links yet. " a href="/admin/links/new" { "Create the first one." }
                     } @else { "No links match." }
                 }
             } @else {
                 table.links id="links" {
                     thead { tr {
-                        th { "Code" } th { "Target" } th { "Created" } th { "Expires" }
+                        th { "Code" } th { "Target" } th { "Created" } th { "By" } th { "Expires" }
                         th { "Status" } th.num { "Clicks" }
                     } }
                     tbody {
-                        @for l in &page {
+                        @for l in page {
                             @let code = codes::public(&admin.app.codec, l);
-                            tr data-code=(code) {
+                            tr data-code=(code) data-id=(l.id) {
                                 td.code { a href={ "/admin/links/" (code) } { (code) } }
                                 td.target title=(l.url) {
                                     (l.url)
                                     @for t in &l.tags { " " span.tag { (t) } }
                                 }
                                 td.time { (view::time(l.created_at)) }
+                                td.by { @if let Some(by) = &l.created_by { (creators.label(by)) } }
                                 td.time { @match l.expires_at { Some(e) => (view::time(e)), None => "never" } }
                                 td { (view::state_badge(l.state(now).as_str())) }
                                 td.num.clicks { (l.clicks) }
@@ -118,8 +230,13 @@ pub async fn list(
                 }
             }
             nav.pager {
-                @if p.before.is_some() { a href=(list_url(&q, &tag, None)) { "« Newest" } }
-                @if let Some(n) = next { a id="next-page" href=(list_url(&q, &tag, Some(n))) { "Older »" } }
+                @if start != Start::Newest && shown.newer { a id="newest-page" href=(list_url(&q, &tag, Start::Newest)) { "« Newest" } }
+                @if let (true, Some(first)) = (shown.newer, page.first()) {
+                    a id="prev-page" href=(list_url(&q, &tag, Start::After(first.id))) { "‹ Newer" }
+                }
+                @if let (true, Some(last)) = (shown.older, page.last()) {
+                    a id="next-page" href=(list_url(&q, &tag, Start::Before(last.id))) { "Older ›" }
+                }
             }
         },
     ))
@@ -131,10 +248,11 @@ mod tests {
 
     #[test]
     fn list_urls() {
-        assert_eq!(list_url("", "", None), "/admin/links");
+        assert_eq!(list_url("", "", Start::Newest), "/admin/links");
         assert_eq!(
-            list_url("a b&c", "x", Some(7)),
+            list_url("a b&c", "x", Start::Before(7)),
             "/admin/links?q=a+b%26c&tag=x&before=7"
         );
+        assert_eq!(list_url("", "", Start::After(9)), "/admin/links?after=9");
     }
 }
