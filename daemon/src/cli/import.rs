@@ -81,11 +81,7 @@ pub async fn import(
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
         (Box::new(f), size)
     };
-    let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .flexible(true)
-        .buffer_capacity(1 << 20)
-        .from_reader(f);
+    let mut reader = crate::links::csv_format::reader(f);
     let headers = reader.headers()?.clone();
     let format = match format {
         Some(f) => f,

@@ -13,7 +13,8 @@ use maud::{html, Markup};
 
 use super::super::view::{self, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
-use crate::links::csv_format::{self, Columns};
+use crate::links::csv_format;
+use crate::links::import::formats::Format;
 use crate::links::{ImportError, ImportRow, LinkView, MAX_IMPORT};
 use crate::store::links::{self as table, ListQuery};
 use crate::store::unix_now;
@@ -110,7 +111,10 @@ fn read_rows(data: &[u8]) -> Result<(Vec<ImportRow>, Vec<ImportError>), String> 
         .headers()
         .map_err(|e| format!("the first line is not a CSV header: {e}"))?
         .clone();
-    let columns = Columns::from_header(&header)?;
+    let format = Format::detect(&header).ok_or(
+        "the header names no known format: ours has a `url` column; Bitly's, Shlink's, YOURLS's and Kutt's exports are known by theirs",
+    )?;
+    let columns = format.columns(&header)?;
     let (mut rows, mut bad) = (Vec::new(), Vec::new());
     let refused = |line, message| ImportError {
         line,
@@ -121,9 +125,9 @@ fn read_rows(data: &[u8]) -> Result<(Vec<ImportRow>, Vec<ImportError>), String> 
         match record {
             Ok(r) => {
                 let line = r.position().map_or(0, |p| p.line());
-                match columns.row(&r, line) {
+                match columns.read(line, &r) {
                     Ok(row) => rows.push(row),
-                    Err(m) => bad.push(refused(line, m)),
+                    Err(e) => bad.push(refused(line, format!("{}: {}", e.column, e.message))),
                 }
             }
             Err(e) => {
@@ -214,7 +218,9 @@ async fn export_page(
 }
 
 /// `rows` as CSV text.
-fn csv_text(rows: impl IntoIterator<Item = [String; 14]>) -> Result<Vec<u8>, AdminError> {
+fn csv_text(
+    rows: impl IntoIterator<Item = [String; csv_format::HEADER.len()]>,
+) -> Result<Vec<u8>, AdminError> {
     let mut w = csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(Vec::new());
@@ -319,12 +325,12 @@ mod tests {
         assert_eq!(lines, vec![2]);
         assert_eq!(rows[0].2.as_deref(), Some("one"));
         let bad: Vec<(u64, &str)> = bad.iter().map(|e| (e.line, e.message.as_str())).collect();
-        assert_eq!(bad[0], (3, "url is empty"));
+        assert_eq!(bad[0], (3, "url: the URL is empty"));
         assert_eq!(bad[1], (4, "redirect: \"30x\" is not a status like 301"));
         assert_eq!(bad.len(), 2, "{bad:?}");
         assert_eq!(
             read_rows(b"link\nhttps://e.com/\n").unwrap_err(),
-            "the header has no `url` column"
+            "the header names no known format: ours has a `url` column; Bitly's, Shlink's, YOURLS's and Kutt's exports are known by theirs"
         );
     }
 }
