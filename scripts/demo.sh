@@ -132,6 +132,7 @@ http {
             return 301 /admin/;
         }
         location /admin/ {
+            client_max_body_size 32m;
             proxy_pass http://unix:$dir/api.sock;
             proxy_set_header X-Shortlink-Base http://\$host:\$server_port;
             proxy_set_header X-Forwarded-Proto \$scheme;

@@ -36,6 +36,7 @@ pub fn http_conf(key: &Path, daemon: &Daemon, timeout: &str) -> String {
             shortlink_cache_control "private, max-age=90";
         }}
         location /admin/ {{
+            client_max_body_size 32m;
             proxy_pass http://unix:{api};
             proxy_set_header X-Shortlink-Base http://$host:$server_port;
             proxy_set_header X-Real-IP $remote_addr;

@@ -174,6 +174,26 @@ fn shipped_snippets_serve_links_api_metrics_and_limit_floods() {
         b"",
     );
     assert_json_error(&r, 413, "body_too_large");
+    // The admin UI's CSV upload may be larger than nginx's 1 MiB default:
+    // a 2 MiB upload reaches the daemon (which wants a session), not 413.
+    let upload = vec![b'a'; 2 << 20];
+    let r = http(
+        port,
+        b"POST",
+        b"/admin/csv",
+        &[
+            ("Host", "s.example.com"),
+            ("Content-Type", "multipart/form-data; boundary=x"),
+        ],
+        &upload,
+    );
+    assert_ne!(r.status, 413, "{}", r.body_text());
+    assert!(
+        [303, 401, 403].contains(&r.status),
+        "the daemon answers: {} {}",
+        r.status,
+        r.body_text()
+    );
     let mut daemon = daemon;
     daemon.kill();
     let r = get(port, "s.example.com", "/api/v1/health");
@@ -186,10 +206,18 @@ fn shipped_snippets_serve_links_api_metrics_and_limit_floods() {
 
 fn assert_json_error(r: &shortlink_e2e::Response, status: u16, code: &str) {
     assert_eq!(r.status, status, "{}", r.body_text());
-    assert_eq!(r.header("Content-Type"), Some("application/json"));
+    assert_eq!(r.header("Content-Type"), Some("application/problem+json"));
     let v: serde_json::Value = serde_json::from_slice(&r.body)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.body_text()));
     assert_eq!(v["error"]["code"], code, "{v}");
+    // The problem document the daemon's own errors are.
+    assert_eq!(v["code"], code, "{v}");
+    assert_eq!(v["status"], status, "{v}");
+    assert_eq!(
+        v["type"].as_str(),
+        Some(format!("https://shortlink.dev/errors/{code}").as_str())
+    );
+    assert!(v["title"].as_str().is_some_and(|t| !t.is_empty()), "{v}");
     assert!(v["error"]["message"]
         .as_str()
         .is_some_and(|m| !m.is_empty()));
