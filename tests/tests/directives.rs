@@ -1,5 +1,6 @@
 //! nginx's conventions for the location settings: `shortlink_redirect`,
-//! `shortlink_fallback`, `shortlink_cache_control` and `shortlink_clicks`
+//! `shortlink_fallback`, `shortlink_cache_control`, `shortlink_clicks` and
+//! `shortlink_forward_query`
 //! stand at `http{}`, `server{}` or `location{}` level and are inherited the
 //! usual way, the innermost level that sets one winning.
 
@@ -13,12 +14,12 @@ fn settings_inherit_from_http_and_server_and_locations_override_them() {
     let s = Stack::start_edited("inherit", 1, "300ms", |http| {
         http.replacen(
             "    server {",
-            "    shortlink_redirect 307;\n    shortlink_cache_control \"max-age=7\";\n    shortlink_clicks off;\n    server {\n        shortlink_fallback https://example.com/from-server;",
+            "    shortlink_redirect 307;\n    shortlink_cache_control \"max-age=7\";\n    shortlink_clicks off;\n    shortlink_forward_query on;\n    server {\n        shortlink_fallback https://example.com/from-server;",
             1,
         )
         .replacen(
             "        location /admin/ {",
-            "        location /counted/ {\n            shortlink on;\n            shortlink_clicks on;\n        }\n        location /admin/ {",
+            "        location /counted/ {\n            shortlink on;\n            shortlink_clicks on;\n            shortlink_forward_query off;\n        }\n        location /admin/ {",
             1,
         )
     });
@@ -66,5 +67,15 @@ fn settings_inherit_from_http_and_server_and_locations_override_them() {
     }
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(s.daemon.clicks(&code), 4, "only /counted/ counts");
+
+    // The query string: forwarded from http{}, not in /counted/.
+    assert_eq!(
+        get(&format!("/{code}?utm_source=x")).header("Location"),
+        Some("https://example.com/target?utm_source=x")
+    );
+    assert_eq!(
+        get(&format!("/counted/{code}?utm_source=x")).header("Location"),
+        Some("https://example.com/target")
+    );
     s.nginx.assert_clean_log();
 }

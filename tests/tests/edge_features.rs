@@ -362,3 +362,58 @@ fn a_full_zone_evicts_the_least_recently_used_links() {
     );
     s.nginx.assert_clean_log();
 }
+
+/// `shortlink_forward_query on`: the visit's query string joins the
+/// target (`?` or `&`, before a `#fragment`), from the daemon's answer and
+/// from the zone alike; elsewhere, or past the length a target may have,
+/// the target goes alone.
+#[test]
+fn the_query_string_is_forwarded_where_the_location_says_so() {
+    let s = Stack::start_edited("forward-query", 1, "300ms", |http| {
+        http.replace(
+            "        location /fb/ {",
+            "        location /fwd/ {\n            shortlink on;\n            shortlink_forward_query on;\n        }\n        location /fb/ {",
+        )
+    });
+    let plain = s.daemon.create(json!({"url": "https://example.com/a"}));
+    let with_query = s.daemon.create(json!({"url": "https://example.com/b?p=1"}));
+    let with_fragment = s.daemon.create(json!({"url": "https://example.com/c#top"}));
+    let location = |path: &str| {
+        let r = s.get(path, &[]);
+        assert_eq!(r.status, 302, "{path}: {}", r.body_text());
+        (
+            r.header("Location").unwrap_or_default().to_string(),
+            r.header("X-Cache").unwrap_or_default().to_string(),
+        )
+    };
+    for cache in ["MISS", "HIT"] {
+        assert_eq!(
+            location(&format!("fwd/{plain}?utm_source=sms&utm_campaign=x%20y")),
+            (
+                "https://example.com/a?utm_source=sms&utm_campaign=x%20y".to_string(),
+                cache.to_string()
+            )
+        );
+    }
+    assert_eq!(
+        location(&format!("fwd/{with_query}?utm_source=sms")).0,
+        "https://example.com/b?p=1&utm_source=sms"
+    );
+    assert_eq!(
+        location(&format!("fwd/{with_fragment}?u=1")).0,
+        "https://example.com/c?u=1#top"
+    );
+    // No query, the locations without the directive, and a result longer
+    // than a target may be (2,048 bytes): the target alone.
+    assert_eq!(location(&format!("fwd/{plain}")).0, "https://example.com/a");
+    assert_eq!(
+        location(&format!("{plain}?utm_source=sms")).0,
+        "https://example.com/a"
+    );
+    let long = "u=".to_string() + &"x".repeat(2048);
+    assert_eq!(
+        location(&format!("fwd/{plain}?{long}")).0,
+        "https://example.com/a"
+    );
+    s.nginx.assert_clean_log();
+}

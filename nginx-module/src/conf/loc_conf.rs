@@ -28,6 +28,9 @@ pub struct LocConf {
     pub cache_control: Option<Option<String>>,
     /// `shortlink_clicks on|off`: count redirects for stats.
     pub clicks: ngx_flag_t,
+    /// `shortlink_forward_query on|off`: the visit's query string joins
+    /// the target (`shortlink_core::query`).
+    pub forward_query: ngx_flag_t,
     /// `shortlink_status`: this location answers the edge's figures (not
     /// inherited, as `stub_status`).
     pub status: bool,
@@ -42,6 +45,7 @@ impl Default for LocConf {
             fallback: None,
             cache_control: None,
             clicks: UNSET_FLAG,
+            forward_query: UNSET_FLAG,
             status: false,
         }
     }
@@ -215,6 +219,13 @@ fn merge(conf: &mut LocConf, prev: &LocConf) {
             1
         } else {
             prev.clicks
+        };
+    }
+    if conf.forward_query == UNSET_FLAG {
+        conf.forward_query = if prev.forward_query == UNSET_FLAG {
+            0
+        } else {
+            prev.forward_query
         };
     }
     if conf.redirect == UNSET_UINT {

@@ -8,12 +8,15 @@ use nginx_sys::{
     NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::http::Request;
+use shortlink_core::query::join_query;
+use shortlink_core::target::DEFAULT_MAX_TARGET_LEN;
 use shortlink_core::RedirectStatus;
 
 use crate::cache::Hit;
 use crate::clicks;
 use crate::conf::LocConf;
 use crate::net::with_link;
+use crate::pool::pool_fill;
 use crate::request::{CacheStatus, RequestCtx};
 
 /// 410 (nginx has no constant for it).
@@ -69,10 +72,13 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                     }
                 }
             }
-            ctx.target = hit.target;
+            let Some(location) = with_query(r, lcf, hit.target) else {
+                return Reply::Error;
+            };
+            ctx.target = location;
             return Reply::Redirect {
                 status,
-                location: hit.target,
+                location,
                 cacheable: true,
                 by_device: hit.by_device,
             };
@@ -82,6 +88,23 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
         Outcome::Unavailable => NGX_HTTP_SERVICE_UNAVAILABLE,
     };
     fallback_or(lcf, status)
+}
+
+/// The target, with the visit's query string joined when the location
+/// forwards it (`shortlink_forward_query on`; the rule is
+/// `shortlink_core::query`'s). `None`: the pool is out of memory.
+fn with_query(r: &Request, lcf: &LocConf, target: ngx_str_t) -> Option<ngx_str_t> {
+    if lcf.forward_query != 1 {
+        return Some(target);
+    }
+    let query = r.as_ref().args.as_bytes();
+    let target_bytes = target.as_bytes();
+    match join_query(target_bytes, query, DEFAULT_MAX_TARGET_LEN) {
+        Some(join) => pool_fill(&r.pool(), join.len, |out| {
+            join.write(target_bytes, query, out)
+        }),
+        None => Some(target),
+    }
 }
 
 /// A 302 to `shortlink_fallback`, or `status` without one.
