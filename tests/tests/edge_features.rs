@@ -196,15 +196,23 @@ fn concurrent_first_requests_share_one_lookup() {
     std::thread::sleep(Duration::from_millis(1000));
     // SAFETY: as above.
     unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGCONT) };
+    // Every request that arrived while the lookup was out waited for it
+    // (MISS); one the loaded machine delivered to nginx after the answer
+    // was served from the zone (HIT). Either way: one lookup in all.
+    let mut missed = 0;
     for h in handles {
         let r = h.join().unwrap();
         assert_eq!(r.status, 302);
-        assert_eq!(
-            r.header("X-Cache"),
-            Some("MISS"),
-            "every request waited for the one lookup"
-        );
+        match r.header("X-Cache") {
+            Some("MISS") => missed += 1,
+            Some("HIT") => {}
+            other => panic!("X-Cache {other:?}"),
+        }
     }
+    assert!(
+        missed >= n / 2,
+        "only {missed} of {n} waited for the lookup"
+    );
     assert_eq!(
         s.daemon.metric("shortlinkd_ipc_lookups_total") - before,
         1.0

@@ -1,7 +1,7 @@
 //! The edge check: codes are validated inside nginx with no I/O; invalid ones
 //! get 404, valid ones expose `$shortlink_code` and `$shortlink_id`.
 
-use shortlink_core::Codec;
+use shortlink_core::{Codec, DeploymentKey};
 use shortlink_e2e::{main_context, nginx_test_config, Nginx, Scratch};
 
 /// A server whose valid codes fall through to a static file, with the
@@ -96,8 +96,8 @@ fn invalid_codes_get_404() {
         .unwrap();
     wrong_check[last] = bad;
 
-    let other_key = Scratch::new("invalid-other");
-    let (_, other) = other_key.key();
+    // Codes of another deployment (the harness's key is fixed).
+    let other = Codec::new(&DeploymentKey::from_bytes([0x5a; 32]));
     let foreign: Vec<String> = (0..200u64)
         .map(|i| other.encode(5_000_000 + i).to_string())
         .filter(|c| codec.decode(c.as_bytes()).is_err())
