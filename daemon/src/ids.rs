@@ -12,7 +12,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::store::{self, Store, StoreResult};
+use crate::db::IdStore;
+use crate::store::{Store, StoreResult};
 
 /// The id allocator: several leased ranges held in memory.
 pub struct IdSegments {
@@ -133,9 +134,7 @@ impl IdSegments {
     /// next lease starts after it, and the ids in memory up to it are
     /// dropped, so no later create is handed one of them.
     pub async fn reserve_through(self: &Arc<Self>, last: u64) -> StoreResult<()> {
-        self.store
-            .write(move |c| store::ids::advance_past(c, last))
-            .await?;
+        self.store.reserve_ids_through(last).await?;
         let mut st = self.state.lock().expect("id state");
         st.reserved_through = st.reserved_through.max(last);
         let held = std::mem::take(&mut st.segments);
@@ -172,10 +171,7 @@ impl IdSegments {
 
     async fn lease(&self, size: u64) -> StoreResult<Range<u64>> {
         let floor = self.floor;
-        let range = self
-            .store
-            .write(move |c| store::ids::lease(c, floor, size))
-            .await?;
+        let range = self.store.lease_ids(floor, size).await?;
         self.leased.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(start = range.start, end = range.end, "leased id segment");
         Ok(range)

@@ -14,6 +14,7 @@ pub mod keys;
 pub mod links;
 pub mod users;
 
+mod backend;
 mod error;
 mod threads;
 mod watch;
