@@ -2,4 +2,42 @@
 //! method sends one job to the writer or a reader thread, built from the
 //! SQL helpers of the files beside it.
 
+mod changes;
+mod clicks;
+mod credentials;
 mod ids;
+mod import;
+mod links;
+
+use async_trait::async_trait;
+
+use crate::db::Database;
+use crate::store::{clicks as click_log, keys, LinkCache, Store, StoreResult, StoreStats};
+
+#[async_trait]
+impl Database for Store {
+    fn cache(&self) -> &LinkCache {
+        Store::cache(self)
+    }
+
+    fn stats(&self) -> &StoreStats {
+        Store::stats(self)
+    }
+
+    async fn prune(
+        &self,
+        batches_before: i64,
+        signatures_before: i64,
+    ) -> StoreResult<(usize, usize)> {
+        self.write(move |c| {
+            let b = click_log::prune_batches(c, batches_before)?;
+            let s = keys::prune_signatures(c, signatures_before)?;
+            Ok((b, s))
+        })
+        .await
+    }
+
+    fn close(&self) {
+        Store::close(self)
+    }
+}
