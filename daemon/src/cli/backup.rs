@@ -311,7 +311,9 @@ mod tests {
     async fn the_schema_version_is_the_last_migration() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        crate::store::Store::open(&path, 1, 10).unwrap().close();
+        crate::store::SqliteStore::open(&path, 1, 10)
+            .unwrap()
+            .close();
         let c = Connection::open(&path).unwrap();
         assert_eq!(schema_version(&c).unwrap(), SCHEMA_VERSION);
         c.execute_batch("PRAGMA user_version = 99").unwrap();
@@ -345,7 +347,7 @@ mod tests {
         let b = tempfile::tempdir().unwrap();
         for (dir, url) in [(&a, "https://e.com/kept"), (&b, "https://e.com/old")] {
             let db = config(dir.path()).db_path();
-            crate::store::Store::open(&db, 1, 10).unwrap().close();
+            crate::store::SqliteStore::open(&db, 1, 10).unwrap().close();
             Connection::open(&db)
                 .unwrap()
                 .execute(

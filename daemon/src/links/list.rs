@@ -10,7 +10,6 @@
 use super::ops::Links;
 use super::LinkError;
 use crate::codes::{self, CodeRef};
-use crate::db::LinkStore;
 pub use crate::db::Page;
 use crate::store::links::{ListQuery, ListSort};
 use crate::store::unix_now;

@@ -10,12 +10,13 @@ use super::input::{CreateLink, UpdateLink, MAX_BATCH};
 use super::loops::{alias_target_error, refuse_own_alias, AliasTarget};
 use super::rules::{LinkRules, Prepared};
 use crate::codes::{self, CodeRef};
-use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Updated};
+use crate::db::Store;
+use crate::db::{Inserted, LinkEdit, NewLink, Updated};
 use crate::edge::{Edge, LinkChange};
 use crate::ids::IdSegments;
 use crate::metrics::Metrics;
 use crate::store::links::Link;
-use crate::store::{unix_now, Store, StoreError};
+use crate::store::{unix_now, StoreError};
 
 /// What the link operations work with, borrowed from the daemon's state
 /// for one call (see `App::links`).

@@ -1,7 +1,7 @@
 //! The database threads: one writer that groups concurrent write jobs
 //! into one transaction (a savepoint per job), a checkpointer that copies
 //! the WAL back into the database off the writer's path, and readers that
-//! run read jobs in parallel. [`super::Store`] only sends them closures. The
+//! run read jobs in parallel. [`super::SqliteStore`] only sends them closures. The
 //! writer's loop is in `threads/writer.rs`.
 
 use std::panic::AssertUnwindSafe;

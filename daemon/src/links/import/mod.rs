@@ -17,7 +17,7 @@ use super::loops::AliasTarget;
 use super::ops::{created, new_link, Links};
 use super::rules::Prepared;
 use crate::codes::{self, CodeRef};
-use crate::db::{ImportLink, ImportStore, Imported};
+use crate::db::{ImportLink, Imported};
 use crate::edge::{EdgeKeys, LinkChange};
 use crate::store::{unix_now, StoreResult};
 

@@ -7,12 +7,12 @@ use shortlink_core::ipc::ChangePosition;
 use crate::db::{ChangeLog, Resume};
 use crate::store::changes::{self, Change};
 use crate::store::links as table;
-use crate::store::{Store, StoreResult};
+use crate::store::{SqliteStore, StoreResult};
 
 #[async_trait]
-impl ChangeLog for Store {
+impl ChangeLog for SqliteStore {
     fn changes_at_open(&self) -> ChangePosition {
-        Store::changes_at_open(self)
+        SqliteStore::changes_at_open(self)
     }
 
     async fn changes_since(&self, from: u64) -> StoreResult<(ChangePosition, Option<Vec<Change>>)> {

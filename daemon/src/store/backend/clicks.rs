@@ -1,5 +1,5 @@
 //! [`ClickStore`] over SQLite: ingest and fold are writer jobs with their
-//! pending-clicks bookkeeping (see `Store::append_clicks`); stats read the
+//! pending-clicks bookkeeping (see `SqliteStore::append_clicks`); stats read the
 //! tables with the pending clicks laid over them.
 
 use async_trait::async_trait;
@@ -9,16 +9,16 @@ use tokio::sync::Notify;
 use crate::db::ClickStore;
 use crate::store::clicks::{self, FoldOutcome, RangeStats, SiteStats};
 use crate::store::links::{self as table, Link};
-use crate::store::{Store, StoreResult};
+use crate::store::{SqliteStore, StoreResult};
 
 #[async_trait]
-impl ClickStore for Store {
+impl ClickStore for SqliteStore {
     async fn append_clicks(&self, batches: Vec<ClickBatch>, now: i64) -> StoreResult<Vec<bool>> {
-        Store::append_clicks(self, batches, now).await
+        SqliteStore::append_clicks(self, batches, now).await
     }
 
     async fn fold_clicks(&self) -> StoreResult<FoldOutcome> {
-        Store::fold_clicks(self).await
+        SqliteStore::fold_clicks(self).await
     }
 
     fn click_backlog(&self) -> (u64, u64) {
@@ -26,7 +26,7 @@ impl ClickStore for Store {
     }
 
     fn fold_wake(&self) -> &Notify {
-        Store::fold_wake(self)
+        SqliteStore::fold_wake(self)
     }
 
     async fn link_stats(

@@ -5,10 +5,10 @@ use async_trait::async_trait;
 use crate::db::{CredentialStore, UserStore};
 use crate::store::keys::{self, ApiKey, App};
 use crate::store::users::{self, User};
-use crate::store::{Store, StoreResult};
+use crate::store::{SqliteStore, StoreResult};
 
 #[async_trait]
-impl CredentialStore for Store {
+impl CredentialStore for SqliteStore {
     async fn create_key(
         &self,
         name: String,
@@ -78,7 +78,7 @@ impl CredentialStore for Store {
 }
 
 #[async_trait]
-impl UserStore for Store {
+impl UserStore for SqliteStore {
     async fn add_user(&self, name: String, password_hash: String, now: i64) -> StoreResult<i64> {
         self.write(move |c| users::insert(c, &name, &password_hash, now))
             .await

@@ -6,10 +6,10 @@ use std::ops::Range;
 use async_trait::async_trait;
 
 use crate::db::IdStore;
-use crate::store::{ids, Store, StoreResult};
+use crate::store::{ids, SqliteStore, StoreResult};
 
 #[async_trait]
-impl IdStore for Store {
+impl IdStore for SqliteStore {
     async fn lease_ids(&self, floor: u64, size: u64) -> StoreResult<Range<u64>> {
         self.write(move |c| ids::lease(c, floor, size)).await
     }

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use super::links::insert_new;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, NewLink};
 use crate::store::links as table;
-use crate::store::{changes, Store, StoreResult};
+use crate::store::{changes, SqliteStore, StoreResult};
 
 /// The link a row was already imported as: one with the row's alias and
 /// URL (also when disabled), else a live link made from the same URL and
@@ -83,7 +83,7 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
 }
 
 #[async_trait]
-impl ImportStore for Store {
+impl ImportStore for SqliteStore {
     async fn import_links(&self, rows: Vec<ImportLink>, now: i64) -> StoreResult<Vec<Imported>> {
         self.write_bulk(move |c| write_rows(c, rows, now)).await
     }

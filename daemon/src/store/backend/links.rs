@@ -12,7 +12,7 @@ use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 use crate::store::clicks::with_overlay;
 use crate::store::links::{self as table, Link, ListQuery};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::{SqliteStore, StoreError, StoreResult};
 
 /// The first of `aliases` that is `own_alias` or an existing alias; run
 /// in the write's transaction.
@@ -97,7 +97,7 @@ fn update_in(
 }
 
 #[async_trait]
-impl LinkStore for Store {
+impl LinkStore for SqliteStore {
     async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
         self.write(move |c| {
             let mut out = Vec::with_capacity(links.len());

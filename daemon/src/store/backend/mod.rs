@@ -12,16 +12,16 @@ mod links;
 use async_trait::async_trait;
 
 use crate::db::Database;
-use crate::store::{clicks as click_log, keys, LinkCache, Store, StoreResult, StoreStats};
+use crate::store::{clicks as click_log, keys, LinkCache, SqliteStore, StoreResult, StoreStats};
 
 #[async_trait]
-impl Database for Store {
+impl Database for SqliteStore {
     fn cache(&self) -> &LinkCache {
-        Store::cache(self)
+        SqliteStore::cache(self)
     }
 
     fn stats(&self) -> &StoreStats {
-        Store::stats(self)
+        SqliteStore::stats(self)
     }
 
     async fn prune(
@@ -38,6 +38,12 @@ impl Database for Store {
     }
 
     fn close(&self) {
-        Store::close(self)
+        SqliteStore::close(self)
+    }
+}
+
+impl From<SqliteStore> for crate::db::Store {
+    fn from(store: SqliteStore) -> Self {
+        Self::new(std::sync::Arc::new(store))
     }
 }
