@@ -6,6 +6,7 @@
 //! closures over a `rusqlite::Connection`; no lock is ever held across an
 //! `.await`.
 
+pub mod backup;
 pub mod cache;
 pub mod changes;
 pub mod clicks;
