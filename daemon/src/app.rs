@@ -168,3 +168,30 @@ impl App {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::links::CreateLink;
+
+    /// A store plugged in at start-up is the one every operation uses.
+    #[tokio::test]
+    async fn the_app_works_on_the_store_it_is_given() {
+        let (_dir, sqlite) = crate::store::tests::temp_store();
+        let key = DeploymentKey::from_bytes([3; 32]);
+        let app = App::with_store(
+            Config::default(),
+            &key,
+            Store::from(sqlite.clone()),
+            Some(10),
+        );
+        let req = CreateLink {
+            url: "https://e.com/x".into(),
+            ..CreateLink::default()
+        };
+        app.links().create(&req, None).await.unwrap();
+        let stored = sqlite.read(crate::store::links::count).await.unwrap();
+        assert_eq!(stored, 1);
+        app.store.close();
+    }
+}

@@ -8,6 +8,8 @@
 
 mod changes;
 mod clicks;
+#[cfg(test)]
+pub(crate) mod contract;
 mod credentials;
 mod ids;
 mod import;
