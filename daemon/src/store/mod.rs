@@ -142,7 +142,7 @@ impl SqliteStore {
     /// Runs `f` inside the next write transaction; resolves once that
     /// transaction has committed. An `Err` from `f` rolls back only `f`'s
     /// own changes (a savepoint), not the other jobs grouped with it.
-    pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
@@ -154,7 +154,7 @@ impl SqliteStore {
     /// transaction of its own, on a connection with a page cache sized for
     /// it, still on the one writer thread (so never concurrently with other
     /// writes) and still resolved only after its commit.
-    pub async fn write_bulk<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn write_bulk<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
@@ -184,7 +184,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` on one of the reader connections.
-    pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
@@ -200,7 +200,7 @@ impl SqliteStore {
     /// Like [`SqliteStore::read`], with the acknowledged clicks not folded into
     /// the tables yet: what `f` reads plus the overlay is every click
     /// acknowledged before the read, each once.
-    pub async fn read_counted<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn read_counted<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection, &ClickOverlay<'_>) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
