@@ -10,12 +10,13 @@ use shortlink_core::{Codec, DeploymentKey, Fingerprint};
 
 use crate::auth::{AuthCache, SecretSeal};
 use crate::config::Config;
+use crate::db::Store;
 use crate::edge::Edge;
 use crate::events::EventHub;
 use crate::ids::IdSegments;
 use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
-use crate::store::{Store, StoreError};
+use crate::store::{SqliteStore, StoreError};
 
 pub(crate) mod files;
 
@@ -43,6 +44,21 @@ pub enum AppError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Opens the store the configuration names: today the SQLite database
+/// under the data directory (its files created with their modes first).
+fn open_store(config: &Config, key: &DeploymentKey) -> Result<Store, AppError> {
+    files::data_dir(config)?;
+    let db = config.db_path();
+    files::database_files(&db)?;
+    let seal = SecretSeal::new(key);
+    let sqlite = SqliteStore::open_sealed(&db, config.readers, config.cache_size, Some(seal))
+        .map_err(|source| AppError::Store {
+            path: db.display().to_string(),
+            source,
+        })?;
+    Ok(Store::new(Arc::new(sqlite)))
 }
 
 /// Shared by every task; hand out `Arc<App>`.
@@ -99,15 +115,18 @@ impl App {
         key: &DeploymentKey,
         segment_size: Option<u64>,
     ) -> Result<SharedApp, AppError> {
-        files::data_dir(&config)?;
-        let db = config.db_path();
-        files::database_files(&db)?;
-        let seal = SecretSeal::new(key);
-        let store = Store::open_sealed(&db, config.readers, config.cache_size, Some(seal))
-            .map_err(|source| AppError::Store {
-                path: db.display().to_string(),
-                source,
-            })?;
+        let store = open_store(&config, key)?;
+        Ok(Self::with_store(config, key, store, segment_size))
+    }
+
+    /// Like [`App::with_key`] over a store already open (any
+    /// implementation of the store interface).
+    pub fn with_store(
+        config: Config,
+        key: &DeploymentKey,
+        store: Store,
+        segment_size: Option<u64>,
+    ) -> SharedApp {
         let floor = Codec::first_id_of_length(config.min_length);
         let ids = IdSegments::new(
             store.clone(),
@@ -116,7 +135,7 @@ impl App {
             config.segments_in_memory,
         );
         let codec = Codec::new(key);
-        Ok(Arc::new(App {
+        Arc::new(App {
             rules: LinkRules::new(&config, codec.clone()),
             codec,
             fingerprint: key.fingerprint(),
@@ -129,7 +148,7 @@ impl App {
             auth: AuthCache::default(),
             started: Instant::now(),
             config,
-        }))
+        })
     }
 
     /// The one path by which the nginx workers learn that links changed.
@@ -147,5 +166,32 @@ impl App {
             edge: self.edge(),
             metrics: &self.metrics,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::links::CreateLink;
+
+    /// A store plugged in at start-up is the one every operation uses.
+    #[tokio::test]
+    async fn the_app_works_on_the_store_it_is_given() {
+        let (_dir, sqlite) = crate::store::tests::temp_store();
+        let key = DeploymentKey::from_bytes([3; 32]);
+        let app = App::with_store(
+            Config::default(),
+            &key,
+            Store::from(sqlite.clone()),
+            Some(10),
+        );
+        let req = CreateLink {
+            url: "https://e.com/x".into(),
+            ..CreateLink::default()
+        };
+        app.links().create(&req, None).await.unwrap();
+        let stored = sqlite.read(crate::store::links::count).await.unwrap();
+        assert_eq!(stored, 1);
+        app.store.close();
     }
 }

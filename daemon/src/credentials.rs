@@ -146,10 +146,16 @@ pub async fn create_key(
     } = NewApiKey::generate();
     let now = unix_now();
     let stored_scopes = scopes_to_string(&scopes);
-    let (n, pf) = (name.clone(), prefix.clone());
     let id = app
         .store
-        .write(move |c| keys::insert_key(c, &n, &pf, &hash, &stored_scopes, now, expires_at))
+        .create_key(
+            name.clone(),
+            prefix.clone(),
+            hash,
+            stored_scopes,
+            now,
+            expires_at,
+        )
         .await?;
     tracing::info!(key = id, name = %name, by = %by.who, "API key created");
     Ok(CreatedKey {
@@ -169,7 +175,7 @@ pub async fn create_key(
 /// Every API key, revoked ones included, oldest first.
 pub async fn list_keys(app: &App, by: &Principal) -> Result<Vec<KeyInfo>, CredentialError> {
     by.require(Scope::Admin)?;
-    let keys = app.store.read(keys::list_keys).await?;
+    let keys = app.store.list_keys().await?;
     Ok(keys.iter().map(KeyInfo::from).collect())
 }
 
@@ -177,10 +183,7 @@ pub async fn list_keys(app: &App, by: &Principal) -> Result<Vec<KeyInfo>, Creden
 pub async fn revoke_key(app: &App, by: &Principal, id: i64) -> Result<KeyInfo, CredentialError> {
     by.require(Scope::Admin)?;
     let now = unix_now();
-    let key = app
-        .store
-        .write(move |c| keys::revoke_key(c, id, now))
-        .await?;
+    let key = app.store.revoke_key(id, now).await?;
     app.auth.forget_key(&key.prefix);
     tracing::info!(key = id, by = %by.who, "API key revoked");
     Ok(KeyInfo::from(&key))
@@ -199,10 +202,15 @@ pub async fn create_app(
     let secret = AppSecret::generate();
     let now = unix_now();
     let stored_scopes = scopes_to_string(&scopes);
-    let (a, n, s) = (app_id.clone(), name.clone(), secret.to_stored());
     let id = app
         .store
-        .write(move |c| keys::insert_app(c, &a, &n, &s, &stored_scopes, now))
+        .create_app(
+            app_id.clone(),
+            name.clone(),
+            secret.to_stored(),
+            stored_scopes,
+            now,
+        )
         .await?;
     tracing::info!(app = %app_id, name = %name, by = %by.who, "app created");
     Ok(CreatedApp {
@@ -221,7 +229,7 @@ pub async fn create_app(
 /// Every app, revoked ones included, oldest first.
 pub async fn list_apps(app: &App, by: &Principal) -> Result<Vec<AppInfo>, CredentialError> {
     by.require(Scope::Admin)?;
-    let apps = app.store.read(keys::list_apps).await?;
+    let apps = app.store.list_apps().await?;
     Ok(apps.iter().map(AppInfo::from).collect())
 }
 
@@ -234,10 +242,7 @@ pub async fn revoke_app(
     by.require(Scope::Admin)?;
     let now = unix_now();
     let which = which.to_string();
-    let revoked = app
-        .store
-        .write(move |c| keys::revoke_app(c, &which, now))
-        .await?;
+    let revoked = app.store.revoke_app(which, now).await?;
     app.auth.forget_app(&revoked.app_id);
     tracing::info!(app = %revoked.app_id, by = %by.who, "app revoked");
     Ok(AppInfo::from(&revoked))

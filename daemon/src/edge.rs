@@ -14,11 +14,12 @@ use shortlink_core::ipc::{ChangePosition, Event};
 use shortlink_core::Codec;
 
 use crate::codes;
+use crate::db::Store;
 use crate::events::EventHub;
 use crate::store::cache::LinkCache;
-use crate::store::changes::{self, Change};
+use crate::store::changes::Change;
 use crate::store::links::Link;
-use crate::store::{Store, StoreResult};
+use crate::store::StoreResult;
 
 /// How the edge knows one link: its generated code (from the id) and its
 /// alias.
@@ -140,13 +141,7 @@ impl<'a> Edge<'a> {
     async fn push_logged(&self) -> StoreResult<()> {
         let mut pushed = self.hub.feed.lock().await;
         let from = pushed.unwrap_or(self.store.changes_at_open().seq);
-        let (head, rows) = self
-            .store
-            .read(move |c| {
-                let head = changes::head(c)?;
-                Ok((head, changes::between(c, from, head.seq)?))
-            })
-            .await?;
+        let (head, rows) = self.store.changes_since(from).await?;
         if head.seq <= from {
             return Ok(());
         }
@@ -203,15 +198,8 @@ impl<'a> Edge<'a> {
         &self,
         since: Option<ChangePosition>,
     ) -> StoreResult<(Vec<String>, Option<Vec<Change>>, ChangePosition)> {
-        self.store
-            .read(move |c| {
-                let tx = c.unchecked_transaction()?;
-                let aliases = crate::store::links::all_aliases(&tx)?;
-                let head = changes::head(&tx)?;
-                let rows = changes::since(&tx, since, head)?;
-                Ok((aliases, rows, head))
-            })
-            .await
+        let r = self.store.resume(since).await?;
+        Ok((r.aliases, r.changes, r.head))
     }
 
     /// The events for `changes`, in the order the workers apply them: the
@@ -257,6 +245,7 @@ mod tests {
     use shortlink_core::DeploymentKey;
 
     use super::*;
+    use crate::store::changes;
     use crate::store::tests::temp_store;
 
     fn link(id: u64, alias: Option<&str>) -> Link {
@@ -277,7 +266,8 @@ mod tests {
     #[test]
     fn events_per_kind_of_change() {
         let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let ((_dir, store), hub) = (temp_store(), EventHub::default());
+        let ((_dir, sqlite), hub) = (temp_store(), EventHub::default());
+        let store = Store::from(sqlite.clone());
         let edge = Edge::new(&codec, &store, &hub);
         let code = |id| codec.encode(id).as_str().to_string();
         let (plain, aliased, renamed) = (link(7, None), link(7, Some("a")), link(7, Some("b")));
@@ -376,17 +366,18 @@ mod tests {
     #[tokio::test]
     async fn a_change_drops_the_cached_copy_and_reaches_subscribers_with_its_position() {
         let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let ((_dir, store), hub) = (temp_store(), EventHub::default());
+        let ((_dir, sqlite), hub) = (temp_store(), EventHub::default());
+        let store = Store::from(sqlite.clone());
         let edge = Edge::new(&codec, &store, &hub);
         let old = link(3, Some("old"));
-        store
+        sqlite
             .write({
                 let old = old.clone();
                 move |c| crate::store::links::insert(c, &old, None)
             })
             .await
             .unwrap();
-        let deleted = store
+        let deleted = sqlite
             .write(|c| crate::store::links::delete(c, 3))
             .await
             .unwrap()
@@ -405,9 +396,9 @@ mod tests {
         // The insert with its alias and the delete (the store was opened
         // empty, so the feed starts at 0) are pushed in log order, then the
         // position.
-        let head = store.read(changes::head).await.unwrap();
+        let head = sqlite.read(changes::head).await.unwrap();
         assert_eq!((seq, head.seq), (2, 2));
-        let rows = store
+        let rows = sqlite
             .read(move |c| changes::between(c, 0, 2))
             .await
             .unwrap()
@@ -419,7 +410,7 @@ mod tests {
         assert!(!LinkChange::new(None, Some(&link(4, None))).is_logged());
         edge.link_changed(None, Some(&link(4, None))).await;
         assert!(rx.try_recv().is_err(), "nothing was pushed");
-        assert_eq!(store.read(changes::head).await.unwrap().seq, 2);
+        assert_eq!(sqlite.read(changes::head).await.unwrap().seq, 2);
     }
 
     /// An alias added then removed in one replay ends removed, and removed
@@ -427,7 +418,8 @@ mod tests {
     #[test]
     fn replay_keeps_the_order_of_changes_to_one_alias() {
         let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let ((_dir, store), hub) = (temp_store(), EventHub::default());
+        let ((_dir, sqlite), hub) = (temp_store(), EventHub::default());
+        let store = Store::from(sqlite.clone());
         let edge = Edge::new(&codec, &store, &hub);
         let row = |seq, id, old: Option<&str>, new: Option<&str>| Change {
             seq,

@@ -12,7 +12,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::store::{self, Store, StoreResult};
+use crate::db::Store;
+use crate::store::StoreResult;
 
 /// The id allocator: several leased ranges held in memory.
 pub struct IdSegments {
@@ -133,9 +134,7 @@ impl IdSegments {
     /// next lease starts after it, and the ids in memory up to it are
     /// dropped, so no later create is handed one of them.
     pub async fn reserve_through(self: &Arc<Self>, last: u64) -> StoreResult<()> {
-        self.store
-            .write(move |c| store::ids::advance_past(c, last))
-            .await?;
+        self.store.reserve_ids_through(last).await?;
         let mut st = self.state.lock().expect("id state");
         st.reserved_through = st.reserved_through.max(last);
         let held = std::mem::take(&mut st.segments);
@@ -172,10 +171,7 @@ impl IdSegments {
 
     async fn lease(&self, size: u64) -> StoreResult<Range<u64>> {
         let floor = self.floor;
-        let range = self
-            .store
-            .write(move |c| store::ids::lease(c, floor, size))
-            .await?;
+        let range = self.store.lease_ids(floor, size).await?;
         self.leased.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(start = range.start, end = range.end, "leased id segment");
         Ok(range)
@@ -191,8 +187,8 @@ mod tests {
     #[tokio::test]
     async fn ids_are_unique_across_allocators_and_restarts() {
         let (dir, store) = temp_store();
-        let a = IdSegments::new(store.clone(), 1000, 10, 2);
-        let b = IdSegments::new(store.clone(), 1000, 10, 2);
+        let a = IdSegments::new(store.clone().into(), 1000, 10, 2);
+        let b = IdSegments::new(store.clone().into(), 1000, 10, 2);
         let mut seen = HashSet::new();
         for _ in 0..25 {
             assert!(seen.insert(a.next().await.unwrap()));
@@ -206,8 +202,8 @@ mod tests {
         }
         store.close();
         // A new process on the same database continues after every lease.
-        let store = crate::store::Store::open(&dir.path().join("t.db"), 1, 10).unwrap();
-        let c = IdSegments::new(store, 1000, 10, 2);
+        let store = crate::store::SqliteStore::open(&dir.path().join("t.db"), 1, 10).unwrap();
+        let c = IdSegments::new(store.into(), 1000, 10, 2);
         for _ in 0..30 {
             assert!(seen.insert(c.next().await.unwrap()));
         }
@@ -216,7 +212,7 @@ mod tests {
     #[tokio::test]
     async fn ids_reserved_by_an_import_are_never_handed_out() {
         let (dir, store) = temp_store();
-        let ids = IdSegments::new(store.clone(), 100, 50, 2);
+        let ids = IdSegments::new(store.clone().into(), 100, 50, 2);
         ids.prime().await.unwrap();
         assert_eq!(ids.next().await.unwrap(), 100);
         // An import kept ids up to 130, some of them in memory here.
@@ -227,15 +223,15 @@ mod tests {
         ids.reserve_through(5000).await.unwrap();
         assert!(ids.next().await.unwrap() > 5000);
         store.close();
-        let store = crate::store::Store::open(&dir.path().join("t.db"), 1, 10).unwrap();
-        let other = IdSegments::new(store, 100, 50, 2);
+        let store = crate::store::SqliteStore::open(&dir.path().join("t.db"), 1, 10).unwrap();
+        let other = IdSegments::new(store.into(), 100, 50, 2);
         assert!(other.next().await.unwrap() > 5000);
     }
 
     #[tokio::test]
     async fn refills_in_the_background_at_eighty_percent() {
         let (_dir, store) = temp_store();
-        let ids = IdSegments::new(store, 1, 100, 2);
+        let ids = IdSegments::new(store.into(), 1, 100, 2);
         ids.prime().await.unwrap();
         // Priming leases one segment and starts fetching the spare.
         for _ in 0..50 {

@@ -14,7 +14,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::SharedApp;
 use crate::config::Config;
-use crate::store::{self, unix_now, StoreError};
+use crate::store::{unix_now, StoreError};
 use crate::users::ApiPeer;
 use crate::{api, ipc, spool, stats};
 
@@ -199,10 +199,7 @@ pub async fn run(
     let tracker = TaskTracker::new();
     app.ids.prime().await?;
     let window = app.config.signature_window;
-    let sigs = app
-        .store
-        .read(move |c| store::keys::recent_signatures(c, unix_now() - 2 * window))
-        .await?;
+    let sigs = app.store.recent_signatures(unix_now() - 2 * window).await?;
     app.auth.remember_signatures(sigs);
 
     let spool_dir = app.config.spool_path();
@@ -336,11 +333,7 @@ async fn maintenance(app: SharedApp, token: CancellationToken) {
                 let keep = app.config.batch_retention_days as i64 * 86_400;
                 let window = app.config.signature_window;
                 let now = unix_now();
-                let pruned = app.store.write(move |c| {
-                    let b = store::clicks::prune_batches(c, now - keep)?;
-                    let s = store::keys::prune_signatures(c, now - 2 * window)?;
-                    Ok((b, s))
-                }).await;
+                let pruned = app.store.prune(now - keep, now - 2 * window).await;
                 match pruned {
                     Ok((b, s)) if b + s > 0 => tracing::debug!(batches = b, signatures = s, "pruned"),
                     Ok(_) => {}

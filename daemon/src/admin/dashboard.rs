@@ -9,7 +9,6 @@ use super::charts;
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed};
 use crate::stats::{self, Granularity};
-use crate::store::links as table;
 use crate::store::unix_now;
 
 /// Links listed under "Most clicked".
@@ -20,10 +19,7 @@ const DAY: i64 = 86_400;
 pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, AdminError> {
     let app = &admin.app;
     let now = unix_now();
-    let states = app
-        .store
-        .read(move |c| table::count_by_state(c, now))
-        .await?;
+    let states = app.store.count_links_by_state(now).await?;
     let count = |s: &str| {
         states
             .iter()

@@ -16,7 +16,7 @@ use axum::response::Response;
 
 use crate::app::SharedApp;
 use crate::auth::key_prefix;
-use crate::store::{keys, unix_now, StoreResult};
+use crate::store::{unix_now, StoreResult};
 
 /// Stored times are refreshed after this many seconds.
 pub const WRITE_EVERY: i64 = 60;
@@ -71,7 +71,7 @@ pub struct CredentialUse {
 
 /// Every stored last use, by credential.
 async fn stored(app: &SharedApp) -> StoreResult<HashMap<Credential, i64>> {
-    let rows = app.store.read(keys::last_uses).await?;
+    let rows = app.store.credential_uses().await?;
     Ok(rows
         .into_iter()
         .map(|(kind, ident, at)| {
@@ -151,7 +151,7 @@ pub async fn track(State(t): State<Tracker>, req: Request, next: Next) -> Respon
                 tokio::spawn(async move {
                     let stored = app
                         .store
-                        .write(move |conn| keys::record_use(conn, c.kind(), c.ident(), now))
+                        .record_credential_use(c.kind().to_string(), c.ident().to_string(), now)
                         .await;
                     if let Err(e) = stored {
                         tracing::warn!(error = %e, "could not record credential use");

@@ -68,7 +68,7 @@ pub async fn get(State(app): State<SharedApp>, headers: HeaderMap) -> Response {
             }
         }
     };
-    let links = app.store.read(crate::store::links::count).await;
+    let links = app.store.count_links().await;
     let (status, code, problem) = match (&links, app.store.stats().problem()) {
         (Err(e), _) => (
             "unavailable",

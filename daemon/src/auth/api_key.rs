@@ -6,8 +6,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{AuthCache, AuthError, Principal};
-use crate::store::keys;
-use crate::store::Store;
+use crate::db::Store;
 
 /// What every key starts with, so a leaked one is easy to recognise.
 const MARK: &str = "slk_";
@@ -64,8 +63,7 @@ pub async fn verify_key(
     let key = match cache.key(&prefix) {
         Some(k) => k,
         None => {
-            let p = prefix.clone();
-            let found = store.read(move |c| keys::key_by_prefix(c, &p)).await?;
+            let found = store.key_by_prefix(prefix.clone()).await?;
             let k = found.ok_or(AuthError::InvalidApiKey)?;
             cache.keep_key(&prefix, k.clone());
             k

@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::app_secret::AppSecret;
 use super::{AuthCache, AuthError, Principal};
-use crate::store::keys;
-use crate::store::{unix_now, Store};
+use crate::db::Store;
+use crate::store::unix_now;
 
 /// What verification reads from a signed request.
 #[derive(Debug, Clone, Copy)]
@@ -65,8 +65,7 @@ pub async fn verify_signature(
     let stored = match cache.app(req.app_id) {
         Some(a) => a,
         None => {
-            let id = req.app_id.to_string();
-            let found = store.read(move |c| keys::app_by_app_id(c, &id)).await?;
+            let found = store.app_by_app_id(req.app_id.to_string()).await?;
             let a = found.ok_or_else(|| AuthError::UnknownApp(req.app_id.to_string()))?;
             cache.keep_app(req.app_id, a.clone());
             a
@@ -83,10 +82,7 @@ pub async fn verify_signature(
     if !cache.first_use(&sig, ts, window) {
         return Err(AuthError::ReplayedSignature);
     }
-    let s = sig.clone();
-    let recorded = store
-        .write(move |c| keys::record_signature(c, &s, ts))
-        .await?;
+    let recorded = store.record_signature(sig.clone(), ts).await?;
     if !recorded {
         return Err(AuthError::ReplayedSignature);
     }

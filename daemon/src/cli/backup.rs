@@ -21,16 +21,13 @@
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use rusqlite::backup::{Backup, StepResult};
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::app::files::DB_MODE;
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
-use crate::store::SCHEMA_VERSION;
+use crate::store::backup as sqlite;
 
 /// What `backup` and `restore` did, for `--json`.
 #[derive(Debug, serde::Serialize)]
@@ -50,14 +47,8 @@ pub fn backup(config: &Config, file: &Path) -> Result<Copied> {
     if !db.exists() {
         bail!("there is no database at {}", db.display());
     }
-    let src = Connection::open_with_flags(
-        &db,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("opening {}", db.display()))?;
-    src.busy_timeout(Duration::from_secs(10))?;
     let tmp = beside(file, "backup")?;
-    let version = write_checked(&src, &tmp, |_| Ok(()))
+    let version = sqlite::backup_live(&db, &tmp)
         .and_then(|v| replace(&tmp, file).map(|()| v))
         .inspect_err(|_| remove_db_files(&tmp))?;
     eprintln!(
@@ -87,16 +78,11 @@ pub fn restore(config: &Config, file: &Path) -> Result<Copied> {
         bail!("{} is not a file", file.display());
     }
     crate::app::files::data_dir(config)?;
-    let src = Connection::open_with_flags(
-        file,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("opening {}", file.display()))?;
+    let src = sqlite::BackupFile::open(file)?;
     let db = config.db_path();
     let tmp = beside(&db, "restore")?;
-    let version = write_checked(&src, &tmp, |c| {
-        same_key(c, config)?;
-        new_history(c)
+    let version = sqlite::copy_for_restore(&src, &tmp, |app_id, secret| {
+        same_key(app_id, secret, config)
     })
     .map_err(|e| anyhow!("{}: {e:#}", file.display()))
     .and_then(|v| {
@@ -142,91 +128,10 @@ fn beside(target: &Path, job: &str) -> Result<PathBuf> {
     Ok(tmp)
 }
 
-/// Copies `src` into the new file `tmp`, checks the copy (a shortlink
-/// database of a known schema, `integrity_check`, then `check`), leaves it
-/// one self-contained file (no WAL) and fsyncs it; its schema version.
-fn write_checked(
-    src: &Connection,
-    tmp: &Path,
-    check: impl FnOnce(&Connection) -> Result<()>,
-) -> Result<i64> {
-    let mut dst = Connection::open(tmp).with_context(|| format!("opening {}", tmp.display()))?;
-    copy(src, &mut dst)?;
-    dst.pragma_update(None, "journal_mode", "DELETE")?;
-    let version = schema_version(&dst)?;
-    let integrity: String = dst.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    if integrity != "ok" {
-        bail!("the copy fails PRAGMA integrity_check: {integrity}");
-    }
-    check(&dst)?;
-    dst.close().map_err(|(_, e)| e)?;
-    File::open(tmp)?.sync_all()?;
-    Ok(version)
-}
-
-/// The online backup, all pages in one step (one read transaction, so a
-/// busy writer cannot make it start over), retried while locked.
-fn copy(src: &Connection, dst: &mut Connection) -> Result<()> {
-    let backup = Backup::new(src, dst)?;
-    for _ in 0..600 {
-        match backup.step(-1) {
-            Ok(StepResult::Done) => return Ok(()),
-            Ok(StepResult::More) => continue,
-            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::NotADatabase =>
-            {
-                bail!("not an SQLite database")
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    bail!("the database stayed locked for 30 s")
-}
-
-/// The schema version of a shortlink database; an error when it is not
-/// one, or one of a newer shortlinkd.
-fn schema_version(c: &Connection) -> Result<i64> {
-    let tables: i64 = c.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('links', 'id_alloc')",
-        [],
-        |r| r.get(0),
-    )?;
-    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if tables != 2 || version < 1 {
-        bail!("not a shortlink database (no links and id_alloc tables)");
-    }
-    if version > SCHEMA_VERSION {
-        bail!(
-            "schema version {version} is newer than this shortlinkd knows ({SCHEMA_VERSION}); \
-             restore with the shortlinkd that made it"
-        );
-    }
-    Ok(version)
-}
-
-/// When the copy holds app secrets sealed with a deployment key, they
-/// must open with this deployment's key (else every app's signatures and
-/// every generated code would be another deployment's).
-fn same_key(c: &Connection, config: &Config) -> Result<()> {
-    let has_apps: i64 = c.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'apps'",
-        [],
-        |r| r.get(0),
-    )?;
-    if has_apps == 0 {
-        return Ok(());
-    }
-    let sealed: Option<(String, String)> = c
-        .query_row(
-            "SELECT app_id, secret FROM apps WHERE secret LIKE 'sealed1:%' LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    let Some((app_id, secret)) = sealed else {
-        return Ok(());
-    };
+/// A secret of the copy sealed with a deployment key (`secret` of app
+/// `app_id`) must open with this deployment's key (else every app's
+/// signatures and every generated code would be another deployment's).
+fn same_key(app_id: &str, secret: &str, config: &Config) -> Result<()> {
     let key_path = config.key_path();
     let key = shortlink_core::DeploymentKey::load(&key_path).with_context(|| {
         format!(
@@ -234,30 +139,11 @@ fn same_key(c: &Connection, config: &Config) -> Result<()> {
             key_path.display()
         )
     })?;
-    if SecretSeal::new(&key).open(&app_id, &secret).is_err() {
+    if SecretSeal::new(&key).open(app_id, secret).is_err() {
         bail!(
             "made under another deployment key: its sealed app secrets do not open with {}",
             key_path.display()
         );
-    }
-    Ok(())
-}
-
-/// Gives the restored database a new store id: the nginx workers' change
-/// positions (taken on the database being replaced, or on this one before
-/// the backup) mean nothing in it, so they drop their caches and resync
-/// instead of replaying a log of another history.
-fn new_history(c: &Connection) -> Result<()> {
-    let has_meta: i64 = c.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'",
-        [],
-        |r| r.get(0),
-    )?;
-    if has_meta == 1 {
-        c.execute(
-            "UPDATE store_meta SET store_id = abs(random()) WHERE id = 1",
-            [],
-        )?;
     }
     Ok(())
 }
@@ -305,25 +191,9 @@ fn remove_db_files(db: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use rusqlite::Connection;
 
-    #[tokio::test]
-    async fn the_schema_version_is_the_last_migration() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        crate::store::Store::open(&path, 1, 10).unwrap().close();
-        let c = Connection::open(&path).unwrap();
-        assert_eq!(schema_version(&c).unwrap(), SCHEMA_VERSION);
-        c.execute_batch("PRAGMA user_version = 99").unwrap();
-        let err = schema_version(&c).unwrap_err().to_string();
-        assert!(err.contains("99 is newer"), "{err}");
-        let other = Connection::open(dir.path().join("o.db")).unwrap();
-        other
-            .execute_batch("CREATE TABLE links (id INTEGER)")
-            .unwrap();
-        let err = schema_version(&other).unwrap_err().to_string();
-        assert!(err.contains("not a shortlink database"), "{err}");
-    }
+    use super::*;
 
     fn config(dir: &Path) -> Config {
         Config {
@@ -345,7 +215,7 @@ mod tests {
         let b = tempfile::tempdir().unwrap();
         for (dir, url) in [(&a, "https://e.com/kept"), (&b, "https://e.com/old")] {
             let db = config(dir.path()).db_path();
-            crate::store::Store::open(&db, 1, 10).unwrap().close();
+            crate::store::SqliteStore::open(&db, 1, 10).unwrap().close();
             Connection::open(&db)
                 .unwrap()
                 .execute(

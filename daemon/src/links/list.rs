@@ -10,20 +10,9 @@
 use super::ops::Links;
 use super::LinkError;
 use crate::codes::{self, CodeRef};
-use crate::store::links::{self as table, Link, ListQuery, ListSort};
+pub use crate::db::Page;
+use crate::store::links::{ListQuery, ListSort};
 use crate::store::unix_now;
-
-/// A page of links and the number of links matching the same filter.
-#[derive(Debug, Clone)]
-pub struct Page {
-    /// Up to `limit` links, in the query's order.
-    pub links: Vec<Link>,
-    /// Matching links across every page.
-    pub total: u64,
-    /// Where the next page starts when this one is full: the last link's
-    /// `(sort key, id)` by the stored counts.
-    pub next: Option<(i64, u64)>,
-}
 
 /// The name of a sort in cursors and queries.
 pub fn sort_name(sort: ListSort) -> &'static str {
@@ -87,18 +76,7 @@ impl Links<'_> {
                     CodeRef::Id(id) => Some(id),
                     _ => None,
                 });
-        Ok(self
-            .store
-            .read_counted(move |c, clicks| {
-                let mut links = table::list(c, &query)?;
-                let next = (links.len() == query.limit as usize)
-                    .then(|| links.last().map(|l| (query.sort.key(l), l.id)))
-                    .flatten();
-                links.iter_mut().for_each(|l| clicks.apply(l));
-                let total = table::count_matching(c, &query)?;
-                Ok(Page { links, total, next })
-            })
-            .await?)
+        Ok(self.store.list_links(query).await?)
     }
 }
 

@@ -16,8 +16,9 @@ use shortlink_core::{Codec, RedirectStatus};
 
 use super::ops::Links;
 use crate::codes::{self, CodeRef};
-use crate::store::links::{self as table, Link, LinkState};
-use crate::store::{unix_now, LinkCache, Store, StoreError, StoreResult};
+use crate::db::Store;
+use crate::store::links::{Link, LinkState};
+use crate::store::{unix_now, LinkCache, StoreError, StoreResult};
 
 /// The edge's view of a link at `now`.
 pub fn edge_result(link: &Link, now: i64) -> LookupResult {
@@ -64,25 +65,10 @@ fn from_cache(
     }
 }
 
-/// Reads the links behind `refs` in one job on one reader thread, inside
-/// one read transaction (a burst of misses costs one thread hop and one
-/// set of SQLite locks, not one each).
+/// Reads the links behind `refs` in one read (a burst of misses costs one
+/// read, not one each).
 async fn read(store: &Store, refs: Vec<CodeRef>) -> StoreResult<Vec<Option<Link>>> {
-    store
-        .read(move |c| {
-            let tx = c.unchecked_transaction()?;
-            let mut out = Vec::with_capacity(refs.len());
-            for r in &refs {
-                out.push(match r {
-                    CodeRef::Id(id) => table::by_id(&tx, *id)?,
-                    CodeRef::Alias(alias) => table::by_alias(&tx, alias)?,
-                    CodeRef::Invalid => None,
-                });
-            }
-            tx.finish()?;
-            Ok(out)
-        })
-        .await
+    store.find_links(refs).await
 }
 
 /// Caches a link read from the database (unless some link changed since

@@ -11,13 +11,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
-use rusqlite::Connection;
 use shortlink_core::{Codec, NormalHost};
 
 use super::error::{invalid, LinkError};
 use crate::codes::{self, CodeRef};
-use crate::store::links as table;
-use crate::store::StoreResult;
 
 /// Most `X-Shortlink-Base` values remembered (nginx sets it, so a handful
 /// is usual; the bound keeps a misbehaving proxy from growing the set).
@@ -186,20 +183,10 @@ impl ServedBases {
     }
 }
 
-/// The first of `targets` that names an existing alias or `own_alias` (the
-/// alias the link is about to have), as the error to report; run by the
-/// write, in its transaction.
-pub(crate) fn refuse_alias_targets(
-    conn: &Connection,
-    targets: &[AliasTarget],
-    own_alias: Option<&str>,
-) -> StoreResult<Option<LinkError>> {
-    for t in targets {
-        if own_alias == Some(t.alias.as_str()) || table::by_alias(conn, &t.alias)?.is_some() {
-            return Ok(Some(short_link(t.field, &t.url, &t.alias)));
-        }
-    }
-    Ok(None)
+/// The refusal of a target that leads to an existing alias, or to the
+/// link's own (the store finds which, in the write's transaction).
+pub(crate) fn alias_target_error(t: &AliasTarget) -> LinkError {
+    short_link(t.field, &t.url, &t.alias)
 }
 
 /// A link whose new alias is the code one of its own targets leads to.

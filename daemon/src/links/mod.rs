@@ -43,11 +43,12 @@ pub(crate) mod fixture {
 
     use super::{LinkRules, Links};
     use crate::config::Config;
+    use crate::db::Store;
     use crate::edge::Edge;
     use crate::events::EventHub;
     use crate::ids::IdSegments;
     use crate::metrics::Metrics;
-    use crate::store::Store;
+    use crate::store::SqliteStore;
 
     /// What `App` holds for the link operations.
     pub struct Parts {
@@ -62,7 +63,7 @@ pub(crate) mod fixture {
         /// A fresh database in `dir` and the default configuration.
         pub fn open(dir: &Path) -> Self {
             let config = Config::default();
-            let store = Store::open(&dir.join("links.db"), 2, 100).unwrap();
+            let store = Store::from(SqliteStore::open(&dir.join("links.db"), 2, 100).unwrap());
             let floor = Codec::first_id_of_length(config.min_length);
             let ids = IdSegments::new(store.clone(), floor, 100, 2);
             let codec = Codec::new(&DeploymentKey::from_bytes([7; 32]));

@@ -5,18 +5,18 @@
 
 use std::sync::Arc;
 
-use rusqlite::Connection;
-
 use super::error::LinkError;
 use super::input::{CreateLink, UpdateLink, MAX_BATCH};
-use super::loops::{refuse_alias_targets, refuse_own_alias};
+use super::loops::{alias_target_error, refuse_own_alias, AliasTarget};
 use super::rules::{LinkRules, Prepared};
 use crate::codes::{self, CodeRef};
+use crate::db::Store;
+use crate::db::{Inserted, LinkEdit, NewLink, Updated};
 use crate::edge::{Edge, LinkChange};
 use crate::ids::IdSegments;
 use crate::metrics::Metrics;
-use crate::store::links::{self as table, Link};
-use crate::store::{unix_now, Store, StoreError, StoreResult};
+use crate::store::links::Link;
+use crate::store::{unix_now, StoreError};
 
 /// What the link operations work with, borrowed from the daemon's state
 /// for one call (see `App::links`).
@@ -62,10 +62,10 @@ impl Links<'_> {
         let now = unix_now();
         let prepared = self.rules.prepare(req, created_by, now)?;
         let id = self.ids.next().await?;
-        let created = self
-            .store
-            .write(move |c| insert_prepared(c, id, prepared, now))
-            .await??;
+        let (new, targets) = new_link(id, prepared);
+        let inserted = self.store.insert_links(vec![new], now).await?;
+        let inserted = inserted.into_iter().next().ok_or(StoreError::Closed)?;
+        let created = created(inserted, &targets)?;
         if let Created::New(link) = &created {
             self.count_created(1);
             // A new link is likely to be visited soon.
@@ -91,23 +91,36 @@ impl Links<'_> {
             .collect();
         let valid = prepared.iter().filter(|p| p.is_ok()).count();
         let ids = self.ids.take(valid).await?;
-        let results = self
-            .store
-            .write(move |c| {
-                let mut ids = ids.into_iter();
-                let mut out = Vec::with_capacity(prepared.len());
-                for p in prepared {
-                    match p {
-                        Ok(p) => {
-                            let id = ids.next().expect("one id per valid item");
-                            out.push(insert_prepared(c, id, p, now)?);
-                        }
-                        Err(e) => out.push(Err(e)),
-                    }
+        let mut ids = ids.into_iter();
+        let mut news = Vec::with_capacity(valid);
+        let mut refused = Vec::with_capacity(prepared.len());
+        for p in prepared {
+            match p {
+                Ok(p) => {
+                    let id = ids.next().expect("one id per valid item");
+                    news.push(new_link(id, p));
+                    refused.push(None);
                 }
-                Ok(out)
+                Err(e) => refused.push(Some(e)),
+            }
+        }
+        let (news, targets): (Vec<NewLink>, Vec<Vec<AliasTarget>>) = news.into_iter().unzip();
+        let mut written = self
+            .store
+            .insert_links(news, now)
+            .await?
+            .into_iter()
+            .zip(targets);
+        let results: Vec<Result<Created, LinkError>> = refused
+            .into_iter()
+            .map(|r| match r {
+                Some(e) => Err(e),
+                None => {
+                    let (inserted, targets) = written.next().expect("one outcome per link");
+                    created(inserted, &targets)
+                }
             })
-            .await?;
+            .collect();
         let new: Vec<LinkChange<'_>> = results
             .iter()
             .filter_map(|r| match r {
@@ -124,23 +137,10 @@ impl Links<'_> {
     /// with every acknowledged click in its totals (folded or not).
     pub async fn get(&self, code: &str) -> Result<Link, LinkError> {
         let by = match codes::resolve(&self.rules.codec, code) {
-            CodeRef::Id(id) => Ok(id),
-            CodeRef::Alias(alias) => Err(alias),
             CodeRef::Invalid => return Err(LinkError::NotFound(code.to_string())),
+            by => by,
         };
-        let link = self
-            .store
-            .read_counted(move |c, clicks| {
-                let link = match &by {
-                    Ok(id) => table::by_id(c, *id)?,
-                    Err(alias) => table::by_alias(c, alias)?,
-                };
-                Ok(link.map(|mut l| {
-                    clicks.apply(&mut l);
-                    l
-                }))
-            })
-            .await?;
+        let link = self.store.find_link(by).await?;
         link.ok_or_else(|| LinkError::NotFound(code.to_string()))
     }
 
@@ -151,42 +151,28 @@ impl Links<'_> {
         let mut checked = self.rules.check_patch(&patch, now);
         let alias_targets = checked.take_alias_targets();
         let served = self.rules.served.clone();
-        let code_owned = code.to_string();
-        let pending = Arc::clone(self.store.pending_clicks());
-        let (old, new) = self
-            .store
-            .write(move |c| {
-                let Some(old) = table::by_id(c, id)? else {
-                    return Ok(Err(LinkError::NotFound(code_owned)));
-                };
+        let targets = alias_targets.clone();
+        let edit = LinkEdit {
+            apply: Box::new(move |old: &Link| {
                 let mut new = old.clone();
-                if let Err(e) = checked.apply(&mut new, now) {
-                    return Ok(Err(e));
+                checked.apply(&mut new, now).map(|()| new)
+            }),
+            alias_targets: alias_targets.into_iter().map(|t| t.alias).collect(),
+            check: Box::new(move |old: &Link, new: &Link| {
+                if new.alias != old.alias {
+                    refuse_own_alias(&served, new)
+                } else {
+                    None
                 }
-                let refused = match refuse_alias_targets(c, &alias_targets, new.alias.as_deref())? {
-                    Some(e) => Some(e),
-                    None if new.alias != old.alias => refuse_own_alias(&served, &new),
-                    None => None,
-                };
-                if let Some(e) = refused {
-                    return Ok(Err(e));
-                }
-                match table::update(c, &new, old.alias.as_deref()) {
-                    Ok(()) => {
-                        // The reply shows every acknowledged click.
-                        crate::store::clicks::with_overlay(c, &pending, |_, clicks| {
-                            clicks.apply(&mut new);
-                            Ok(())
-                        })?;
-                        Ok(Ok((old, new)))
-                    }
-                    Err(StoreError::Conflict(_)) => Ok(Err(LinkError::AliasTaken(
-                        new.alias.clone().unwrap_or_default(),
-                    ))),
-                    Err(e) => Err(e),
-                }
-            })
-            .await??;
+            }),
+        };
+        let (old, new) = match self.store.update_link(id, edit).await? {
+            Updated::Done { old, new } => (old, new),
+            Updated::NotFound => return Err(LinkError::NotFound(code.to_string())),
+            Updated::Refused(e) => return Err(e),
+            Updated::TargetAlias(i) => return Err(alias_target_error(&targets[i])),
+            Updated::AliasTaken(alias) => return Err(LinkError::AliasTaken(alias)),
+        };
         self.edge.link_changed(Some(&old), Some(&new)).await;
         Ok(new)
     }
@@ -196,7 +182,7 @@ impl Links<'_> {
         let id = self.resolve_id(code).await?;
         let deleted = self
             .store
-            .write(move |c| table::delete(c, id))
+            .delete_link(id)
             .await?
             .ok_or_else(|| LinkError::NotFound(code.to_string()))?;
         self.edge.link_changed(Some(&deleted), None).await;
@@ -208,8 +194,11 @@ impl Links<'_> {
         match codes::resolve(&self.rules.codec, code) {
             CodeRef::Id(id) => Ok(id),
             CodeRef::Alias(alias) => {
-                let found = self.store.read(move |c| table::by_alias(c, &alias)).await?;
+                let found = self.store.find_links(vec![CodeRef::Alias(alias)]).await?;
                 found
+                    .into_iter()
+                    .flatten()
+                    .next()
                     .map(|l| l.id)
                     .ok_or_else(|| LinkError::NotFound(code.to_string()))
             }
@@ -223,43 +212,30 @@ impl Links<'_> {
     }
 }
 
-/// Inserts one prepared link inside the caller's transaction. An alias
-/// conflict rolls back only this item.
-pub(crate) fn insert_prepared(
-    conn: &Connection,
-    id: u64,
-    prepared: Prepared,
-    now: i64,
-) -> StoreResult<Result<Created, LinkError>> {
-    if prepared.dedupe {
-        if let Some(existing) = table::by_dedupe_hash(conn, &prepared.dedupe_hash, now)? {
-            return Ok(Ok(Created::Existing(existing)));
-        }
-    }
+/// The store's insert of `prepared` under `id`, and the alias targets its
+/// refusal may name.
+pub(crate) fn new_link(id: u64, prepared: Prepared) -> (NewLink, Vec<AliasTarget>) {
     let mut link = prepared.link;
     link.id = id;
-    if let Some(e) = refuse_alias_targets(conn, &prepared.alias_targets, link.alias.as_deref())? {
-        return Ok(Err(e));
-    }
-    if link.alias.is_none() {
-        // Only an alias can conflict; anything else fails the whole job.
-        table::insert(conn, &link, Some(&prepared.dedupe_hash))?;
-        return Ok(Ok(Created::New(link)));
-    }
-    conn.execute_batch("SAVEPOINT item")?;
-    match table::insert(conn, &link, Some(&prepared.dedupe_hash)) {
-        Ok(()) => {
-            conn.execute_batch("RELEASE item")?;
-            Ok(Ok(Created::New(link)))
-        }
-        Err(e) => {
-            conn.execute_batch("ROLLBACK TO item; RELEASE item")?;
-            match e {
-                StoreError::Conflict(_) => Ok(Err(LinkError::AliasTaken(
-                    link.alias.clone().unwrap_or_default(),
-                ))),
-                e => Err(e),
-            }
-        }
+    let new = NewLink {
+        link,
+        dedupe_hash: prepared.dedupe_hash,
+        dedupe: prepared.dedupe,
+        alias_targets: prepared
+            .alias_targets
+            .iter()
+            .map(|t| t.alias.clone())
+            .collect(),
+    };
+    (new, prepared.alias_targets)
+}
+
+/// What an insert's outcome means to the caller.
+pub(crate) fn created(inserted: Inserted, targets: &[AliasTarget]) -> Result<Created, LinkError> {
+    match inserted {
+        Inserted::New(l) => Ok(Created::New(l)),
+        Inserted::Existing(l) => Ok(Created::Existing(l)),
+        Inserted::AliasTaken(alias) => Err(LinkError::AliasTaken(alias)),
+        Inserted::TargetAlias(i) => Err(alias_target_error(&targets[i])),
     }
 }

@@ -48,7 +48,7 @@ pub async fn ingest(app: &App, batches: Vec<ClickBatch>) -> StoreResult<Vec<bool
     m.click_batches.inc_by(n);
     let duplicates = counted.iter().filter(|c| !**c).count() as u64;
     m.click_batches_duplicate.inc_by(duplicates);
-    let (batches, rows) = app.store.pending_clicks().backlog();
+    let (batches, rows) = app.store.click_backlog();
     if batches >= FOLD_BATCHES || rows >= FOLD_ROWS {
         app.store.fold_wake().notify_one();
     }

@@ -7,7 +7,6 @@ use utoipa::ToSchema;
 
 use crate::app::App;
 use crate::links::LinkError;
-use crate::store::clicks;
 use crate::store::unix_now;
 use crate::timestamp::Timestamp;
 
@@ -181,10 +180,7 @@ pub async fn query(
     let range = Range::new(from, to, granularity)?;
     let (from_hour, to_hour) = range.hours();
     let (id, daily) = (link.id, range.daily());
-    let r = app
-        .store
-        .read_counted(move |c, o| clicks::range_stats(c, o, id, from_hour, to_hour, daily))
-        .await?;
+    let r = app.store.link_stats(id, from_hour, to_hour, daily).await?;
     let series = range.series(r.series);
     let mut devices = DeviceCounts::default();
     for (d, n) in r.devices {
@@ -257,20 +253,7 @@ pub async fn site_query(
     let range = Range::new(from, to, granularity)?;
     let (from_hour, to_hour) = range.hours();
     let (daily, top) = (range.daily(), top.min(MAX_TOP));
-    let r = app
-        .store
-        .read_counted(move |c, o| {
-            let r = clicks::site_stats(c, o, from_hour, to_hour, daily, top)?;
-            let mut top = Vec::with_capacity(r.top.len());
-            for &(id, n) in &r.top {
-                // Clicks of a deleted link go with it: every id is a link.
-                if let Some(link) = crate::store::links::by_id(c, id)? {
-                    top.push((link, n));
-                }
-            }
-            Ok((r, top))
-        })
-        .await?;
+    let r = app.store.site_stats(from_hour, to_hour, daily, top).await?;
     let (r, top) = r;
     Ok(SiteStatsView {
         from: range.from.into(),

@@ -3,12 +3,13 @@
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite reported an error.
+    /// The database engine reported an error (SQLite's, or another
+    /// implementation's; callers do not look inside).
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Database(#[source] BoxedError),
     /// The schema could not be brought up to date.
     #[error("database migration failed: {0}")]
-    Migration(#[from] rusqlite_migration::Error),
+    Migration(#[source] BoxedError),
     /// The transaction a write was grouped into failed to commit.
     #[error("database commit failed: {0}")]
     Commit(String),
@@ -27,6 +28,21 @@ pub enum StoreError {
     /// A job panicked on a database thread.
     #[error("internal error on the database thread: {0}")]
     Panic(String),
+}
+
+/// An engine's own error, kept whole for logs and for the engine's code.
+pub type BoxedError = Box<dyn std::error::Error + Send + Sync>;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Database(Box::new(e))
+    }
+}
+
+impl From<rusqlite_migration::Error> for StoreError {
+    fn from(e: rusqlite_migration::Error) -> Self {
+        Self::Migration(Box::new(e))
+    }
 }
 
 /// Result alias for this layer.

@@ -266,7 +266,7 @@ mod tests {
     use rusqlite_migration::{Migrations, M};
 
     use super::*;
-    use crate::store::Store;
+    use crate::store::SqliteStore;
 
     /// A database at schema v2 whose `credential_use` table the admin UI
     /// made on the fly, as daemons before v3 left it.
@@ -292,7 +292,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shortlink.db");
         v2_with_lazy_table(&path);
-        let store = Store::open(&path, 1, 16).unwrap();
+        let store = SqliteStore::open(&path, 1, 16).unwrap();
         store
             .write(|c| {
                 record_use(c, "key", "0123456789ab", 50)?;
@@ -313,7 +313,7 @@ mod tests {
         store.close();
 
         // A new database gets the table from the migration alone.
-        let fresh = Store::open(&dir.path().join("fresh.db"), 1, 16).unwrap();
+        let fresh = SqliteStore::open(&dir.path().join("fresh.db"), 1, 16).unwrap();
         assert_eq!(fresh.read(last_uses).await.unwrap(), vec![]);
         fresh.close();
     }
@@ -358,11 +358,11 @@ mod tests {
         v4_with_clear_apps(&path, secret.reveal(), &more);
 
         // Without the key the clear secret cannot be sealed: said, not done.
-        let e = Store::open(&path, 1, 16).unwrap_err().to_string();
+        let e = SqliteStore::open(&path, 1, 16).unwrap_err().to_string();
         assert!(e.contains("opened without"), "{e}");
 
         let key = shortlink_core::DeploymentKey::generate().unwrap();
-        let store = Store::open_sealed(&path, 1, 16, Some(SecretSeal::new(&key))).unwrap();
+        let store = SqliteStore::open_sealed(&path, 1, 16, Some(SecretSeal::new(&key))).unwrap();
         let app = store
             .read(|c| app_by_app_id(c, "app_old"))
             .await
@@ -410,7 +410,7 @@ mod tests {
 
         // Under another key nothing opens, and the error says why.
         let other = shortlink_core::DeploymentKey::generate().unwrap();
-        let store = Store::open_sealed(&path, 1, 16, Some(SecretSeal::new(&other))).unwrap();
+        let store = SqliteStore::open_sealed(&path, 1, 16, Some(SecretSeal::new(&other))).unwrap();
         let e = store
             .read(|c| app_by_app_id(c, "app_old"))
             .await

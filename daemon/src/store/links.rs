@@ -142,7 +142,7 @@ fn alias_conflict(e: rusqlite::Error, alias: Option<&str>) -> StoreError {
         {
             StoreError::Conflict(format!("alias \"{alias}\""))
         }
-        _ => StoreError::Sqlite(e),
+        _ => StoreError::from(e),
     }
 }
 

@@ -2,10 +2,13 @@
 //! transaction, a few reader threads working in parallel (WAL mode), and a
 //! cache of hot links in front of them.
 //!
-//! [`Store`] is a cheap cloneable handle. Work is sent to the threads as
+//! [`SqliteStore`] is a cheap cloneable handle. Work is sent to the threads as
 //! closures over a `rusqlite::Connection`; no lock is ever held across an
-//! `.await`.
+//! `.await`. The rest of the daemon does not send closures: it calls the
+//! store interface (`crate::db`), which `backend/` implements with these
+//! threads and the SQL helpers of the files here.
 
+pub mod backup;
 pub mod cache;
 pub mod changes;
 pub mod clicks;
@@ -14,6 +17,7 @@ pub mod keys;
 pub mod links;
 pub mod users;
 
+mod backend;
 mod error;
 mod threads;
 mod watch;
@@ -34,13 +38,13 @@ pub use error::{StoreError, StoreResult};
 pub use threads::StoreStats;
 use threads::{ReadMsg, WriteMsg};
 
-/// What every clone of a [`Store`] shares.
+/// What every clone of a [`SqliteStore`] shares.
 struct Inner {
     /// To the writer thread.
     writer: std::sync::mpsc::Sender<WriteMsg>,
     /// To the reader threads (whichever is free).
     readers: crossbeam_channel::Sender<ReadMsg>,
-    /// Joined by [`Store::close`].
+    /// Joined by [`SqliteStore::close`].
     threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
     reader_count: usize,
     /// Hot links, shared by the API and the IPC lookups.
@@ -59,13 +63,13 @@ struct Inner {
 
 /// Handle to the database threads; clone freely.
 #[derive(Clone)]
-pub struct Store {
+pub struct SqliteStore {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
+        f.debug_struct("SqliteStore")
             .field("readers", &self.inner.reader_count)
             .finish()
     }
@@ -87,14 +91,14 @@ fn migrations() -> Migrations<'static> {
     ])
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, brings the schema
     /// up to date and starts the writer and `readers` reader threads.
     pub fn open(path: &Path, readers: usize, cache_size: usize) -> StoreResult<Self> {
         Self::open_sealed(path, readers, cache_size, None)
     }
 
-    /// Like [`Store::open`], sealing and opening app secrets with `seal`
+    /// Like [`SqliteStore::open`], sealing and opening app secrets with `seal`
     /// (without it, touching an app secret fails; see `keys`).
     pub fn open_sealed(
         path: &Path,
@@ -138,7 +142,7 @@ impl Store {
     /// Runs `f` inside the next write transaction; resolves once that
     /// transaction has committed. An `Err` from `f` rolls back only `f`'s
     /// own changes (a savepoint), not the other jobs grouped with it.
-    pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
@@ -146,11 +150,11 @@ impl Store {
         self.send_write(f, false, |r| r).await
     }
 
-    /// Like [`Store::write`] for one big job (thousands of rows): it gets a
+    /// Like [`SqliteStore::write`] for one big job (thousands of rows): it gets a
     /// transaction of its own, on a connection with a page cache sized for
     /// it, still on the one writer thread (so never concurrently with other
     /// writes) and still resolved only after its commit.
-    pub async fn write_bulk<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn write_bulk<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
@@ -180,7 +184,7 @@ impl Store {
     }
 
     /// Runs `f` on one of the reader connections.
-    pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
@@ -193,10 +197,10 @@ impl Store {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Like [`Store::read`], with the acknowledged clicks not folded into
+    /// Like [`SqliteStore::read`], with the acknowledged clicks not folded into
     /// the tables yet: what `f` reads plus the overlay is every click
     /// acknowledged before the read, each once.
-    pub async fn read_counted<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn read_counted<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection, &ClickOverlay<'_>) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
@@ -314,9 +318,9 @@ pub fn unix_now() -> i64 {
 pub(crate) mod tests {
     use super::*;
 
-    pub(crate) fn temp_store() -> (tempfile::TempDir, Store) {
+    pub(crate) fn temp_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("t.db"), 2, 100).unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db"), 2, 100).unwrap();
         (dir, store)
     }
 

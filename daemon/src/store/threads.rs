@@ -1,7 +1,7 @@
 //! The database threads: one writer that groups concurrent write jobs
 //! into one transaction (a savepoint per job), a checkpointer that copies
 //! the WAL back into the database off the writer's path, and readers that
-//! run read jobs in parallel. [`super::Store`] only sends them closures. The
+//! run read jobs in parallel. [`super::SqliteStore`] only sends them closures. The
 //! writer's loop is in `threads/writer.rs`.
 
 use std::panic::AssertUnwindSafe;
@@ -289,8 +289,11 @@ where
 /// opposed to this job's own failure).
 fn storage_failure(e: &StoreError) -> Option<String> {
     use rusqlite::ErrorCode as C;
-    match e {
-        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+    let StoreError::Database(inner) = e else {
+        return None;
+    };
+    match inner.downcast_ref::<rusqlite::Error>() {
+        Some(rusqlite::Error::SqliteFailure(f, _))
             if matches!(
                 f.code,
                 C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly
@@ -349,5 +352,30 @@ fn reader_loop(conn: Connection, rx: crossbeam_channel::Receiver<ReadMsg>) {
             ReadMsg::Job(job) => job(&conn),
             ReadMsg::Close => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: std::os::raw::c_int) -> StoreError {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None).into()
+    }
+
+    /// A full disk stops writes (health reports it); a job's own error
+    /// (a taken alias, a constraint) does not.
+    #[test]
+    fn only_storage_errors_stop_writes() {
+        let full = storage_failure(&sqlite(rusqlite::ffi::SQLITE_FULL));
+        assert!(full.is_some_and(|m| m.starts_with("database error:")));
+        assert_eq!(
+            storage_failure(&sqlite(rusqlite::ffi::SQLITE_CONSTRAINT)),
+            None
+        );
+        assert_eq!(
+            storage_failure(&StoreError::Conflict("alias \"a\"".into())),
+            None
+        );
     }
 }

@@ -31,7 +31,7 @@ pub fn insert(conn: &Connection, name: &str, password_hash: &str, now: i64) -> S
         {
             StoreError::Conflict(format!("user name \"{name}\""))
         }
-        e => StoreError::Sqlite(e),
+        e => StoreError::from(e),
     })?;
     Ok(conn.last_insert_rowid())
 }

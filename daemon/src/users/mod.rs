@@ -16,7 +16,7 @@ pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
-use crate::store::users::{self, User};
+use crate::store::users::User;
 use crate::store::{unix_now, StoreError};
 
 /// Shortest accepted password, in characters.
@@ -101,11 +101,7 @@ pub async fn create(
     let hash = password::hash(password).await?;
     let now = unix_now();
     let version = account_version(&hash);
-    let n = name.clone();
-    let id = app
-        .store
-        .write(move |c| users::insert(c, &n, &hash, now))
-        .await?;
+    let id = app.store.add_user(name.clone(), hash, now).await?;
     tracing::info!(user = %name, by = %by.who, "user added");
     Ok(Account {
         id,
@@ -126,9 +122,8 @@ pub async fn set_password(
     check_password(&password)?;
     let hash = password::hash(password).await?;
     let now = unix_now();
-    let n = name.to_string();
     app.store
-        .write(move |c| users::set_password(c, &n, &hash, now))
+        .set_user_password(name.to_string(), hash, now)
         .await?;
     tracing::info!(user = %name, by = %by.who, "password changed");
     Ok(())
@@ -137,7 +132,7 @@ pub async fn set_password(
 /// Every account, by name.
 pub async fn list(app: &App, by: &Principal) -> Result<Vec<Account>, UserError> {
     by.require(Scope::Admin)?;
-    let all = app.store.read(users::list).await?;
+    let all = app.store.list_users().await?;
     Ok(all.iter().map(Account::from).collect())
 }
 
@@ -145,16 +140,14 @@ pub async fn list(app: &App, by: &Principal) -> Result<Vec<Account>, UserError> 
 /// session check finds no account).
 pub async fn delete(app: &App, by: &Principal, name: &str) -> Result<(), UserError> {
     by.require(Scope::Admin)?;
-    let n = name.to_string();
-    app.store.write(move |c| users::delete(c, &n)).await?;
+    app.store.delete_user(name.to_string()).await?;
     tracing::info!(user = %name, by = %by.who, "user deleted");
     Ok(())
 }
 
 /// The account named `name`, if there is one.
 pub async fn find(app: &App, name: &str) -> Result<Option<Account>, UserError> {
-    let n = name.to_string();
-    let user = app.store.read(move |c| users::by_name(c, &n)).await?;
+    let user = app.store.user_by_name(name.to_string()).await?;
     Ok(user.as_ref().map(Account::from))
 }
 

@@ -10,7 +10,6 @@ use super::lockout::LoginThrottle;
 use super::password::{self, CheckError};
 use super::{Account, UserError};
 use crate::app::App;
-use crate::store::users;
 
 /// How long a client turned away while the password checkers are busy
 /// should wait before trying again.
@@ -54,8 +53,7 @@ pub async fn sign_in(
             return Err(SignInError::LockedOut(wait));
         }
     };
-    let n = name.to_string();
-    let user = match app.store.read(move |c| users::by_name(c, &n)).await {
+    let user = match app.store.user_by_name(name.to_string()).await {
         Ok(u) => u,
         Err(e) => {
             throttle.withdraw(attempt);

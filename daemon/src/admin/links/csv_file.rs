@@ -206,15 +206,7 @@ async fn export_page(
         now: unix_now(),
         ..ListQuery::default()
     };
-    Ok(admin
-        .app
-        .store
-        .read_counted(move |c, clicks| {
-            let mut links = table::list(c, &query)?;
-            links.iter_mut().for_each(|l| clicks.apply(l));
-            Ok(links)
-        })
-        .await?)
+    Ok(admin.app.store.links_page(query).await?)
 }
 
 /// `rows` as CSV text.

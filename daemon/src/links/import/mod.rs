@@ -13,12 +13,13 @@ pub use row::{ImportError, ImportExtra, ImportOutcome, ImportRow};
 
 use super::error::LinkError;
 use super::input::{parse_time, CreateLink, TimeInput};
-use super::ops::{insert_prepared, Created, Links};
+use super::loops::AliasTarget;
+use super::ops::{created, new_link, Links};
 use super::rules::Prepared;
 use crate::codes::{self, CodeRef};
+use crate::db::{ImportLink, Imported};
 use crate::edge::{EdgeKeys, LinkChange};
-use crate::store::links as table;
-use crate::store::{changes, unix_now, StoreResult};
+use crate::store::{unix_now, StoreResult};
 
 /// Most rows in one import call.
 pub const MAX_IMPORT: usize = 50_000;
@@ -76,10 +77,20 @@ impl Links<'_> {
             self.ids.reserve_through(last).await?;
         }
         let ids = self.ids.take(tried).await?;
-        let written = self
-            .store
-            .write_bulk(move |c| write_rows(c, good, ids, now))
-            .await?;
+        let (rows, refs): (Vec<ImportLink>, Vec<(u64, Vec<AliasTarget>)>) = good
+            .into_iter()
+            .zip(ids)
+            .map(|(g, id)| {
+                let (new, targets) = new_link(id, g.prepared);
+                let row = ImportLink {
+                    new,
+                    keep_id: g.keep_id,
+                    clicks: g.clicks,
+                };
+                (row, (g.line, targets))
+            })
+            .unzip();
+        let written = tally(refs, self.store.import_links(rows, now).await?);
         outcome.present = written.present;
         outcome.imported = tried - written.refused.len() - written.present;
         for (line, e) in written.refused {
@@ -217,88 +228,42 @@ impl Links<'_> {
         if wanted.is_empty() {
             return Ok(HashMap::new());
         }
-        self.store
-            .read(move |c| {
-                let mut taken = HashMap::new();
-                for a in wanted {
-                    if let Some(l) = table::by_alias(c, &a)? {
-                        taken.insert(a, l.url);
-                    }
-                }
-                Ok(taken)
-            })
-            .await
+        self.store.aliases_taken(wanted).await
     }
 }
 
-/// Stores the good rows inside the import's transaction.
-fn write_rows(
-    c: &rusqlite::Connection,
-    good: Vec<Good>,
-    ids: Vec<u64>,
-    now: i64,
-) -> StoreResult<Written> {
+/// What the store did with each row, as the import reports it.
+fn tally(rows: Vec<(u64, Vec<AliasTarget>)>, imported: Vec<Imported>) -> Written {
     let mut w = Written::default();
-    // Links this call made: a later row equal to one of them is a link of
-    // its own (a file may list a URL twice).
-    let mut made: HashSet<u64> = HashSet::new();
-    for (g, fresh) in good.into_iter().zip(ids) {
-        let Good {
-            line,
-            prepared: mut p,
-            keep_id,
-            clicks,
-        } = g;
-        let mut id = fresh;
-        let mut kept = false;
-        if let Some(k) = keep_id {
-            match table::by_id(c, k)? {
-                None => {
-                    id = k;
-                    kept = true;
-                }
-                Some(old) if old.url == p.link.url => {
-                    w.present += 1;
-                    w.present_lines.insert(line);
-                    continue;
-                }
-                Some(_) => w.notes.push(note(
-                    line,
-                    "code",
-                    "the exported code belongs to another link here; imported under a new code"
-                        .into(),
-                )),
+    for ((line, targets), r) in rows.into_iter().zip(imported) {
+        let (outcome, kept, moved) = match r {
+            Imported::Present => {
+                w.present += 1;
+                w.present_lines.insert(line);
+                continue;
             }
+            Imported::Written {
+                outcome,
+                kept,
+                moved,
+            } => (outcome, kept, moved),
+        };
+        if moved {
+            w.notes.push(note(
+                line,
+                "code",
+                "the exported code belongs to another link here; imported under a new code".into(),
+            ));
         }
-        if !kept {
-            if let Some(old) = already_stored(c, &p, now)? {
-                if !made.contains(&old) {
-                    w.present += 1;
-                    w.present_lines.insert(line);
-                    continue;
-                }
-            }
-        }
-        p.dedupe = false;
-        made.insert(id);
-        match insert_prepared(c, id, p, now)? {
-            Ok(created) => {
-                let link = match created {
-                    Created::New(l) | Created::Existing(l) => l,
-                };
-                if let Some((clicks, bots)) = clicks {
-                    table::set_click_totals(c, id, clicks, bots)?;
-                }
-                if kept && link.alias.is_none() {
-                    // The code may be cached at the edge as missing.
-                    changes::record(c, id, None, None)?;
-                }
-                w.made.push((id, link.alias, kept));
+        match created(outcome, &targets) {
+            Ok(c) => {
+                let link = c.link();
+                w.made.push((link.id, link.alias.clone(), kept));
             }
             Err(e) => w.refused.push((line, e)),
         }
     }
-    Ok(w)
+    w
 }
 
 /// A row's click totals: bots never more than all clicks.
@@ -332,20 +297,6 @@ fn note(line: u64, field: &str, message: String) -> ImportError {
         field: Some(field.to_string()),
         message,
     }
-}
-
-/// The link a row was already imported as: one with the row's alias and
-/// URL (also when disabled), else a live link made from the same URL and
-/// options.
-fn already_stored(c: &rusqlite::Connection, p: &Prepared, now: i64) -> StoreResult<Option<u64>> {
-    if let Some(alias) = &p.link.alias {
-        if let Some(old) = table::by_alias(c, alias)? {
-            if old.url == p.link.url {
-                return Ok(Some(old.id));
-            }
-        }
-    }
-    Ok(table::by_dedupe_hash(c, &p.dedupe_hash, now)?.map(|l| l.id))
 }
 
 /// A row's creation time: Unix seconds or RFC 3339, not after `now`.

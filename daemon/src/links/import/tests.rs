@@ -4,7 +4,6 @@
 use super::*;
 use crate::links::fixture::Parts;
 use crate::links::CreateLink;
-use crate::store::links as table;
 
 #[tokio::test]
 async fn import_commits_good_rows_and_names_bad_lines() {
@@ -41,7 +40,7 @@ async fn import_commits_good_rows_and_names_bad_lines() {
         .collect();
     assert_eq!(lines, vec![(3, Some("url")), (4, Some("alias"))]);
     assert_eq!(links.get("imp").await.unwrap().url, "https://e.com/1");
-    let n = parts.store.read(table::count).await.unwrap();
+    let n = parts.store.count_links().await.unwrap();
     assert_eq!(n, 2);
     parts.store.close();
 }
@@ -91,7 +90,7 @@ async fn a_second_import_counts_rows_already_present() {
     // live links only); the others are present.
     assert_eq!((again.imported, again.present), (1, 3), "{again:?}");
     assert!(again.errors.is_empty(), "{again:?}");
-    let n = parts.store.read(table::count).await.unwrap();
+    let n = parts.store.count_links().await.unwrap();
     assert_eq!(n, 5);
     parts.store.close();
 }
@@ -200,6 +199,6 @@ async fn a_foreign_code_already_ours_with_the_same_url_is_present() {
     let again = links.import(rows(), Some("cli")).await.unwrap();
     assert_eq!((again.imported, again.present), (0, 1), "{again:?}");
     assert!(again.notes.is_empty(), "{again:?}");
-    assert_eq!(parts.store.read(table::count).await.unwrap(), 1);
+    assert_eq!(parts.store.count_links().await.unwrap(), 1);
     parts.store.close();
 }

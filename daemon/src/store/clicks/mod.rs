@@ -36,7 +36,7 @@ mod tests {
     use super::*;
     use crate::store::links::{self, Link};
     use crate::store::tests::temp_store;
-    use crate::store::Store;
+    use crate::store::SqliteStore;
     use shortlink_core::device::DeviceClass;
     use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
@@ -51,7 +51,7 @@ mod tests {
         }
     }
 
-    async fn add_link(store: &Store, id: u64, max_visits: Option<i64>) {
+    async fn add_link(store: &SqliteStore, id: u64, max_visits: Option<i64>) {
         store
             .write(move |c| {
                 links::insert(
@@ -69,7 +69,7 @@ mod tests {
             .unwrap();
     }
 
-    async fn counted(store: &Store, id: u64) -> (i64, i64, RangeStats) {
+    async fn counted(store: &SqliteStore, id: u64) -> (i64, i64, RangeStats) {
         store
             .read_counted(move |c, o| {
                 let mut l = links::by_id(c, id)?.unwrap();
@@ -192,7 +192,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
         {
-            let store = Store::open(&path, 1, 10).unwrap();
+            let store = SqliteStore::open(&path, 1, 10).unwrap();
             add_link(&store, 9, None).await;
             store
                 .append_clicks(
@@ -218,7 +218,7 @@ mod tests {
             // Closed without a fold: like a crash after the ack.
             store.close();
         }
-        let store = Store::open(&path, 1, 10).unwrap();
+        let store = SqliteStore::open(&path, 1, 10).unwrap();
         assert_eq!(counted(&store, 9).await.0, 7);
         assert_eq!(store.read(log_len).await.unwrap(), 1);
         let again = ClickBatch {
@@ -232,7 +232,7 @@ mod tests {
         assert_eq!(store.fold_clicks().await.unwrap().counted, 5);
         assert_eq!(counted(&store, 9).await.0, 7);
         store.close();
-        let store = Store::open(&path, 1, 10).unwrap();
+        let store = SqliteStore::open(&path, 1, 10).unwrap();
         assert_eq!(counted(&store, 9).await.0, 7);
         assert_eq!(store.read(log_len).await.unwrap(), 0);
     }

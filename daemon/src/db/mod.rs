@@ -1,0 +1,81 @@
+//! The store interface: every operation the daemon asks of its database,
+//! named by what it does, with plain Rust types in and out. SQLite
+//! (`crate::store`) is one implementation; callers hold a [`Store`] and
+//! never see which.
+//!
+//! `async_trait` boxes each call's future so the traits work as `dyn`
+//! objects: the implementation is chosen at start-up, not at compile time.
+
+mod changes;
+mod clicks;
+#[cfg(test)]
+pub(crate) mod contract;
+mod credentials;
+mod ids;
+mod import;
+mod links;
+mod users;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use changes::{ChangeLog, Resume};
+pub use clicks::ClickStore;
+pub use credentials::CredentialStore;
+pub use ids::IdStore;
+pub use import::{ImportLink, ImportStore, Imported};
+pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+pub use users::UserStore;
+
+use crate::store::{LinkCache, StoreResult, StoreStats};
+
+/// Everything the daemon asks of a store, plus what every store shares.
+#[async_trait]
+pub trait Database:
+    LinkStore + ImportStore + CredentialStore + UserStore + ClickStore + ChangeLog + IdStore
+{
+    /// The cache of hot links in front of the store.
+    fn cache(&self) -> &LinkCache;
+
+    /// Write counters, and why the store cannot write now if it cannot.
+    fn stats(&self) -> &StoreStats;
+
+    /// Deletes click batch ids recorded before `batches_before` and
+    /// signatures before `signatures_before`, in one write; how many of
+    /// each.
+    async fn prune(
+        &self,
+        batches_before: i64,
+        signatures_before: i64,
+    ) -> StoreResult<(usize, usize)>;
+
+    /// Finishes queued writes and closes the store; later calls fail with
+    /// `StoreError::Closed`. Blocks: call it off the async threads.
+    fn close(&self);
+}
+
+/// The store the daemon holds; clone freely.
+#[derive(Clone)]
+pub struct Store(Arc<dyn Database>);
+
+impl Store {
+    /// Holds `db`.
+    pub fn new(db: Arc<dyn Database>) -> Self {
+        Self(db)
+    }
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn Database;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Store")
+    }
+}

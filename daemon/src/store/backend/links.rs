@@ -1,0 +1,184 @@
+//! [`LinkStore`] over SQLite: inserts and edits are jobs on the writer
+//! thread (grouped with other writes, each rolled back alone to its
+//! savepoint), reads go to a reader thread, and the pending clicks are laid
+//! over what is read.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rusqlite::Connection;
+
+use crate::codes::CodeRef;
+use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+use crate::store::clicks::with_overlay;
+use crate::store::links::{self as table, Link, ListQuery};
+use crate::store::{SqliteStore, StoreError, StoreResult};
+
+/// The first of `aliases` that is `own_alias` or an existing alias; run
+/// in the write's transaction.
+pub(super) fn refused_alias_target(
+    conn: &Connection,
+    aliases: &[String],
+    own_alias: Option<&str>,
+) -> StoreResult<Option<usize>> {
+    for (i, a) in aliases.iter().enumerate() {
+        if own_alias == Some(a.as_str()) || table::by_alias(conn, a)?.is_some() {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
+/// Inserts one link inside the caller's transaction. An alias conflict
+/// rolls back only this item.
+pub(super) fn insert_new(conn: &Connection, new: NewLink, now: i64) -> StoreResult<Inserted> {
+    if new.dedupe {
+        if let Some(existing) = table::by_dedupe_hash(conn, &new.dedupe_hash, now)? {
+            return Ok(Inserted::Existing(existing));
+        }
+    }
+    let link = new.link;
+    if let Some(i) = refused_alias_target(conn, &new.alias_targets, link.alias.as_deref())? {
+        return Ok(Inserted::TargetAlias(i));
+    }
+    if link.alias.is_none() {
+        // Only an alias can conflict; anything else fails the whole job.
+        table::insert(conn, &link, Some(&new.dedupe_hash))?;
+        return Ok(Inserted::New(link));
+    }
+    conn.execute_batch("SAVEPOINT item")?;
+    match table::insert(conn, &link, Some(&new.dedupe_hash)) {
+        Ok(()) => {
+            conn.execute_batch("RELEASE item")?;
+            Ok(Inserted::New(link))
+        }
+        Err(e) => {
+            conn.execute_batch("ROLLBACK TO item; RELEASE item")?;
+            match e {
+                StoreError::Conflict(_) => Ok(Inserted::AliasTaken(link.alias.unwrap_or_default())),
+                e => Err(e),
+            }
+        }
+    }
+}
+
+/// Applies `edit` to link `id` inside the writer's transaction.
+fn update_in(
+    c: &Connection,
+    pending: &crate::store::clicks::PendingClicks,
+    id: u64,
+    edit: LinkEdit,
+) -> StoreResult<Updated> {
+    let Some(old) = table::by_id(c, id)? else {
+        return Ok(Updated::NotFound);
+    };
+    let mut new = match (edit.apply)(&old) {
+        Ok(new) => new,
+        Err(e) => return Ok(Updated::Refused(e)),
+    };
+    if let Some(i) = refused_alias_target(c, &edit.alias_targets, new.alias.as_deref())? {
+        return Ok(Updated::TargetAlias(i));
+    }
+    if let Some(e) = (edit.check)(&old, &new) {
+        return Ok(Updated::Refused(e));
+    }
+    match table::update(c, &new, old.alias.as_deref()) {
+        Ok(()) => {
+            // The reply shows every acknowledged click.
+            with_overlay(c, pending, |_, clicks| {
+                clicks.apply(&mut new);
+                Ok(())
+            })?;
+            Ok(Updated::Done { old, new })
+        }
+        Err(StoreError::Conflict(_)) => Ok(Updated::AliasTaken(new.alias.unwrap_or_default())),
+        Err(e) => Err(e),
+    }
+}
+
+#[async_trait]
+impl LinkStore for SqliteStore {
+    async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
+        self.write(move |c| {
+            let mut out = Vec::with_capacity(links.len());
+            for new in links {
+                out.push(insert_new(c, new, now)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn update_link(&self, id: u64, edit: LinkEdit) -> StoreResult<Updated> {
+        let pending = Arc::clone(self.pending_clicks());
+        self.write(move |c| update_in(c, &pending, id, edit)).await
+    }
+
+    async fn delete_link(&self, id: u64) -> StoreResult<Option<Link>> {
+        self.write(move |c| table::delete(c, id)).await
+    }
+
+    async fn find_link(&self, code: CodeRef) -> StoreResult<Option<Link>> {
+        self.read_counted(move |c, clicks| {
+            let link = match &code {
+                CodeRef::Id(id) => table::by_id(c, *id)?,
+                CodeRef::Alias(alias) => table::by_alias(c, alias)?,
+                CodeRef::Invalid => None,
+            };
+            Ok(link.map(|mut l| {
+                clicks.apply(&mut l);
+                l
+            }))
+        })
+        .await
+    }
+
+    async fn find_links(&self, codes: Vec<CodeRef>) -> StoreResult<Vec<Option<Link>>> {
+        // One job on one reader thread inside one read transaction: a burst
+        // of misses costs one thread hop and one set of SQLite locks.
+        self.read(move |c| {
+            let tx = c.unchecked_transaction()?;
+            let mut out = Vec::with_capacity(codes.len());
+            for r in &codes {
+                out.push(match r {
+                    CodeRef::Id(id) => table::by_id(&tx, *id)?,
+                    CodeRef::Alias(alias) => table::by_alias(&tx, alias)?,
+                    CodeRef::Invalid => None,
+                });
+            }
+            tx.finish()?;
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn list_links(&self, query: ListQuery) -> StoreResult<Page> {
+        self.read_counted(move |c, clicks| {
+            let mut links = table::list(c, &query)?;
+            let next = (links.len() == query.limit as usize)
+                .then(|| links.last().map(|l| (query.sort.key(l), l.id)))
+                .flatten();
+            links.iter_mut().for_each(|l| clicks.apply(l));
+            let total = table::count_matching(c, &query)?;
+            Ok(Page { links, total, next })
+        })
+        .await
+    }
+
+    async fn links_page(&self, query: ListQuery) -> StoreResult<Vec<Link>> {
+        self.read_counted(move |c, clicks| {
+            let mut links = table::list(c, &query)?;
+            links.iter_mut().for_each(|l| clicks.apply(l));
+            Ok(links)
+        })
+        .await
+    }
+
+    async fn count_links(&self) -> StoreResult<u64> {
+        self.read(table::count).await
+    }
+
+    async fn count_links_by_state(&self, now: i64) -> StoreResult<Vec<(String, u64)>> {
+        self.read(move |c| table::count_by_state(c, now)).await
+    }
+}
