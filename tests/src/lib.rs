@@ -433,6 +433,20 @@ pub fn try_http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Result<Response, String> {
+    let s = send_request(port, method, target, headers, body)?;
+    read_response(s, method)
+}
+
+/// The first half of [`try_http`]: the request written, the connection
+/// left for [`read_response`] (for tests that must know every request has
+/// been sent before they let the answer come).
+pub fn send_request(
+    port: u16,
+    method: &[u8],
+    target: &[u8],
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<TcpStream, String> {
     let mut s = TcpStream::connect(("127.0.0.1", port))
         .map_err(|e| format!("connect to port {port}: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -454,6 +468,12 @@ pub fn try_http(
     req.extend_from_slice(body);
     s.write_all(&req)
         .map_err(|e| format!("write request: {e}"))?;
+    Ok(s)
+}
+
+/// The second half of [`try_http`]: the whole response of a request sent
+/// with [`send_request`].
+pub fn read_response(mut s: TcpStream, method: &[u8]) -> Result<Response, String> {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)
         .map_err(|e| format!("read response: {e}"))?;

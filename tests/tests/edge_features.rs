@@ -2,7 +2,7 @@
 //! expiry and the disabled flag; single flight; clicks and the zone across
 //! daemon restarts and nginx reloads.
 
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -179,21 +179,28 @@ fn concurrent_first_requests_share_one_lookup() {
     // SAFETY: signals to our own child.
     unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGSTOP) };
     let n = 16;
-    let barrier = Arc::new(Barrier::new(n + 1));
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let port = s.nginx.port;
     let handles: Vec<_> = (0..n)
         .map(|_| {
-            let barrier = barrier.clone();
+            let sent = sent.clone();
             let path = format!("/{code}");
             std::thread::spawn(move || {
-                barrier.wait();
-                shortlink_e2e::http(port, b"GET", path.as_bytes(), &[], b"")
+                let conn =
+                    shortlink_e2e::send_request(port, b"GET", path.as_bytes(), &[], b"").unwrap();
+                sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                shortlink_e2e::read_response(conn, b"GET").unwrap()
             })
         })
         .collect();
-    barrier.wait();
-    // Long enough for every request to reach nginx on a loaded machine.
-    std::thread::sleep(Duration::from_millis(1000));
+    // Every request written to nginx's socket, then time for nginx (which
+    // does not wait on the daemon) to read them all.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sent.load(std::sync::atomic::Ordering::SeqCst) < n {
+        assert!(Instant::now() < deadline, "requests never sent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     // SAFETY: as above.
     unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGCONT) };
     // Every request that arrived while the lookup was out waited for it
