@@ -10,6 +10,7 @@
 //! these.
 
 pub mod identity;
+pub mod ids;
 pub mod migrate;
 
 use std::path::{Path, PathBuf};
