@@ -9,6 +9,7 @@
 //! interface with a SQLite and a PostgreSQL implementation is built on
 //! these.
 
+pub mod changes;
 pub mod identity;
 pub mod ids;
 pub mod migrate;
