@@ -10,6 +10,7 @@
 //! these.
 
 pub mod changes;
+pub mod clicks;
 pub mod follow;
 pub mod identity;
 pub mod ids;
