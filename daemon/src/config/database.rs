@@ -157,6 +157,35 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// Clap's parser for `--database` and `SHORTLINKD_DATABASE`: clap's own
+/// error for a bad value would repeat the value, password included.
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseUrlParser;
+
+impl clap::builder::TypedValueParser for DatabaseUrlParser {
+    type Value = DatabaseUrl;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<DatabaseUrl, clap::Error> {
+        let name = arg.map_or("--database".to_string(), |a| a.to_string());
+        let fail = |message: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value for {name}: {message}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| fail("not valid UTF-8".into()))?;
+        DatabaseUrl::parse(text).map_err(fail)
+    }
+}
+
 impl TryFrom<String> for DatabaseUrl {
     type Error = String;
     fn try_from(text: String) -> Result<Self, String> {

@@ -79,7 +79,7 @@ pub struct Config {
     /// PostgreSQL database shared by several nodes, as
     /// postgres://USER@HOST:PORT/DB (the password goes in
     /// --database-password-file); none: SQLite under data_dir.
-    #[arg(long, env = "SHORTLINKD_DATABASE", value_parser = DatabaseUrl::parse)]
+    #[arg(long, env = "SHORTLINKD_DATABASE", value_parser = database::DatabaseUrlParser)]
     pub database: Option<DatabaseUrl>,
     /// File holding the PostgreSQL password (first line).
     #[arg(long, env = "SHORTLINKD_DATABASE_PASSWORD_FILE")]
@@ -476,6 +476,14 @@ mod tests {
             .to_string();
         assert!(
             err.contains("--database") && err.contains("one database name"),
+            "{err}"
+        );
+        let err = Config::augment_args_for_update(Command::new("t"))
+            .try_get_matches_from(["t", "--database", "postgres://sl:cmdpw@db2"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("one database name") && !err.contains("cmdpw"),
             "{err}"
         );
         std::fs::write(&path, "database = \"mysql://sl@db1/links\"\n").unwrap();
