@@ -159,7 +159,7 @@ async fn a_reader_behind_pruned_rows_is_told_to_resync() {
     let all = read(&pg, LogPosition::default()).await;
     assert_eq!(all.len(), 10);
     let client = pg.get().await.unwrap();
-    assert_eq!(changes::prune(&client, 4).await.unwrap(), 5);
+    assert_eq!(changes::prune(&client, 4).await.unwrap(), 6);
     let behind = changes::read_after(&client, all[2].position, 100)
         .await
         .unwrap();

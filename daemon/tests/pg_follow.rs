@@ -115,3 +115,40 @@ async fn with_notifications_off_the_poll_delivers() {
     stop.cancel();
     follower.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_pruned_rows_resyncs_then_goes_on() {
+    let cluster = PgCluster::start("resync");
+    let pg = migrated(&cluster, "resync").await;
+    let key = shortlink_core::DeploymentKey::generate().unwrap();
+    shortlinkd::pg::identity::claim(&pg, key.fingerprint())
+        .await
+        .unwrap();
+    for id in 0..6 {
+        write(&pg, id).await;
+    }
+    changes::prune(&pg.get().await.unwrap(), 2).await.unwrap();
+    let (tx, mut rx) = mpsc::channel(16);
+    let stop = CancellationToken::new();
+    let options = FollowOptions {
+        poll: Duration::from_millis(200),
+        listen: true,
+    };
+    let follower = tokio::spawn(follow(
+        pg.clone(),
+        LogPosition::default(),
+        options,
+        tx,
+        stop.clone(),
+    ));
+    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+    let Ok(Some(Followed::Resync(head))) = first else {
+        panic!("expected a resync, got {first:?}");
+    };
+    assert!(head > LogPosition::default());
+    // Nothing before the resync point comes again; what follows does.
+    write(&pg, 40).await;
+    assert_eq!(receive(&mut rx, 1, Duration::from_secs(5)).await, [40]);
+    stop.cancel();
+    assert!(follower.await.unwrap() > head);
+}

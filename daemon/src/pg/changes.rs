@@ -121,12 +121,12 @@ pub async fn read_after(
 ) -> Result<LogRead, PgError> {
     let st = client
         .prepare_cached(
-            "SELECT seq, xid::text::bigint, link_id, old_alias, new_alias, \
-                    (SELECT pruned_below::text::bigint FROM store_meta WHERE id = 1) \
-             FROM edge_changes \
-             WHERE (xid, seq) > ($1::bigint::text::xid8, $2::bigint) \
-               AND xid < pg_snapshot_xmin(pg_current_snapshot()) \
-             ORDER BY xid, seq LIMIT $3",
+            "SELECT e.seq, e.xid::text::bigint, e.link_id, e.old_alias, e.new_alias, \
+                    m.pruned_xid::text::bigint, m.pruned_seq \
+             FROM edge_changes e LEFT JOIN store_meta m ON m.id = 1 \
+             WHERE (e.xid, e.seq) > ($1::bigint::text::xid8, $2::bigint) \
+               AND e.xid < pg_snapshot_xmin(pg_current_snapshot()) \
+             ORDER BY e.xid, e.seq LIMIT $3",
         )
         .await
         .map_err(PgError::query("preparing a change-log read"))?;
@@ -137,26 +137,31 @@ pub async fn read_after(
         )
         .await
         .map_err(PgError::query("reading the change log"))?;
-    let pruned_below = match rows.first() {
-        Some(r) => r.get::<_, Option<i64>>(5),
-        None => pruned_below(client).await?,
+    let pruned = match rows.first() {
+        Some(r) => r.get::<_, Option<i64>>(5).zip(r.get::<_, Option<i64>>(6)),
+        None => pruned_through(client).await?,
     };
-    if (after.xid as i64) < pruned_below.unwrap_or(0) {
+    let pruned = pruned.map_or(LogPosition::default(), |(xid, seq)| LogPosition {
+        xid: xid as u64,
+        seq: seq as u64,
+    });
+    if after < pruned {
         return Ok(LogRead::Pruned);
     }
     Ok(LogRead::Changes(rows.iter().map(change).collect()))
 }
 
-async fn pruned_below(client: &impl GenericClient) -> Result<Option<i64>, PgError> {
+/// The newest pruned row, if the store has its identity row.
+async fn pruned_through(client: &impl GenericClient) -> Result<Option<(i64, i64)>, PgError> {
     let st = client
-        .prepare_cached("SELECT pruned_below::text::bigint FROM store_meta WHERE id = 1")
+        .prepare_cached("SELECT pruned_xid::text::bigint, pruned_seq FROM store_meta WHERE id = 1")
         .await
         .map_err(PgError::query("preparing the prune mark read"))?;
     let row = client
         .query_opt(&st, &[])
         .await
         .map_err(PgError::query("reading the prune mark"))?;
-    Ok(row.map(|r| r.get(0)))
+    Ok(row.map(|r| (r.get(0), r.get(1))))
 }
 
 fn change(r: &Row) -> Change {
@@ -188,19 +193,20 @@ pub async fn head(client: &impl GenericClient) -> Result<LogPosition, PgError> {
     })
 }
 
-/// Deletes final rows older than the newest `keep`, recording the mark
-/// below which a follower must resync. Returns the rows deleted.
+/// Deletes the final rows before the newest `keep` of them, recording the
+/// newest row deleted: a follower before it may have lost rows and is told
+/// to resync. Returns the rows deleted.
 pub async fn prune(client: &impl GenericClient, keep: u32) -> Result<u64, PgError> {
     let st = client
         .prepare_cached(
             "WITH cut AS ( \
-                 SELECT xid FROM edge_changes \
+                 SELECT xid, seq FROM edge_changes \
                  WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) \
                  ORDER BY xid DESC, seq DESC OFFSET $1 LIMIT 1), \
              mark AS ( \
-                 UPDATE store_meta SET pruned_below = greatest(pruned_below, cut.xid) \
-                 FROM cut WHERE id = 1 RETURNING pruned_below) \
-             DELETE FROM edge_changes WHERE xid < (SELECT pruned_below FROM mark)",
+                 UPDATE store_meta m SET pruned_xid = cut.xid, pruned_seq = cut.seq \
+                 FROM cut WHERE m.id = 1 AND (cut.xid, cut.seq) > (m.pruned_xid, m.pruned_seq)) \
+             DELETE FROM edge_changes e USING cut WHERE (e.xid, e.seq) <= (cut.xid, cut.seq)",
         )
         .await
         .map_err(PgError::query("preparing a change-log prune"))?;

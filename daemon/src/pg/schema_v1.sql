@@ -121,6 +121,8 @@ CREATE TABLE store_meta (
     store_id         bigint NOT NULL,
     key_fingerprint  text NOT NULL,
     created_at       bigint NOT NULL,
-    -- Change-log rows with xid below this were pruned: a follower behind it resyncs.
-    pruned_below     xid8 NOT NULL DEFAULT '0'
+    -- The newest change-log row pruned, as (xid, seq): a follower before
+    -- it may have lost rows and resyncs.
+    pruned_xid       xid8 NOT NULL DEFAULT '0',
+    pruned_seq       bigint NOT NULL DEFAULT 0
 );
