@@ -158,3 +158,27 @@ async fn a_wrong_password_or_missing_file_is_named_without_the_password() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unix_socket_directory_as_host_connects() {
+    let cluster = PgCluster::start("socket");
+    cluster.create_db("sock");
+    let dir = cluster
+        .socket_dir()
+        .display()
+        .to_string()
+        .replace('/', "%2F");
+    let url = format!("postgres://{}@{dir}:{}/sock", testpg::USER, cluster.port);
+    let config = shortlinkd::config::Config {
+        database: Some(shortlinkd::config::DatabaseUrl::parse(&url).unwrap()),
+        database_password_file: Some(cluster.password_file()),
+        ..Default::default()
+    };
+    let pg = pg::connect(&config).await.unwrap();
+    let client = pg.get().await.unwrap();
+    let row = client
+        .query_one("SELECT inet_client_addr() IS NULL", &[])
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "connected over the Unix socket");
+}
