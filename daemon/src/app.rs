@@ -44,11 +44,21 @@ pub enum AppError {
         #[source]
         source: std::io::Error,
     },
+    /// `database` names PostgreSQL, whose store is not wired in yet: the
+    /// daemon refuses rather than run on SQLite behind the operator's back.
+    #[error(
+        "database {0}: the PostgreSQL store is not available in this version yet; \
+         leave `database` unset to use SQLite under the data directory"
+    )]
+    PostgresNotYet(String),
 }
 
 /// Opens the store the configuration names: today the SQLite database
 /// under the data directory (its files created with their modes first).
 fn open_store(config: &Config, key: &DeploymentKey) -> Result<Store, AppError> {
+    if let Some(url) = &config.database {
+        return Err(AppError::PostgresNotYet(url.to_string()));
+    }
     files::data_dir(config)?;
     let db = config.db_path();
     files::database_files(&db)?;
@@ -193,5 +203,27 @@ mod tests {
         let stored = sqlite.read(crate::store::links::count).await.unwrap();
         assert_eq!(stored, 1);
         app.store.close();
+    }
+
+    /// `database = postgres://…` is refused until the PostgreSQL store is
+    /// wired in, never quietly served from SQLite.
+    #[test]
+    fn a_postgres_database_is_refused_not_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            data_dir: dir.path().to_path_buf(),
+            database: Some(
+                crate::config::DatabaseUrl::parse("postgres://shortlink@127.0.0.1:5432/links")
+                    .unwrap(),
+            ),
+            ..Config::default()
+        };
+        let err = open_store(&config, &DeploymentKey::from_bytes([3; 32])).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("PostgreSQL store is not available"),
+            "{err}"
+        );
+        assert!(!config.db_path().exists(), "no SQLite file made");
     }
 }

@@ -16,14 +16,17 @@
 //!
 //! Precedence: flags > environment > file > defaults.
 
+mod database;
 mod targets;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
+pub use database::{DatabaseHost, DatabaseUrl};
 pub use targets::Targets;
 
 /// Names no alias may take because operators route them elsewhere.
@@ -73,6 +76,14 @@ pub struct Config {
     /// Directory of the database, sockets and spool.
     #[arg(long, env = "SHORTLINKD_DATA_DIR")]
     pub data_dir: PathBuf,
+    /// PostgreSQL database shared by several nodes, as
+    /// postgres://USER@HOST:PORT/DB (the password goes in
+    /// --database-password-file); none: SQLite under data_dir.
+    #[arg(long, env = "SHORTLINKD_DATABASE", value_parser = database::DatabaseUrlParser)]
+    pub database: Option<DatabaseUrl>,
+    /// File holding the PostgreSQL password (first line).
+    #[arg(long, env = "SHORTLINKD_DATABASE_PASSWORD_FILE")]
+    pub database_password_file: Option<PathBuf>,
     /// Deployment key file shared with nginx (default <data_dir>/key).
     #[arg(long, env = "SHORTLINKD_KEY_FILE")]
     pub key_file: Option<PathBuf>,
@@ -155,6 +166,8 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             data_dir: PathBuf::from("/var/lib/shortlinkd"),
+            database: None,
+            database_password_file: None,
             key_file: None,
             ipc_socket: None,
             api_socket: None,
@@ -190,6 +203,21 @@ impl Config {
             None => Self::default(),
         };
         config.update_from_arg_matches(given)?;
+        let from_command_line = given.value_source("database") == Some(ValueSource::CommandLine);
+        if from_command_line
+            && config
+                .database
+                .as_ref()
+                .is_some_and(|d| d.password.is_some())
+        {
+            return Err(ConfigError::Invalid {
+                field: "database",
+                message: "the URL given with --database holds a password, and a command line \
+                          is visible to every local user (/proc/PID/cmdline): put the password \
+                          in a file named by --database-password-file"
+                    .into(),
+            });
+        }
         config.validate()?;
         Ok(config)
     }
@@ -408,6 +436,61 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("default_redirect"), "{err}");
+    }
+
+    #[test]
+    fn database_from_file_environment_or_flag_without_a_password_on_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        assert!(Config::load(None, &given(&[])).unwrap().database.is_none());
+        std::fs::write(
+            &path,
+            "database = \"postgres://sl:filepw@db1:5433/links\"\n\
+             database_password_file = \"/etc/sl/pw\"\n",
+        )
+        .unwrap();
+        let config = Config::load(Some(&path), &given(&[])).unwrap();
+        let db = config.database.unwrap();
+        assert_eq!(
+            (db.user.as_str(), db.port, db.dbname.as_str()),
+            ("sl", 5433, "links")
+        );
+        assert_eq!(db.password.as_deref(), Some("filepw"), "a file may hold it");
+        assert_eq!(
+            config.database_password_file,
+            Some(PathBuf::from("/etc/sl/pw"))
+        );
+        let flags = ["--database", "postgres://sl@db2/other"];
+        let config = Config::load(Some(&path), &given(&flags)).unwrap();
+        assert_eq!(config.database.unwrap().dbname, "other");
+        let flags = ["--database=postgres://sl:cmdpw@db2/other"];
+        let err = Config::load(None, &given(&flags)).unwrap_err().to_string();
+        assert!(
+            err.contains("database") && err.contains("--database-password-file"),
+            "{err}"
+        );
+        assert!(!err.contains("cmdpw"), "{err}");
+        let err = Config::augment_args_for_update(Command::new("t"))
+            .try_get_matches_from(["t", "--database", "postgres://sl@db2"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--database") && err.contains("one database name"),
+            "{err}"
+        );
+        let err = Config::augment_args_for_update(Command::new("t"))
+            .try_get_matches_from(["t", "--database", "postgres://sl:cmdpw@db2"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("one database name") && !err.contains("cmdpw"),
+            "{err}"
+        );
+        std::fs::write(&path, "database = \"mysql://sl@db1/links\"\n").unwrap();
+        let err = Config::load(Some(&path), &given(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("database") && err.contains("mysql"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,263 @@
+//! The `database` setting: a `postgres://USER@HOST:PORT/DB` URL that puts
+//! several nodes' daemons on one PostgreSQL (without it: SQLite under
+//! `data_dir`). Parsed once, where it is read (flag, environment or file),
+//! so a bad URL stops the daemon with what is wrong in it; its `Debug` and
+//! `Display` never show a password.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Where the PostgreSQL server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseHost {
+    /// A host name or address, reached over TCP.
+    Tcp(String),
+    /// A directory holding the server's Unix socket (`postgres://u@%2Frun%2Fpg/db`).
+    Socket(PathBuf),
+}
+
+/// A parsed `database` URL.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct DatabaseUrl {
+    /// The URL as given (kept for `Serialize`; may hold a password).
+    text: String,
+    /// The role the daemon connects as.
+    pub user: String,
+    /// The server.
+    pub host: DatabaseHost,
+    /// Its port (5432 when the URL names none).
+    pub port: u16,
+    /// The database name.
+    pub dbname: String,
+    /// A password written into the URL (refused on the command line).
+    pub password: Option<String>,
+}
+
+/// Query parameters understood; any other is refused by name.
+const KNOWN_PARAMS: &[&str] = &["sslmode", "application_name", "connect_timeout"];
+
+impl DatabaseUrl {
+    /// Parses and checks a URL, naming what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let url = url::Url::parse(text).map_err(|e| {
+            format!(
+                "\"{}\" is not a URL ({e}); expected postgres://USER@HOST:PORT/DB",
+                redact(text)
+            )
+        })?;
+        let shown = redact(text);
+        if !matches!(url.scheme(), "postgres" | "postgresql") {
+            return Err(format!(
+                "\"{shown}\": scheme `{}` is not postgres:// (or postgresql://)",
+                url.scheme()
+            ));
+        }
+        let decode = |s: &str| {
+            percent_decode(s).ok_or_else(|| format!("\"{shown}\": bad percent-encoding in {s:?}"))
+        };
+        let user = decode(url.username())?;
+        if user.is_empty() {
+            return Err(format!(
+                "\"{shown}\": no user (postgres://USER@HOST:PORT/DB)"
+            ));
+        }
+        let host = match url.host_str() {
+            None | Some("") => return Err(format!("\"{shown}\": no host")),
+            Some(h) => {
+                let h = decode(h)?;
+                if h.starts_with('/') {
+                    DatabaseHost::Socket(PathBuf::from(h))
+                } else {
+                    DatabaseHost::Tcp(h.trim_start_matches('[').trim_end_matches(']').into())
+                }
+            }
+        };
+        let dbname = decode(url.path().trim_start_matches('/'))?;
+        if dbname.is_empty() || dbname.contains('/') {
+            return Err(format!(
+                "\"{shown}\": the path must be one database name (postgres://USER@HOST:PORT/DB)"
+            ));
+        }
+        for (key, value) in url.query_pairs() {
+            if !KNOWN_PARAMS.contains(&key.as_ref()) {
+                return Err(format!(
+                    "\"{shown}\": unknown parameter `{key}` (known: {})",
+                    KNOWN_PARAMS.join(", ")
+                ));
+            }
+            if key == "sslmode" && !matches!(value.as_ref(), "disable" | "prefer") {
+                return Err(format!(
+                    "\"{shown}\": sslmode={value} needs TLS, which this build does not have yet \
+                     (use disable or prefer)"
+                ));
+            }
+            if key == "connect_timeout" && value.parse::<u64>().is_err() {
+                return Err(format!(
+                    "\"{shown}\": connect_timeout={value} is not whole seconds"
+                ));
+            }
+        }
+        let password = url.password().map(decode).transpose()?;
+        Ok(Self {
+            text: text.to_string(),
+            user,
+            port: url.port().unwrap_or(5432),
+            host,
+            dbname,
+            password,
+        })
+    }
+
+    /// A query parameter of the URL.
+    pub fn param(&self, key: &str) -> Option<String> {
+        url::Url::parse(&self.text).ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.into_owned())
+        })
+    }
+}
+
+/// `text` with any password replaced by `***`.
+fn redact(text: &str) -> String {
+    match url::Url::parse(text) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("***"));
+            url.to_string()
+        }
+        Ok(_) => text.to_string(),
+        // Unparseable: show it only up to the host part's `@`, past any secret.
+        Err(_) => match text.rfind('@') {
+            Some(at) => match text[..at].find("://") {
+                Some(s) => format!("{}***{}", &text[..s + 3], &text[at..]),
+                None => format!("***{}", &text[at..]),
+            },
+            None => text.to_string(),
+        },
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Clap's parser for `--database` and `SHORTLINKD_DATABASE`: clap's own
+/// error for a bad value would repeat the value, password included.
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseUrlParser;
+
+impl clap::builder::TypedValueParser for DatabaseUrlParser {
+    type Value = DatabaseUrl;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<DatabaseUrl, clap::Error> {
+        let name = arg.map_or("--database".to_string(), |a| a.to_string());
+        let fail = |message: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value for {name}: {message}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| fail("not valid UTF-8".into()))?;
+        DatabaseUrl::parse(text).map_err(fail)
+    }
+}
+
+impl TryFrom<String> for DatabaseUrl {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        Self::parse(&text)
+    }
+}
+
+impl From<DatabaseUrl> for String {
+    fn from(url: DatabaseUrl) -> String {
+        url.text
+    }
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact(&self.text))
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DatabaseUrl({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_gives_its_parts() {
+        let u = DatabaseUrl::parse("postgres://sl@db.example:6432/links?sslmode=disable").unwrap();
+        assert_eq!(u.user, "sl");
+        assert_eq!(u.host, DatabaseHost::Tcp("db.example".into()));
+        assert_eq!((u.port, u.dbname.as_str()), (6432, "links"));
+        assert_eq!(u.password, None);
+        assert_eq!(u.param("sslmode").as_deref(), Some("disable"));
+        let u = DatabaseUrl::parse("postgresql://sl@%2Frun%2Fpostgresql/links").unwrap();
+        assert_eq!(u.host, DatabaseHost::Socket("/run/postgresql".into()));
+        assert_eq!(u.port, 5432);
+    }
+
+    #[test]
+    fn bad_urls_are_named_by_what_is_wrong() {
+        for (bad, says) in [
+            ("db.example/links", "not a URL"),
+            ("mysql://u@h/d", "scheme `mysql`"),
+            ("postgres://h:5432/d", "no user"),
+            ("postgres://u@h:5432", "one database name"),
+            ("postgres://u@h:5432/a/b", "one database name"),
+            ("postgres://u@h:99999/d", "not a URL"),
+            ("postgres://u@h/d?sslmode=require", "TLS"),
+            ("postgres://u@h/d?pool=3", "unknown parameter `pool`"),
+        ] {
+            let err = DatabaseUrl::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_password_is_never_shown() {
+        let u = DatabaseUrl::parse("postgres://sl:s3cret@h/d").unwrap();
+        assert_eq!(u.password.as_deref(), Some("s3cret"));
+        for shown in [u.to_string(), format!("{u:?}")] {
+            assert!(
+                !shown.contains("s3cret") && shown.contains("***"),
+                "{shown}"
+            );
+        }
+        let err = DatabaseUrl::parse("postgres://sl:s3cret@h/d?x=1").unwrap_err();
+        assert!(!err.contains("s3cret"), "{err}");
+        let err = DatabaseUrl::parse("postgres://sl:s3cret@h:port/d").unwrap_err();
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+}

@@ -1,0 +1,204 @@
+//! Following the change log: a task that hands every final change to the
+//! daemon exactly once, in version order (`pg::changes`), however the
+//! connection to PostgreSQL comes and goes.
+//!
+//! `LISTEN` is lossy: notifications sent while the session is down are
+//! gone. So the follower treats a notification only as a hint to read now;
+//! after every (re)connect it `LISTEN`s first and then reads everything
+//! after its position, so a change committed while it was away is read on
+//! the way back; and it reads every `poll` anyway, which also carries it
+//! when notifications are off (engines without `LISTEN`). The position
+//! advances only after a batch was handed over.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_util::sync::CancellationToken;
+
+use super::changes::{self, Change, LogPosition, LogRead, CHANNEL};
+use super::{Pg, PgError};
+
+/// Changes read at a time.
+const BATCH: u32 = 1000;
+/// Longest wait between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// What the follower hands over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Followed {
+    /// Final changes in version order; the follower's position is now the
+    /// last one's.
+    Changes(Vec<Change>),
+    /// Changes after the position were pruned: drop everything cached, the
+    /// follower goes on from this position (taken before the drop is due).
+    Resync(LogPosition),
+}
+
+/// How the follower is woken.
+#[derive(Debug, Clone, Copy)]
+pub struct FollowOptions {
+    /// Read at least this often, notification or not.
+    pub poll: Duration,
+    /// `LISTEN` for wake-ups (off: poll only).
+    pub listen: bool,
+}
+
+impl Default for FollowOptions {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(1),
+            listen: true,
+        }
+    }
+}
+
+/// Follows the log from `from` until `stop` is cancelled or the receiver
+/// of `out` is dropped; returns the last position handed over. Logs an
+/// outage once and the recovery once.
+pub async fn follow(
+    pg: Pg,
+    mut from: LogPosition,
+    options: FollowOptions,
+    out: mpsc::Sender<Followed>,
+    stop: CancellationToken,
+) -> LogPosition {
+    let mut backoff = Duration::from_millis(100);
+    let mut down_since: Option<std::time::Instant> = None;
+    loop {
+        let mut up = false;
+        let result = session(&pg, &options, &out, &mut from, &stop, &mut up).await;
+        if up {
+            if let Some(since) = down_since.take() {
+                tracing::info!(url = %pg.url(), after = ?since.elapsed(), "change-log follower is back on PostgreSQL");
+            }
+            backoff = Duration::from_millis(100);
+        }
+        match result {
+            Ok(()) => return from,
+            Err(e) if down_since.is_none() => {
+                tracing::warn!(url = %pg.url(), error = %e, "change-log follower lost PostgreSQL; reconnecting");
+                down_since = Some(std::time::Instant::now());
+            }
+            Err(_) => {}
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return from,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// One session: `LISTEN` (if asked), catch up, then read on every wake-up
+/// or poll tick. `Ok` when told to stop; `Err` when the database failed.
+/// Sets `up` once the session has caught up.
+async fn session(
+    pg: &Pg,
+    options: &FollowOptions,
+    out: &mpsc::Sender<Followed>,
+    from: &mut LogPosition,
+    stop: &CancellationToken,
+    up: &mut bool,
+) -> Result<(), PgError> {
+    let (wake_tx, mut wake) = mpsc::channel::<()>(1);
+    let mut listener = match options.listen {
+        true => Some(Listener::start(pg, wake_tx).await?),
+        false => None,
+    };
+    let mut tick = tokio::time::interval(options.poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // Catch up first (right after LISTEN too: nothing slips between).
+        if !drain(pg, out, from).await? {
+            return Ok(());
+        }
+        *up = true;
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            _ = tick.tick() => {}
+            Some(()) = wake.recv() => {}
+            _ = async {
+                match listener.as_mut() {
+                    Some(l) => { let _ = (&mut l.task).await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => return Err(PgError::SessionEnded("the LISTEN session")),
+        }
+    }
+}
+
+/// Reads and hands over everything final after `from`; `false` when the
+/// receiver is gone.
+async fn drain(
+    pg: &Pg,
+    out: &mpsc::Sender<Followed>,
+    from: &mut LogPosition,
+) -> Result<bool, PgError> {
+    let client = pg.get().await?;
+    loop {
+        match changes::read_after(&client, *from, BATCH).await? {
+            LogRead::Changes(batch) if batch.is_empty() => return Ok(true),
+            LogRead::Changes(batch) => {
+                let last = batch.last().map(|c| c.position).unwrap_or(*from);
+                let full = batch.len() == BATCH as usize;
+                if out.send(Followed::Changes(batch)).await.is_err() {
+                    return Ok(false);
+                }
+                *from = last;
+                if !full {
+                    return Ok(true);
+                }
+            }
+            LogRead::Pruned => {
+                let head = changes::head(&client).await?;
+                if out.send(Followed::Resync(head)).await.is_err() {
+                    return Ok(false);
+                }
+                *from = head;
+            }
+        }
+    }
+}
+
+/// A session of its own that `LISTEN`s and turns each notification into a
+/// wake-up; its task ends when the session does.
+struct Listener {
+    /// Dropping the client would end the session.
+    client: tokio_postgres::Client,
+    /// Drives the connection; finished when the session is gone.
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Listener {
+    async fn start(pg: &Pg, wake: mpsc::Sender<()>) -> Result<Listener, PgError> {
+        let (client, mut connection) = pg
+            .client_config()
+            .connect(NoTls)
+            .await
+            .map_err(PgError::query("opening the LISTEN session"))?;
+        let task = tokio::spawn(async move {
+            loop {
+                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    // A full channel already holds a wake-up.
+                    Some(Ok(AsyncMessage::Notification(_))) => drop(wake.try_send(())),
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return,
+                }
+            }
+        });
+        let listener = Listener { client, task };
+        listener
+            .client
+            .batch_execute(&format!("LISTEN {CHANNEL}"))
+            .await
+            .map_err(PgError::query("listening for change notifications"))?;
+        Ok(listener)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

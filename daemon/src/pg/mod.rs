@@ -1,0 +1,214 @@
+//! The PostgreSQL building blocks of the multi-node mode (`--database
+//! postgres://…`): the connection pool ([`connect`], [`Pg`]), versioned
+//! migrations safe to run from several daemons at once ([`migrate`]), the
+//! store's identity and deployment-key check ([`identity`]), id leasing
+//! ([`ids`]), the cross-node change log and its follower ([`changes`],
+//! [`follow`]) and idempotent click batches ([`clicks`]).
+//!
+//! Nothing here is wired into the daemon's start-up yet: the store
+//! interface with a SQLite and a PostgreSQL implementation is built on
+//! these.
+
+pub mod changes;
+pub mod clicks;
+pub mod follow;
+pub mod identity;
+pub mod ids;
+pub mod migrate;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use crate::config::{Config, DatabaseHost, DatabaseUrl};
+
+/// Connections kept open by one daemon.
+pub const POOL_SIZE: usize = 16;
+
+/// Why a PostgreSQL operation failed; every variant says what was being
+/// done, and none carries the password.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    /// `pg::connect` was called without a `database` setting.
+    #[error("no database URL is configured (--database postgres://USER@HOST:PORT/DB)")]
+    NotConfigured,
+    /// The password file could not be read.
+    #[error("cannot read the database password file {path}: {source}")]
+    PasswordFile {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A connection could not be taken from the pool (server down, refused
+    /// login, timeout).
+    #[error("PostgreSQL at {url}: {}", describe_pool(source))]
+    Connect {
+        /// The database, without its password.
+        url: String,
+        /// What the pool or the server said.
+        #[source]
+        source: deadpool_postgres::PoolError,
+    },
+    /// A statement failed.
+    #[error("PostgreSQL, while {doing}: {}", describe(source))]
+    Query {
+        /// What was being done.
+        doing: &'static str,
+        /// The server's or driver's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The database holds a schema newer than this daemon knows.
+    #[error("the database's schema is at version {found}, newer than this daemon's {known}: upgrade shortlinkd")]
+    SchemaTooNew {
+        /// Version recorded in the database.
+        found: i32,
+        /// The newest version this build has.
+        known: i32,
+    },
+    /// The database was created under another deployment key.
+    #[error(
+        "the database was created under deployment key {database}, but this daemon's key \
+         file has key {key}: point every node at the same key file"
+    )]
+    KeyMismatch {
+        /// Fingerprint recorded in the database.
+        database: String,
+        /// Fingerprint of the key this daemon read.
+        key: String,
+    },
+    /// A session to the server ended (server restart, network).
+    #[error("PostgreSQL: {0} ended")]
+    SessionEnded(&'static str),
+    /// A lease or value outside what the database can hold.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The server's own words for a failed statement (the driver's `Display`
+/// says only "db error").
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+/// The pool's error with the server's words in it.
+fn describe_pool(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => describe(e),
+        other => other.to_string(),
+    }
+}
+
+impl PgError {
+    /// Wraps a driver error with what was being done.
+    pub fn query(doing: &'static str) -> impl FnOnce(tokio_postgres::Error) -> PgError {
+        move |source| PgError::Query { doing, source }
+    }
+}
+
+/// The daemon's handle on one PostgreSQL database: a pool of connections,
+/// each with its prepared-statement cache. Cheap to clone.
+#[derive(Clone)]
+pub struct Pg {
+    pool: Pool,
+    /// The URL without its password, for messages.
+    shown: String,
+    /// How to open a connection outside the pool (the change follower's
+    /// `LISTEN` session).
+    config: tokio_postgres::Config,
+}
+
+impl std::fmt::Debug for Pg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pg({})", self.shown)
+    }
+}
+
+impl Pg {
+    /// A pooled connection.
+    pub async fn get(&self) -> Result<deadpool_postgres::Client, PgError> {
+        self.pool.get().await.map_err(|source| PgError::Connect {
+            url: self.shown.clone(),
+            source,
+        })
+    }
+
+    /// The database, without its password.
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    /// The connection settings (for a session of its own, outside the pool).
+    pub fn client_config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+}
+
+/// Builds the pool for `config.database`, reading the password from
+/// `database_password_file`, and brings the schema up to date
+/// ([`migrate::run`]).
+pub async fn connect(config: &Config) -> Result<Pg, PgError> {
+    let url = config.database.as_ref().ok_or(PgError::NotConfigured)?;
+    let password = match &config.database_password_file {
+        Some(path) => Some(read_password(path)?),
+        None => url.password.clone(),
+    };
+    let pg = open(url, password.as_deref(), POOL_SIZE)?;
+    migrate::run(&pg).await?;
+    Ok(pg)
+}
+
+/// The pool alone (no connection is made until the first `get`).
+pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg, PgError> {
+    let mut pc = tokio_postgres::Config::new();
+    pc.user(&url.user).dbname(&url.dbname).port(url.port);
+    match &url.host {
+        DatabaseHost::Tcp(host) => pc.host(host),
+        DatabaseHost::Socket(dir) => pc.host_path(dir),
+    };
+    if let Some(password) = password {
+        pc.password(password);
+    }
+    pc.application_name(
+        url.param("application_name")
+            .as_deref()
+            .unwrap_or("shortlinkd"),
+    );
+    let timeout = url.param("connect_timeout").and_then(|s| s.parse().ok());
+    pc.connect_timeout(Duration::from_secs(timeout.unwrap_or(5)));
+    let manager = Manager::from_config(
+        pc.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let pool = Pool::builder(manager)
+        .max_size(size)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(timeout.unwrap_or(5))))
+        .build()
+        .map_err(|e| PgError::Invalid(format!("cannot build the connection pool: {e}")))?;
+    Ok(Pg {
+        pool,
+        shown: url.to_string(),
+        config: pc,
+    })
+}
+
+/// The first line of the password file, without its line ending.
+fn read_password(path: &Path) -> Result<String, PgError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PgError::PasswordFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(text.lines().next().unwrap_or("").to_string())
+}

@@ -1,0 +1,184 @@
+//! Connecting, migrating from several daemons at once, the schema's rules,
+//! and the store identity's key check, on a real PostgreSQL.
+
+mod pg_common;
+
+use pg_common::{add_link, config_for, migrated};
+use shortlink_core::DeploymentKey;
+use shortlinkd::pg::{self, identity, migrate, PgError};
+use testpg::PgCluster;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn daemons_starting_at_once_migrate_once_and_agree() {
+    let cluster = PgCluster::start("schema");
+    let config = config_for(&cluster, "race");
+    // Eight daemons start together: each runs the migration; one applies
+    // it. Their connections are open first (a login takes long enough to
+    // stagger them), then all are let go at once.
+    let gate = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+    let starts: Vec<_> = (0..8)
+        .map(|_| {
+            let (config, gate) = (config.clone(), gate.clone());
+            tokio::spawn(async move {
+                let pg =
+                    pg::open(config.database.as_ref().unwrap(), Some(testpg::PASSWORD), 2).unwrap();
+                drop(pg.get().await.unwrap());
+                gate.wait().await;
+                migrate::run(&pg).await
+            })
+        })
+        .collect();
+    let mut applied = Vec::new();
+    for s in starts {
+        applied.extend(s.await.unwrap().unwrap());
+    }
+    assert_eq!(applied, (1..=migrate::newest()).collect::<Vec<_>>());
+    let versions = cluster.psql(
+        "race",
+        "SELECT string_agg(version::text, ',') FROM schema_version",
+    );
+    assert_eq!(versions, "1");
+    // And once more through connect, as a restarting daemon would.
+    let pg = pg::connect(&config).await.unwrap();
+    assert!(migrate::run(&pg).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schema_keeps_the_sqlite_rules() {
+    let cluster = PgCluster::start("rules");
+    let pg = migrated(&cluster, "rules").await;
+    add_link(&pg, 1, Some("promo"), None).await;
+    let client = pg.get().await.unwrap();
+    let err = client
+        .execute(
+            "INSERT INTO links (id, alias, url, created_at, updated_at) VALUES (2, 'promo', 'u', 0, 0)",
+            &[],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.as_db_error().unwrap().constraint(),
+        Some("links_alias_key")
+    );
+    for (table, unique) in [
+        ("api_keys", "api_keys_prefix_key"),
+        ("apps", "apps_app_id_key"),
+        ("users", "users_name_key"),
+    ] {
+        let n = cluster.psql(
+            "rules",
+            &format!("SELECT count(*) FROM pg_indexes WHERE tablename = '{table}' AND indexname = '{unique}'"),
+        );
+        assert_eq!(n, "1", "{table}");
+    }
+    for index in [
+        "links_dedupe",
+        "clicks_by_hour",
+        "click_batches_seen",
+        "edge_changes_order",
+    ] {
+        let n = cluster.psql(
+            "rules",
+            &format!("SELECT count(*) FROM pg_indexes WHERE indexname = '{index}'"),
+        );
+        assert_eq!(n, "1", "{index}");
+    }
+    // Clicks go with their link.
+    client
+        .execute(
+            "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) VALUES (1, 5, 1, false, '', 3)",
+            &[],
+        )
+        .await
+        .unwrap();
+    client
+        .execute("DELETE FROM links WHERE id = 1", &[])
+        .await
+        .unwrap();
+    assert_eq!(cluster.psql("rules", "SELECT count(*) FROM clicks"), "0");
+    // App secrets are stored sealed only.
+    let err = client
+        .execute(
+            "INSERT INTO apps (app_id, name, secret, scopes, created_at) VALUES ('a', 'n', 'clear', 's', 0)",
+            &[],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.as_db_error()
+            .unwrap()
+            .message()
+            .contains("apps_secret_check"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_created_under_another_key_is_refused_naming_both() {
+    let cluster = PgCluster::start("identity");
+    let pg = migrated(&cluster, "ident").await;
+    let (a, b) = (
+        DeploymentKey::generate().unwrap(),
+        DeploymentKey::generate().unwrap(),
+    );
+    let first = identity::claim(&pg, a.fingerprint()).await.unwrap();
+    assert_eq!(first.fingerprint, a.fingerprint().to_string());
+    // Another node with the same key: the same store.
+    let again = identity::claim(&pg, a.fingerprint()).await.unwrap();
+    assert_eq!(again, first);
+    let err = identity::claim(&pg, b.fingerprint()).await.unwrap_err();
+    assert!(matches!(err, PgError::KeyMismatch { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&a.fingerprint().to_string())
+            && message.contains(&b.fingerprint().to_string()),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_or_missing_file_is_named_without_the_password() {
+    let cluster = PgCluster::start("login");
+    let mut config = config_for(&cluster, "login");
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("pw");
+    std::fs::write(&wrong, "not-the-password\n").unwrap();
+    config.database_password_file = Some(wrong);
+    let err = pg::connect(&config).await.unwrap_err().to_string();
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(
+        err.contains(&format!("127.0.0.1:{}", cluster.port)),
+        "{err}"
+    );
+    assert!(!err.contains("not-the-password"), "{err}");
+    config.database_password_file = Some(dir.path().join("absent"));
+    let err = pg::connect(&config).await.unwrap_err().to_string();
+    assert!(
+        err.contains("password file") && err.contains("absent"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unix_socket_directory_as_host_connects() {
+    let cluster = PgCluster::start("socket");
+    cluster.create_db("sock");
+    let dir = cluster
+        .socket_dir()
+        .display()
+        .to_string()
+        .replace('/', "%2F");
+    let url = format!("postgres://{}@{dir}:{}/sock", testpg::USER, cluster.port);
+    let config = shortlinkd::config::Config {
+        database: Some(shortlinkd::config::DatabaseUrl::parse(&url).unwrap()),
+        database_password_file: Some(cluster.password_file()),
+        ..Default::default()
+    };
+    let pg = pg::connect(&config).await.unwrap();
+    let client = pg.get().await.unwrap();
+    let row = client
+        .query_one("SELECT inet_client_addr() IS NULL", &[])
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "connected over the Unix socket");
+}
