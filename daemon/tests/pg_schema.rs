@@ -182,3 +182,27 @@ async fn a_unix_socket_directory_as_host_connects() {
         .unwrap();
     assert!(row.get::<_, bool>(0), "connected over the Unix socket");
 }
+
+/// `PgStore::open`: connect, migrate, claim; a second daemon under the same
+/// key opens the same store, one under another key is refused.
+#[tokio::test]
+async fn a_pg_store_opens_under_its_key_only() {
+    let cluster = PgCluster::start("pgstore");
+    let config = config_for(&cluster, "store");
+    let key = DeploymentKey::from_bytes([1; 32]);
+    let a = shortlinkd::pg::store::PgStore::open(&config, &key)
+        .await
+        .unwrap();
+    let b = shortlinkd::pg::store::PgStore::open(&config, &key)
+        .await
+        .unwrap();
+    assert_eq!(a.identity(), b.identity());
+    assert_eq!(a.identity().fingerprint, key.fingerprint().to_string());
+    let other = DeploymentKey::from_bytes([2; 32]);
+    let err = shortlinkd::pg::store::PgStore::open(&config, &other)
+        .await
+        .err()
+        .expect("another key is refused")
+        .to_string();
+    assert!(err.contains(&other.fingerprint().to_string()), "{err}");
+}

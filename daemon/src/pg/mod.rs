@@ -15,6 +15,7 @@ pub mod follow;
 pub mod identity;
 pub mod ids;
 pub mod migrate;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
