@@ -3,6 +3,9 @@
 //! one database; what one writes reaches the others through the change log
 //! (`super::changes`, `super::follow`).
 
+mod credentials;
+mod users;
+
 use shortlink_core::DeploymentKey;
 
 use super::identity::{self, StoreIdentity};
