@@ -3,6 +3,8 @@
 //! one database; what one writes reaches the others through the change log
 //! (`super::changes`, `super::follow`).
 
+mod click_stats;
+mod clicks;
 mod credentials;
 mod users;
 
