@@ -3,6 +3,11 @@
 //! one database; what one writes reaches the others through the change log
 //! (`super::changes`, `super::follow`).
 
+mod ids;
+mod import;
+mod links;
+mod list;
+
 use shortlink_core::DeploymentKey;
 
 use super::identity::{self, StoreIdentity};
