@@ -532,3 +532,48 @@ async fn leases_from_two_stores_never_overlap() {
     let err = a.lease_ids(100, 0).await.unwrap_err().to_string();
     assert!(err.contains("at least one id"), "{err}");
 }
+
+/// Each kind of write wakes a listening follower at once: `NOTIFY` is sent
+/// after the commit (the follower's poll is far longer than the test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_wake_a_listening_follower_after_their_commit() {
+    use shortlinkd::pg::follow::{follow, FollowOptions, Followed};
+    use std::time::Duration;
+
+    let cluster = PgCluster::start("wake");
+    let store = open(&config_for(&cluster, "wake")).await;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let options = FollowOptions {
+        poll: Duration::from_secs(600),
+        listen: true,
+    };
+    let follower = tokio::spawn(follow(
+        store.pg().clone(),
+        shortlinkd::pg::changes::LogPosition::default(),
+        options,
+        tx,
+        stop.clone(),
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut next = async || match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        Ok(Some(Followed::Changes(c))) => c.iter().map(|c| c.link_id).collect::<Vec<_>>(),
+        other => panic!("no change heard within 5 s: {other:?}"),
+    };
+    store
+        .insert_links(vec![new_link(1, Some("a"), "https://e.com/1", &[])], 0)
+        .await
+        .unwrap();
+    assert_eq!(next().await, [1]);
+    store.update_link(1, edit(Some("b"), &[])).await.unwrap();
+    assert_eq!(next().await, [1]);
+    store
+        .import_links(vec![import_row(9, Some(40), None, "https://e.com/40")], 0)
+        .await
+        .unwrap();
+    assert_eq!(next().await, [40]);
+    store.delete_link(1).await.unwrap().unwrap();
+    assert_eq!(next().await, [1]);
+    stop.cancel();
+    follower.await.unwrap();
+}
