@@ -577,3 +577,43 @@ async fn writes_wake_a_listening_follower_after_their_commit() {
     stop.cancel();
     follower.await.unwrap();
 }
+
+/// Edits of one link from two nodes at once each see the one before: the
+/// link's row is locked from the read to the commit, so none is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_edits_from_two_stores_lose_nothing() {
+    let cluster = PgCluster::start("edits");
+    let config = config_for(&cluster, "edits");
+    let (a, b) = (open(&config).await, open(&config).await);
+    a.insert_links(vec![new_link(1, None, "https://e.com/1", &[])], 0)
+        .await
+        .unwrap();
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let gate = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let gate = gate.clone();
+            tokio::spawn(async move {
+                gate.wait().await;
+                let add_tag = LinkEdit {
+                    apply: Box::new(move |old: &Link| {
+                        let mut new = old.clone();
+                        new.tags.push(format!("t{i}"));
+                        Ok(new)
+                    }),
+                    alias_targets: Vec::new(),
+                    check: Box::new(|_, _| None),
+                };
+                store.update_link(1, add_tag).await.unwrap()
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert!(matches!(t.await.unwrap(), Updated::Done { .. }));
+    }
+    let mut tags = a.find_link(CodeRef::Id(1)).await.unwrap().unwrap().tags;
+    tags.sort();
+    let want: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+    assert_eq!(tags, want);
+}
