@@ -124,6 +124,17 @@ async fn inserts_refuse_items_alone_and_edits_log_their_changes() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("inserting a link"), "{err}");
+    // The store's write counters see the three writes and the failure.
+    let stats = store.stats();
+    let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        (
+            load(&stats.transactions),
+            load(&stats.writes),
+            load(&stats.write_errors)
+        ),
+        (3, 3, 1)
+    );
     assert_eq!(store.count_links().await.unwrap(), 4);
     let found = store
         .find_links(vec![

@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
+use super::links::counted;
 use super::PgStore;
 use crate::db::IdStore;
 use crate::pg::ids;
@@ -17,12 +18,20 @@ pub(super) const LINK_IDS: &str = "links";
 #[async_trait]
 impl IdStore for PgStore {
     async fn lease_ids(&self, floor: u64, size: u64) -> StoreResult<Range<u64>> {
-        let client = self.pg().get().await?;
-        Ok(ids::lease(&client, LINK_IDS, floor, size).await?)
+        let result = async {
+            let client = self.pg().get().await?;
+            Ok(ids::lease(&client, LINK_IDS, floor, size).await?)
+        }
+        .await;
+        counted(self.stats(), result)
     }
 
     async fn reserve_ids_through(&self, last: u64) -> StoreResult<()> {
-        let client = self.pg().get().await?;
-        Ok(ids::advance_past(&client, LINK_IDS, last).await?)
+        let result = async {
+            let client = self.pg().get().await?;
+            Ok(ids::advance_past(&client, LINK_IDS, last).await?)
+        }
+        .await;
+        counted(self.stats(), result)
     }
 }

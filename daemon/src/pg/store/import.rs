@@ -17,7 +17,8 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Transaction};
 
 use super::ids::LINK_IDS;
-use super::links::{bigint, by_alias, by_dedupe_hash, by_id, commit, failed, insert_new, wake};
+use super::links::{commit, counted, insert_new, wake};
+use super::rows::{bigint, by_alias, by_dedupe_hash, by_id, failed};
 use super::PgStore;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, NewLink};
 use crate::pg::{changes, ids};
@@ -143,17 +144,21 @@ async fn write_rows(
 #[async_trait]
 impl ImportStore for PgStore {
     async fn import_links(&self, rows: Vec<ImportLink>, now: i64) -> StoreResult<Vec<Imported>> {
-        let mut client = self.pg().get().await?;
-        let mut tx = client
-            .transaction()
-            .await
-            .map_err(failed("starting an import"))?;
-        let written = write_rows(&mut tx, rows, now).await?;
-        commit(tx).await?;
-        if written.logged {
-            wake(&client).await;
+        let result: StoreResult<Vec<Imported>> = async {
+            let mut client = self.pg().get().await?;
+            let mut tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting an import"))?;
+            let written = write_rows(&mut tx, rows, now).await?;
+            commit(tx).await?;
+            if written.logged {
+                wake(&client).await;
+            }
+            Ok(written.out)
         }
-        Ok(written.out)
+        .await;
+        counted(self.stats(), result)
     }
 
     async fn aliases_taken(&self, aliases: Vec<String>) -> StoreResult<HashMap<String, String>> {

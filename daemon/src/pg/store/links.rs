@@ -20,143 +20,18 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Transaction};
-use shortlink_core::ipc::DeviceTargets;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::Row;
 
-use super::list;
-use super::PgStore;
+use super::rows::{bigint, by_alias, by_code, by_dedupe_hash, columns, failed, from_row};
+use super::{list, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 use crate::pg::{changes, PgError};
 use crate::store::links::{Link, ListQuery};
-use crate::store::{StoreError, StoreResult};
-
-/// The columns [`from_row`] reads, as a literal for `concat!`.
-macro_rules! columns {
-    () => {
-        "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
-         redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-         created_by, clicks, bot_clicks"
-    };
-}
-pub(super) use columns;
+use crate::store::{StoreError, StoreResult, StoreStats};
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).
 const ALIAS_INDEX: &str = "links_alias_key";
-
-/// Wraps a driver error with what was being done.
-pub(super) fn failed(doing: &'static str) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
-    move |e| PgError::query(doing)(e).into()
-}
-
-/// A link id as PostgreSQL's bigint.
-pub(super) fn bigint(id: u64) -> StoreResult<i64> {
-    i64::try_from(id).map_err(|_| PgError::Invalid(format!("link id {id} is past bigint")).into())
-}
-
-/// The link in a row of [`columns!`].
-pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
-    let id: i64 = row.get(0);
-    let redirect = match row.get::<_, Option<i32>>(8) {
-        None => None,
-        Some(r) => Some(
-            u16::try_from(r)
-                .map_err(|_| StoreError::Corrupt(format!("link {id} has redirect status {r}")))?,
-        ),
-    };
-    let tags: String = row.get(14);
-    let tags = if tags == "[]" {
-        Vec::new()
-    } else {
-        serde_json::from_str(&tags)
-            .map_err(|e| StoreError::Corrupt(format!("link {id} has tags {tags:?}: {e}")))?
-    };
-    Ok(Link {
-        id: id as u64,
-        alias: row.get(1),
-        url: row.get(2),
-        created_at: row.get(3),
-        updated_at: row.get(4),
-        expires_at: row.get(5),
-        renew_ttl: row.get(6),
-        max_visits: row.get(7),
-        redirect,
-        targets: DeviceTargets {
-            desktop: row.get(9),
-            mobile: row.get(10),
-            ios: row.get(11),
-            android: row.get(12),
-        },
-        disabled: row.get(13),
-        tags,
-        created_by: row.get(15),
-        clicks: row.get(16),
-        bot_clicks: row.get(17),
-    })
-}
-
-/// The link with this id.
-pub(super) async fn by_id(c: &impl GenericClient, id: u64) -> StoreResult<Option<Link>> {
-    let st = c
-        .prepare_cached(concat!("SELECT ", columns!(), " FROM links WHERE id = $1"))
-        .await
-        .map_err(failed("preparing a link read by id"))?;
-    let row = c
-        .query_opt(&st, &[&bigint(id)?])
-        .await
-        .map_err(failed("reading a link by id"))?;
-    row.as_ref().map(from_row).transpose()
-}
-
-/// The link with this alias (exact, case-sensitive).
-pub(super) async fn by_alias(c: &impl GenericClient, alias: &str) -> StoreResult<Option<Link>> {
-    let st = c
-        .prepare_cached(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM links WHERE alias = $1"
-        ))
-        .await
-        .map_err(failed("preparing a link read by alias"))?;
-    let row = c
-        .query_opt(&st, &[&alias])
-        .await
-        .map_err(failed("reading a link by alias"))?;
-    row.as_ref().map(from_row).transpose()
-}
-
-/// The link behind `code`.
-async fn by_code(c: &impl GenericClient, code: &CodeRef) -> StoreResult<Option<Link>> {
-    match code {
-        CodeRef::Id(id) => by_id(c, *id).await,
-        CodeRef::Alias(alias) => by_alias(c, alias).await,
-        CodeRef::Invalid => Ok(None),
-    }
-}
-
-/// A live link created from the same request (for `dedupe: true`).
-pub(super) async fn by_dedupe_hash(
-    c: &impl GenericClient,
-    hash: &[u8],
-    now: i64,
-) -> StoreResult<Option<Link>> {
-    let st = c
-        .prepare_cached(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM links WHERE dedupe_hash = $1 AND NOT disabled \
-             AND (expires_at IS NULL OR expires_at > $2) \
-             AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
-        ))
-        .await
-        .map_err(failed("preparing a dedupe lookup"))?;
-    let row = c
-        .query_opt(&st, &[&hash, &now])
-        .await
-        .map_err(failed("looking up a link by dedupe hash"))?;
-    row.as_ref().map(from_row).transpose()
-}
 
 /// The first of `aliases` that is `own_alias` or an existing alias.
 async fn refused_alias_target(
@@ -272,6 +147,19 @@ pub(super) async fn insert_new(
     }
 }
 
+/// Notes a write in the store's counters: one transaction and one write
+/// when it succeeded (refusals included), a write error when it failed.
+pub(super) fn counted<T>(stats: &StoreStats, result: StoreResult<T>) -> StoreResult<T> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if result.is_ok() {
+        stats.transactions.fetch_add(1, Relaxed);
+        stats.writes.fetch_add(1, Relaxed);
+    } else {
+        stats.write_errors.fetch_add(1, Relaxed);
+    }
+    result
+}
+
 /// Commits a write.
 pub(super) async fn commit(tx: Transaction<'_>) -> StoreResult<()> {
     tx.commit()
@@ -363,67 +251,79 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
 #[async_trait]
 impl LinkStore for PgStore {
     async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
-        let mut client = self.pg().get().await?;
-        let mut tx = client
-            .transaction()
-            .await
-            .map_err(failed("starting a link insert"))?;
-        let mut out = Vec::with_capacity(links.len());
-        let mut logged = false;
-        for new in links {
-            let inserted = insert_new(&mut tx, new, now).await?;
-            logged |= matches!(&inserted, Inserted::New(l) if l.alias.is_some());
-            out.push(inserted);
+        let result: StoreResult<Vec<Inserted>> = async {
+            let mut client = self.pg().get().await?;
+            let mut tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting a link insert"))?;
+            let mut out = Vec::with_capacity(links.len());
+            let mut logged = false;
+            for new in links {
+                let inserted = insert_new(&mut tx, new, now).await?;
+                logged |= matches!(&inserted, Inserted::New(l) if l.alias.is_some());
+                out.push(inserted);
+            }
+            commit(tx).await?;
+            if logged {
+                wake(&client).await;
+            }
+            Ok(out)
         }
-        commit(tx).await?;
-        if logged {
-            wake(&client).await;
-        }
-        Ok(out)
+        .await;
+        counted(self.stats(), result)
     }
 
     async fn update_link(&self, id: u64, edit: LinkEdit) -> StoreResult<Updated> {
-        let mut client = self.pg().get().await?;
-        let tx = client
-            .transaction()
-            .await
-            .map_err(failed("starting a link edit"))?;
-        let updated = update_in(&tx, id, edit).await?;
-        if matches!(updated, Updated::Done { .. }) {
-            commit(tx).await?;
-            wake(&client).await;
-        } else {
-            tx.rollback()
+        let result: StoreResult<Updated> = async {
+            let mut client = self.pg().get().await?;
+            let tx = client
+                .transaction()
                 .await
-                .map_err(failed("rolling back a refused link edit"))?;
+                .map_err(failed("starting a link edit"))?;
+            let updated = update_in(&tx, id, edit).await?;
+            if matches!(updated, Updated::Done { .. }) {
+                commit(tx).await?;
+                wake(&client).await;
+            } else {
+                tx.rollback()
+                    .await
+                    .map_err(failed("rolling back a refused link edit"))?;
+            }
+            Ok(updated)
         }
-        Ok(updated)
+        .await;
+        counted(self.stats(), result)
     }
 
     async fn delete_link(&self, id: u64) -> StoreResult<Option<Link>> {
-        let mut client = self.pg().get().await?;
-        let tx = client
-            .transaction()
-            .await
-            .map_err(failed("starting a link delete"))?;
-        let st = tx
-            .prepare_cached(concat!(
-                "DELETE FROM links WHERE id = $1 RETURNING ",
-                columns!()
-            ))
-            .await
-            .map_err(failed("preparing a link delete"))?;
-        let row = tx
-            .query_opt(&st, &[&bigint(id)?])
-            .await
-            .map_err(failed("deleting a link"))?;
-        let Some(link) = row.as_ref().map(from_row).transpose()? else {
-            return Ok(None); // nothing written: the transaction rolls back
-        };
-        changes::append(&tx, id, link.alias.as_deref(), None).await?;
-        commit(tx).await?;
-        wake(&client).await;
-        Ok(Some(link))
+        let result: StoreResult<Option<Link>> = async {
+            let mut client = self.pg().get().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting a link delete"))?;
+            let st = tx
+                .prepare_cached(concat!(
+                    "DELETE FROM links WHERE id = $1 RETURNING ",
+                    columns!()
+                ))
+                .await
+                .map_err(failed("preparing a link delete"))?;
+            let row = tx
+                .query_opt(&st, &[&bigint(id)?])
+                .await
+                .map_err(failed("deleting a link"))?;
+            let Some(link) = row.as_ref().map(from_row).transpose()? else {
+                return Ok(None); // nothing written: the transaction rolls back
+            };
+            changes::append(&tx, id, link.alias.as_deref(), None).await?;
+            commit(tx).await?;
+            wake(&client).await;
+            Ok(Some(link))
+        }
+        .await;
+        counted(self.stats(), result)
     }
 
     async fn find_link(&self, code: CodeRef) -> StoreResult<Option<Link>> {

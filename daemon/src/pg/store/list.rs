@@ -6,7 +6,7 @@
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::types::ToSql;
 
-use super::links::{columns, failed, from_row};
+use super::rows::{columns, failed, from_row};
 use crate::store::links::{Link, LinkState, ListQuery, ListSort};
 use crate::store::StoreResult;
 

@@ -7,6 +7,7 @@ mod ids;
 mod import;
 mod links;
 mod list;
+mod rows;
 
 use shortlink_core::DeploymentKey;
 
