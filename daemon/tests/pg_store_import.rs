@@ -8,7 +8,9 @@ mod pg_store_common;
 use pg_common::config_for;
 use pg_store_common::{change_rows, import_row, new_link, open};
 use shortlinkd::codes::CodeRef;
-use shortlinkd::db::{IdStore, ImportStore, Imported, Inserted, LinkStore};
+use shortlinkd::db::{IdStore, ImportLink, ImportStore, Imported, Inserted, LinkStore};
+use shortlinkd::store::links::ListQuery;
+use shortlinkd::store::SqliteStore;
 use testpg::PgCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,4 +122,75 @@ async fn leases_from_two_stores_never_overlap() {
     assert_eq!(b.lease_ids(100, 1).await.unwrap(), 5011..5012);
     let err = a.lease_ids(100, 0).await.unwrap_err().to_string();
     assert!(err.contains("at least one id"), "{err}");
+}
+
+/// One import outcome in a comparable form.
+fn summary(o: &Imported) -> String {
+    match o {
+        Imported::Present => "present".into(),
+        Imported::Written {
+            outcome,
+            kept,
+            moved,
+        } => {
+            let what = match outcome {
+                Inserted::New(l) => format!("new {} {:?} {}", l.id, l.alias, l.url),
+                Inserted::Existing(l) => format!("existing {}", l.id),
+                Inserted::AliasTaken(a) => format!("alias taken {a}"),
+                Inserted::TargetAlias(i) => format!("target alias {i}"),
+            };
+            format!("{what} kept {kept} moved {moved}")
+        }
+    }
+}
+
+/// The same file imported twice, then a variant of it, into SQLite and
+/// PostgreSQL holding the same links: the same outcome row for row, and
+/// the same links with the same click totals afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imports_answer_row_for_row_as_sqlite_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::open(&dir.path().join("import.db"), 2, 100).unwrap();
+    let cluster = PgCluster::start("import-same");
+    let pg = open(&config_for(&cluster, "same")).await;
+    let file = |shift: u64| -> Vec<ImportLink> {
+        (0..24u64)
+            .map(|i| {
+                let alias = (i % 4 == 0).then(|| format!("a{}", i / 2));
+                let url = format!("https://e.com/{}", (i + shift) % 9);
+                let keep = (i % 3 == 0).then_some(10 + (i + shift) % 12);
+                import_row(1000 + shift * 100 + i, keep, alias.as_deref(), &url)
+            })
+            .collect()
+    };
+    for store in [&sqlite as &dyn LinkStore, &pg] {
+        let taken = vec![
+            new_link(13, None, "https://e.com/4", &[]),
+            new_link(16, Some("a2"), "https://e.com/elsewhere", &[]),
+        ];
+        store.insert_links(taken, 0).await.unwrap();
+    }
+    for (round, shift) in [0, 0, 5].into_iter().enumerate() {
+        let want = sqlite.import_links(file(shift), 0).await.unwrap();
+        let got = pg.import_links(file(shift), 0).await.unwrap();
+        let (want, got): (Vec<String>, Vec<String>) = (
+            want.iter().map(summary).collect(),
+            got.iter().map(summary).collect(),
+        );
+        assert_eq!(got, want, "round {round}");
+        if round == 1 {
+            assert!(want.iter().all(|w| w == "present"), "{want:?}");
+        }
+    }
+    let every = ListQuery {
+        limit: 1000,
+        ..Default::default()
+    };
+    let (want, got) = (
+        sqlite.links_page(every.clone()).await.unwrap(),
+        pg.links_page(every).await.unwrap(),
+    );
+    assert_eq!(got, want);
+    assert!(want.len() > 30, "{} links", want.len());
+    sqlite.close();
 }
