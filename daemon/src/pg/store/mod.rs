@@ -6,6 +6,11 @@
 mod click_stats;
 mod clicks;
 mod credentials;
+mod ids;
+mod import;
+mod links;
+mod list;
+mod rows;
 mod users;
 
 use shortlink_core::DeploymentKey;

@@ -1,0 +1,375 @@
+//! [`LinkStore`] over PostgreSQL, with the semantics of the SQLite
+//! implementation (`crate::store::backend::links`): each write is one
+//! transaction; an aliased item of a batch is tried under a savepoint so a
+//! taken alias refuses that item alone; every change the edges must hear
+//! about is appended to the shared change log (`pg::changes::append`) in
+//! the write's transaction, and followers are woken
+//! (`pg::changes::notify`) after the commit.
+//!
+//! There is no pending-click overlay here: on PostgreSQL a click batch is
+//! applied to the links' totals in its own transaction
+//! (`pg::clicks::record_batch`), so the stored totals are current and
+//! every read answers them as stored.
+//!
+//! Several nodes write at once: an edit locks its link's row (`FOR
+//! UPDATE`) before applying, and the alias index decides a race for one
+//! alias. Alias targets and dedupe are read in the write's transaction but
+//! not locked, as a node cannot lock a row that does not exist yet: two
+//! nodes creating at the same instant may both store a link (dedupe) or an
+//! alias target that the other is making an alias of.
+
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Transaction};
+use tokio_postgres::error::SqlState;
+
+use super::rows::{bigint, by_alias, by_code, by_dedupe_hash, columns, failed, from_row};
+use super::{list, PgStore};
+use crate::codes::CodeRef;
+use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+use crate::pg::{changes, PgError};
+use crate::store::links::{Link, ListQuery};
+use crate::store::{StoreError, StoreResult, StoreStats};
+
+/// The unique index on `links.alias` (see `pg/schema_v1.sql`).
+const ALIAS_INDEX: &str = "links_alias_key";
+
+/// The first of `aliases` that is `own_alias` or an existing alias.
+async fn refused_alias_target(
+    c: &impl GenericClient,
+    aliases: &[String],
+    own_alias: Option<&str>,
+) -> StoreResult<Option<usize>> {
+    for (i, a) in aliases.iter().enumerate() {
+        if own_alias == Some(a.as_str()) || by_alias(c, a).await?.is_some() {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `e` is the alias index refusing a second link with one alias.
+fn is_alias_conflict(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|d| {
+        *d.code() == SqlState::UNIQUE_VIOLATION && d.constraint() == Some(ALIAS_INDEX)
+    })
+}
+
+/// Runs the insert of `link`; the driver's error is kept for the caller to
+/// judge (an alias conflict is not a failure of the batch).
+async fn insert_row(
+    c: &impl GenericClient,
+    link: &Link,
+    hash: &[u8],
+) -> StoreResult<Result<(), tokio_postgres::Error>> {
+    let st = c
+        .prepare_cached(
+            "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
+             max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
+             disabled, tags, created_by, dedupe_hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+        )
+        .await
+        .map_err(failed("preparing a link insert"))?;
+    let redirect = link.redirect.map(i32::from);
+    let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
+    Ok(c.execute(
+        &st,
+        &[
+            &bigint(link.id)?,
+            &link.alias,
+            &link.url,
+            &link.created_at,
+            &link.updated_at,
+            &link.expires_at,
+            &link.renew_ttl,
+            &link.max_visits,
+            &redirect,
+            &link.targets.desktop,
+            &link.targets.mobile,
+            &link.targets.ios,
+            &link.targets.android,
+            &link.disabled,
+            &tags,
+            &link.created_by,
+            &hash,
+        ],
+    )
+    .await
+    .map(drop))
+}
+
+/// Inserts one link inside the caller's transaction; a taken alias rolls
+/// back only this item (a savepoint). A stored alias is logged: the edge
+/// may hold it as missing, and adds it to its alias set.
+pub(super) async fn insert_new(
+    tx: &mut Transaction<'_>,
+    new: NewLink,
+    now: i64,
+) -> StoreResult<Inserted> {
+    if new.dedupe {
+        if let Some(existing) = by_dedupe_hash(&*tx, &new.dedupe_hash, now).await? {
+            return Ok(Inserted::Existing(existing));
+        }
+    }
+    let link = new.link;
+    if let Some(i) = refused_alias_target(&*tx, &new.alias_targets, link.alias.as_deref()).await? {
+        return Ok(Inserted::TargetAlias(i));
+    }
+    let Some(alias) = link.alias.clone() else {
+        // Only an alias can conflict; anything else fails the whole write.
+        insert_row(&*tx, &link, &new.dedupe_hash)
+            .await?
+            .map_err(failed("inserting a link"))?;
+        return Ok(Inserted::New(link));
+    };
+    let item = tx
+        .savepoint("item")
+        .await
+        .map_err(failed("opening a savepoint for an aliased link"))?;
+    match insert_row(&item, &link, &new.dedupe_hash).await? {
+        Ok(()) => {
+            changes::append(&item, link.id, None, Some(&alias)).await?;
+            item.commit()
+                .await
+                .map_err(failed("releasing an aliased link's savepoint"))?;
+            Ok(Inserted::New(link))
+        }
+        Err(e) => {
+            item.rollback()
+                .await
+                .map_err(failed("rolling back an aliased link's savepoint"))?;
+            if is_alias_conflict(&e) {
+                Ok(Inserted::AliasTaken(alias))
+            } else {
+                Err(failed("inserting an aliased link")(e))
+            }
+        }
+    }
+}
+
+/// Notes a write in the store's counters: one transaction and one write
+/// when it succeeded (refusals included), a write error when it failed.
+pub(super) fn counted<T>(stats: &StoreStats, result: StoreResult<T>) -> StoreResult<T> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if result.is_ok() {
+        stats.transactions.fetch_add(1, Relaxed);
+        stats.writes.fetch_add(1, Relaxed);
+    } else {
+        stats.write_errors.fetch_add(1, Relaxed);
+    }
+    result
+}
+
+/// Commits a write.
+pub(super) async fn commit(tx: Transaction<'_>) -> StoreResult<()> {
+    tx.commit()
+        .await
+        .map_err(|e| StoreError::Commit(PgError::query("committing a link write")(e).to_string()))
+}
+
+/// `NOTIFY`s the followers after a commit that logged a change, on the
+/// writer's session but outside its transaction. The write stands if the
+/// wake fails (followers also poll): the failure is logged, not returned.
+pub(super) async fn wake(client: &deadpool_postgres::Client) {
+    if let Err(e) = changes::notify(client).await {
+        tracing::warn!(error = %e, "a link write is committed but followers were not woken; they catch up by polling");
+    }
+}
+
+/// Applies `edit` to link `id` inside `tx`: load (row locked), apply,
+/// alias targets, check, update, log.
+async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult<Updated> {
+    let st = tx
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE id = $1 FOR UPDATE"
+        ))
+        .await
+        .map_err(failed("preparing a link read for an edit"))?;
+    let row = tx
+        .query_opt(&st, &[&bigint(id)?])
+        .await
+        .map_err(failed("reading a link to edit"))?;
+    let Some(old) = row.as_ref().map(from_row).transpose()? else {
+        return Ok(Updated::NotFound);
+    };
+    let new = match (edit.apply)(&old) {
+        Ok(new) => new,
+        Err(e) => return Ok(Updated::Refused(e)),
+    };
+    if let Some(i) = refused_alias_target(tx, &edit.alias_targets, new.alias.as_deref()).await? {
+        return Ok(Updated::TargetAlias(i));
+    }
+    if let Some(e) = (edit.check)(&old, &new) {
+        return Ok(Updated::Refused(e));
+    }
+    let st = tx
+        .prepare_cached(concat!(
+            "UPDATE links SET alias = $2, url = $3, updated_at = $4, expires_at = $5, \
+             renew_ttl = $6, max_visits = $7, redirect = $8, target_desktop = $9, \
+             target_mobile = $10, target_ios = $11, target_android = $12, disabled = $13, \
+             tags = $14, dedupe_hash = NULL WHERE id = $1 RETURNING ",
+            columns!()
+        ))
+        .await
+        .map_err(failed("preparing a link update"))?;
+    let redirect = new.redirect.map(i32::from);
+    let tags = serde_json::to_string(&new.tags).unwrap_or_else(|_| "[]".into());
+    let stored = tx
+        .query_one(
+            &st,
+            &[
+                &bigint(id)?,
+                &new.alias,
+                &new.url,
+                &new.updated_at,
+                &new.expires_at,
+                &new.renew_ttl,
+                &new.max_visits,
+                &redirect,
+                &new.targets.desktop,
+                &new.targets.mobile,
+                &new.targets.ios,
+                &new.targets.android,
+                &new.disabled,
+                &tags,
+            ],
+        )
+        .await;
+    let stored = match stored {
+        Ok(row) => from_row(&row)?,
+        Err(e) if is_alias_conflict(&e) => {
+            return Ok(Updated::AliasTaken(new.alias.unwrap_or_default()))
+        }
+        Err(e) => return Err(failed("updating a link")(e)),
+    };
+    changes::append(tx, id, old.alias.as_deref(), stored.alias.as_deref()).await?;
+    Ok(Updated::Done { old, new: stored })
+}
+
+#[async_trait]
+impl LinkStore for PgStore {
+    async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
+        let result: StoreResult<Vec<Inserted>> = async {
+            let mut client = self.pg().get().await?;
+            let mut tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting a link insert"))?;
+            let mut out = Vec::with_capacity(links.len());
+            let mut logged = false;
+            for new in links {
+                let inserted = insert_new(&mut tx, new, now).await?;
+                logged |= matches!(&inserted, Inserted::New(l) if l.alias.is_some());
+                out.push(inserted);
+            }
+            commit(tx).await?;
+            if logged {
+                wake(&client).await;
+            }
+            Ok(out)
+        }
+        .await;
+        counted(self.stats(), result)
+    }
+
+    async fn update_link(&self, id: u64, edit: LinkEdit) -> StoreResult<Updated> {
+        let result: StoreResult<Updated> = async {
+            let mut client = self.pg().get().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting a link edit"))?;
+            let updated = update_in(&tx, id, edit).await?;
+            if matches!(updated, Updated::Done { .. }) {
+                commit(tx).await?;
+                wake(&client).await;
+            } else {
+                tx.rollback()
+                    .await
+                    .map_err(failed("rolling back a refused link edit"))?;
+            }
+            Ok(updated)
+        }
+        .await;
+        counted(self.stats(), result)
+    }
+
+    async fn delete_link(&self, id: u64) -> StoreResult<Option<Link>> {
+        let result: StoreResult<Option<Link>> = async {
+            let mut client = self.pg().get().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting a link delete"))?;
+            let st = tx
+                .prepare_cached(concat!(
+                    "DELETE FROM links WHERE id = $1 RETURNING ",
+                    columns!()
+                ))
+                .await
+                .map_err(failed("preparing a link delete"))?;
+            let row = tx
+                .query_opt(&st, &[&bigint(id)?])
+                .await
+                .map_err(failed("deleting a link"))?;
+            let Some(link) = row.as_ref().map(from_row).transpose()? else {
+                return Ok(None); // nothing written: the transaction rolls back
+            };
+            changes::append(&tx, id, link.alias.as_deref(), None).await?;
+            commit(tx).await?;
+            wake(&client).await;
+            Ok(Some(link))
+        }
+        .await;
+        counted(self.stats(), result)
+    }
+
+    async fn find_link(&self, code: CodeRef) -> StoreResult<Option<Link>> {
+        let client = self.pg().get().await?;
+        by_code(&client, &code).await
+    }
+
+    async fn find_links(&self, codes: Vec<CodeRef>) -> StoreResult<Vec<Option<Link>>> {
+        let mut client = self.pg().get().await?;
+        let tx = list::read_tx(&mut client).await?;
+        let mut out = Vec::with_capacity(codes.len());
+        for code in &codes {
+            out.push(by_code(&tx, code).await?);
+        }
+        tx.commit().await.map_err(failed("ending a link read"))?;
+        Ok(out)
+    }
+
+    async fn list_links(&self, query: ListQuery) -> StoreResult<Page> {
+        let mut client = self.pg().get().await?;
+        let tx = list::read_tx(&mut client).await?;
+        let links = list::list(&tx, &query).await?;
+        let next = (links.len() == query.limit as usize)
+            .then(|| links.last().map(|l| (query.sort.key(l), l.id)))
+            .flatten();
+        let total = list::count_matching(&tx, &query).await?;
+        tx.commit().await.map_err(failed("ending a link list"))?;
+        Ok(Page { links, total, next })
+    }
+
+    async fn links_page(&self, query: ListQuery) -> StoreResult<Vec<Link>> {
+        let client = self.pg().get().await?;
+        list::list(&client, &query).await
+    }
+
+    async fn count_links(&self) -> StoreResult<u64> {
+        let client = self.pg().get().await?;
+        let row = client
+            .query_one("SELECT count(*) FROM links", &[])
+            .await
+            .map_err(failed("counting links"))?;
+        Ok(row.get::<_, i64>(0) as u64)
+    }
+
+    async fn count_links_by_state(&self, now: i64) -> StoreResult<Vec<(String, u64)>> {
+        let client = self.pg().get().await?;
+        list::count_by_state(&client, now).await
+    }
+}

@@ -1,0 +1,134 @@
+//! Reading rows of the `links` table on PostgreSQL: the columns, a row as
+//! a [`Link`], and the lookups every link write and read shares.
+
+use deadpool_postgres::GenericClient;
+use shortlink_core::ipc::DeviceTargets;
+use tokio_postgres::Row;
+
+use crate::codes::CodeRef;
+use crate::pg::PgError;
+use crate::store::links::Link;
+use crate::store::{StoreError, StoreResult};
+
+/// The columns [`from_row`] reads, as a literal for `concat!`.
+macro_rules! columns {
+    () => {
+        "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
+         redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
+         created_by, clicks, bot_clicks"
+    };
+}
+pub(super) use columns;
+
+/// Wraps a driver error with what was being done.
+pub(super) fn failed(doing: &'static str) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
+    move |e| PgError::query(doing)(e).into()
+}
+
+/// A link id as PostgreSQL's bigint.
+pub(super) fn bigint(id: u64) -> StoreResult<i64> {
+    i64::try_from(id).map_err(|_| PgError::Invalid(format!("link id {id} is past bigint")).into())
+}
+
+/// The link in a row of [`columns!`].
+pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
+    let id: i64 = row.get(0);
+    let redirect = match row.get::<_, Option<i32>>(8) {
+        None => None,
+        Some(r) => Some(
+            u16::try_from(r)
+                .map_err(|_| StoreError::Corrupt(format!("link {id} has redirect status {r}")))?,
+        ),
+    };
+    let tags: String = row.get(14);
+    let tags = if tags == "[]" {
+        Vec::new()
+    } else {
+        serde_json::from_str(&tags)
+            .map_err(|e| StoreError::Corrupt(format!("link {id} has tags {tags:?}: {e}")))?
+    };
+    Ok(Link {
+        id: id as u64,
+        alias: row.get(1),
+        url: row.get(2),
+        created_at: row.get(3),
+        updated_at: row.get(4),
+        expires_at: row.get(5),
+        renew_ttl: row.get(6),
+        max_visits: row.get(7),
+        redirect,
+        targets: DeviceTargets {
+            desktop: row.get(9),
+            mobile: row.get(10),
+            ios: row.get(11),
+            android: row.get(12),
+        },
+        disabled: row.get(13),
+        tags,
+        created_by: row.get(15),
+        clicks: row.get(16),
+        bot_clicks: row.get(17),
+    })
+}
+
+/// The link with this id.
+pub(super) async fn by_id(c: &impl GenericClient, id: u64) -> StoreResult<Option<Link>> {
+    let st = c
+        .prepare_cached(concat!("SELECT ", columns!(), " FROM links WHERE id = $1"))
+        .await
+        .map_err(failed("preparing a link read by id"))?;
+    let row = c
+        .query_opt(&st, &[&bigint(id)?])
+        .await
+        .map_err(failed("reading a link by id"))?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// The link with this alias (exact, case-sensitive).
+pub(super) async fn by_alias(c: &impl GenericClient, alias: &str) -> StoreResult<Option<Link>> {
+    let st = c
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE alias = $1"
+        ))
+        .await
+        .map_err(failed("preparing a link read by alias"))?;
+    let row = c
+        .query_opt(&st, &[&alias])
+        .await
+        .map_err(failed("reading a link by alias"))?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// The link behind `code`.
+pub(super) async fn by_code(c: &impl GenericClient, code: &CodeRef) -> StoreResult<Option<Link>> {
+    match code {
+        CodeRef::Id(id) => by_id(c, *id).await,
+        CodeRef::Alias(alias) => by_alias(c, alias).await,
+        CodeRef::Invalid => Ok(None),
+    }
+}
+
+/// A live link created from the same request (for `dedupe: true`).
+pub(super) async fn by_dedupe_hash(
+    c: &impl GenericClient,
+    hash: &[u8],
+    now: i64,
+) -> StoreResult<Option<Link>> {
+    let st = c
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE dedupe_hash = $1 AND NOT disabled \
+             AND (expires_at IS NULL OR expires_at > $2) \
+             AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
+        ))
+        .await
+        .map_err(failed("preparing a dedupe lookup"))?;
+    let row = c
+        .query_opt(&st, &[&hash, &now])
+        .await
+        .map_err(failed("looking up a link by dedupe hash"))?;
+    row.as_ref().map(from_row).transpose()
+}

@@ -1,0 +1,196 @@
+//! `PgStore`'s imports and id leases on a real PostgreSQL: a re-import
+//! stores nothing twice, kept ids move the allocator, and leases from two
+//! nodes never overlap.
+
+mod pg_common;
+mod pg_store_common;
+
+use pg_common::config_for;
+use pg_store_common::{change_rows, import_row, new_link, open};
+use shortlinkd::codes::CodeRef;
+use shortlinkd::db::{IdStore, ImportLink, ImportStore, Imported, Inserted, LinkStore};
+use shortlinkd::store::links::ListQuery;
+use shortlinkd::store::SqliteStore;
+use testpg::PgCluster;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imports_keep_free_ids_and_count_what_is_there() {
+    let cluster = PgCluster::start("import");
+    let store = open(&config_for(&cluster, "import")).await;
+    store
+        .insert_links(vec![new_link(50, None, "https://e.com/other", &[])], 0)
+        .await
+        .unwrap();
+    let rows = || {
+        vec![
+            // Keeps 500; its code may be cached as missing: logged.
+            import_row(1001, Some(500), None, "https://e.com/kept"),
+            // 50 is another link's: a new id.
+            import_row(1002, Some(50), None, "https://e.com/moved"),
+            import_row(1003, None, Some("al"), "https://e.com/aliased"),
+            // The same URL twice in one file: two links.
+            import_row(1004, None, None, "https://e.com/twice"),
+            import_row(1005, None, None, "https://e.com/twice"),
+        ]
+    };
+    let first = store.import_links(rows(), 0).await.unwrap();
+    let written: Vec<(u64, bool, bool)> = first
+        .iter()
+        .map(|o| match o {
+            Imported::Written {
+                outcome: Inserted::New(l),
+                kept,
+                moved,
+            } => (l.id, *kept, *moved),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        written,
+        [
+            (500, true, false),
+            (1002, false, true),
+            (1003, false, false),
+            (1004, false, false),
+            (1005, false, false)
+        ]
+    );
+    let kept = store.find_link(CodeRef::Id(500)).await.unwrap().unwrap();
+    assert_eq!((kept.clicks, kept.bot_clicks), (7, 2));
+    assert_eq!(
+        change_rows(&cluster, "import"),
+        ["500|-|-", "1003|-|al"],
+        "the kept code and the alias are logged"
+    );
+    // The allocator moved past the kept id in the import's transaction.
+    assert!(store.lease_ids(1, 10).await.unwrap().start > 500);
+
+    // Again: everything is there already, nothing is written.
+    let again = store.import_links(rows(), 0).await.unwrap();
+    assert!(
+        again.iter().all(|o| matches!(o, Imported::Present)),
+        "{again:?}"
+    );
+    assert_eq!(store.count_links().await.unwrap(), 6);
+    assert_eq!(change_rows(&cluster, "import").len(), 2);
+    // An alias taken by another URL is refused like a create.
+    let clash = store
+        .import_links(
+            vec![import_row(1010, None, Some("al"), "https://e.com/x")],
+            0,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        &clash[0],
+        Imported::Written { outcome: Inserted::AliasTaken(a), .. } if a == "al"
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn leases_from_two_stores_never_overlap() {
+    let cluster = PgCluster::start("leases");
+    let config = config_for(&cluster, "leases");
+    let (a, b) = (open(&config).await, open(&config).await);
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                for _ in 0..10 {
+                    got.push(store.lease_ids(100, 7).await.unwrap());
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort_by_key(|r| r.start);
+    assert_eq!(all.len(), 80);
+    assert_eq!(all[0].start, 100);
+    for w in all.windows(2) {
+        assert_eq!(w[0].end, w[1].start, "{:?} then {:?}", w[0], w[1]);
+    }
+    b.reserve_ids_through(5000).await.unwrap();
+    assert_eq!(a.lease_ids(100, 10).await.unwrap(), 5001..5011);
+    // Never back.
+    a.reserve_ids_through(10).await.unwrap();
+    assert_eq!(b.lease_ids(100, 1).await.unwrap(), 5011..5012);
+    let err = a.lease_ids(100, 0).await.unwrap_err().to_string();
+    assert!(err.contains("at least one id"), "{err}");
+}
+
+/// One import outcome in a comparable form.
+fn summary(o: &Imported) -> String {
+    match o {
+        Imported::Present => "present".into(),
+        Imported::Written {
+            outcome,
+            kept,
+            moved,
+        } => {
+            let what = match outcome {
+                Inserted::New(l) => format!("new {} {:?} {}", l.id, l.alias, l.url),
+                Inserted::Existing(l) => format!("existing {}", l.id),
+                Inserted::AliasTaken(a) => format!("alias taken {a}"),
+                Inserted::TargetAlias(i) => format!("target alias {i}"),
+            };
+            format!("{what} kept {kept} moved {moved}")
+        }
+    }
+}
+
+/// The same file imported twice, then a variant of it, into SQLite and
+/// PostgreSQL holding the same links: the same outcome row for row, and
+/// the same links with the same click totals afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imports_answer_row_for_row_as_sqlite_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::open(&dir.path().join("import.db"), 2, 100).unwrap();
+    let cluster = PgCluster::start("import-same");
+    let pg = open(&config_for(&cluster, "same")).await;
+    let file = |shift: u64| -> Vec<ImportLink> {
+        (0..24u64)
+            .map(|i| {
+                let alias = (i % 4 == 0).then(|| format!("a{}", i / 2));
+                let url = format!("https://e.com/{}", (i + shift) % 9);
+                let keep = (i % 3 == 0).then_some(10 + (i + shift) % 12);
+                import_row(1000 + shift * 100 + i, keep, alias.as_deref(), &url)
+            })
+            .collect()
+    };
+    for store in [&sqlite as &dyn LinkStore, &pg] {
+        let taken = vec![
+            new_link(13, None, "https://e.com/4", &[]),
+            new_link(16, Some("a2"), "https://e.com/elsewhere", &[]),
+        ];
+        store.insert_links(taken, 0).await.unwrap();
+    }
+    for (round, shift) in [0, 0, 5].into_iter().enumerate() {
+        let want = sqlite.import_links(file(shift), 0).await.unwrap();
+        let got = pg.import_links(file(shift), 0).await.unwrap();
+        let (want, got): (Vec<String>, Vec<String>) = (
+            want.iter().map(summary).collect(),
+            got.iter().map(summary).collect(),
+        );
+        assert_eq!(got, want, "round {round}");
+        if round == 1 {
+            assert!(want.iter().all(|w| w == "present"), "{want:?}");
+        }
+    }
+    let every = ListQuery {
+        limit: 1000,
+        ..Default::default()
+    };
+    let (want, got) = (
+        sqlite.links_page(every.clone()).await.unwrap(),
+        pg.links_page(every).await.unwrap(),
+    );
+    assert_eq!(got, want);
+    assert!(want.len() > 30, "{} links", want.len());
+    sqlite.close();
+}
