@@ -24,6 +24,12 @@ use crate::store::{unix_now, StoreResult};
 /// Most rows in one import call.
 pub const MAX_IMPORT: usize = 50_000;
 
+/// Largest id an imported code keeps (2^40, a trillion links). A code of
+/// another length can decode to any id (its check character passes for
+/// about one string in 31), and keeping a huge one would move the id
+/// allocator to the end of its range for every later create.
+pub const MAX_KEPT_ID: u64 = 1 << 40;
+
 /// A row that passed the rules, waiting for the transaction.
 struct Good {
     line: u64,
@@ -159,7 +165,18 @@ impl Links<'_> {
         let keep_id = match extra.code.as_deref() {
             None => None,
             Some(code) => match codes::resolve(&self.rules.codec, code) {
-                CodeRef::Id(id) => Some(id),
+                CodeRef::Id(id) if id <= MAX_KEPT_ID => Some(id),
+                CodeRef::Id(id) => {
+                    outcome.notes.push(note(
+                        line,
+                        "code",
+                        format!(
+                            "\"{code}\" stands for id {id}, beyond any this deployment hands out \
+                             (at most {MAX_KEPT_ID}); imported under a new code"
+                        ),
+                    ));
+                    None
+                }
                 _ => {
                     outcome.notes.push(note(
                         line,

@@ -131,19 +131,26 @@ async fn exported_codes_and_clicks_are_kept_and_creates_never_collide() {
         // Taken here by another link: a new code, said so.
         row(4, first, "https://e.com/c", 1, 0),
         row(5, first + 5, "https://e.com/d", 1, 2),
+        // Beyond any id handed out: a new code, and the allocator stays.
+        row(6, MAX_KEPT_ID + 1, "https://e.com/far", 0, 0),
     ];
     let out = links.import(rows.clone(), Some("cli")).await.unwrap();
-    assert_eq!((out.imported, out.present), (3, 0), "{out:?}");
+    assert_eq!((out.imported, out.present), (4, 0), "{out:?}");
     assert_eq!(out.errors.len(), 1, "{out:?}");
     assert_eq!(
         (out.errors[0].line, out.errors[0].field.as_deref()),
         (5, Some("bot_clicks"))
     );
-    assert_eq!(out.notes.len(), 1, "{out:?}");
+    assert_eq!(out.notes.len(), 2, "{out:?}");
     assert_eq!(
         (out.notes[0].line, out.notes[0].field.as_deref()),
         (4, Some("code"))
     );
+    assert_eq!(
+        (out.notes[1].line, out.notes[1].field.as_deref()),
+        (6, Some("code"))
+    );
+    assert!(out.notes[1].message.contains("beyond"), "{out:?}");
     let a = links.get(&code(first + 1)).await.unwrap();
     assert_eq!(
         (a.url.as_str(), a.clicks, a.bot_clicks),
@@ -166,11 +173,12 @@ async fn exported_codes_and_clicks_are_kept_and_creates_never_collide() {
             .await
             .unwrap();
         assert!(made.link().id > first + 3, "{:?}", made.link());
+        assert!(made.link().id < MAX_KEPT_ID, "{:?}", made.link());
     }
     // Again: what was kept is present; the re-coded row is found by
     // its URL and options.
     let again = links.import(rows, Some("cli")).await.unwrap();
-    assert_eq!((again.imported, again.present), (0, 3), "{again:?}");
+    assert_eq!((again.imported, again.present), (0, 4), "{again:?}");
     parts.store.close();
 }
 
