@@ -3,19 +3,16 @@
 //! device counts, referrers and top links, read from the `clicks` table
 //! alone (every acknowledged batch is in it already).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use deadpool_postgres::GenericClient;
 use shortlink_core::ipc::DeviceTargets;
 use tokio_postgres::{IsolationLevel, Row};
 
 use crate::pg::PgError;
-use crate::store::clicks::{RangeStats, SiteStats};
+use crate::store::clicks::{RangeStats, RangeTally, SiteStats, SiteTally};
 use crate::store::links::Link;
 use crate::store::{StoreError, StoreResult};
-
-/// Most referrers a stats query returns (as on SQLite).
-const TOP_REFERRERS: usize = 50;
 
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day
 /// buckets.
@@ -29,7 +26,6 @@ pub(super) async fn link_stats(
     let Ok(id) = i64::try_from(link_id) else {
         return Ok(RangeStats::default()); // no link has such an id
     };
-    let bucket_hours: i64 = if daily { 24 } else { 1 };
     let st = c
         .prepare_cached(
             "SELECT hour, device, bot, referrer, count FROM clicks \
@@ -41,36 +37,13 @@ pub(super) async fn link_stats(
         .query(&st, &[&id, &from_hour, &to_hour])
         .await
         .map_err(PgError::query("reading link stats"))?;
-    let mut out = RangeStats::default();
-    let mut series: BTreeMap<i64, i64> = BTreeMap::new();
-    let mut devices: BTreeMap<u8, i64> = BTreeMap::new();
-    let mut referrers: HashMap<String, i64> = HashMap::new();
+    let mut tally = RangeTally::new(daily);
     for r in &rows {
-        let hour: i64 = r.get(0);
         let device: i16 = r.get(1);
-        let bot: bool = r.get(2);
-        let referrer: String = r.get(3);
-        let n: i64 = r.get(4);
-        out.total += n;
-        if bot {
-            out.bots += n;
-        }
-        *series.entry(hour.div_euclid(bucket_hours)).or_default() += n;
-        *devices.entry(device as u8).or_default() += n;
-        if !referrer.is_empty() {
-            *referrers.entry(referrer).or_default() += n;
-        }
+        let referrer: &str = r.get(3);
+        tally.add(r.get(0), device as u8, r.get(2), referrer, r.get(4));
     }
-    let mut referrers: Vec<(String, i64)> = referrers.into_iter().collect();
-    referrers.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    referrers.truncate(TOP_REFERRERS);
-    out.series = series
-        .into_iter()
-        .map(|(b, n)| (b * bucket_hours * 3600, n))
-        .collect();
-    out.devices = devices.into_iter().collect();
-    out.referrers = referrers;
-    Ok(out)
+    Ok(tally.finish())
 }
 
 /// Stats of every link for hours `from_hour..=to_hour`, in hour or day
@@ -101,27 +74,12 @@ pub(super) async fn site_stats(
         .query(&st, &[&from_hour, &to_hour])
         .await
         .map_err(PgError::query("reading site stats"))?;
-    let bucket_hours: i64 = if daily { 24 } else { 1 };
-    let mut out = SiteStats::default();
-    let mut series: BTreeMap<i64, i64> = BTreeMap::new();
-    let mut links: HashMap<u64, i64> = HashMap::new();
+    let mut tally = SiteTally::new(daily);
     for r in &rows {
         let (link, hour, bot, n): (i64, i64, bool, i64) = (r.get(0), r.get(1), r.get(2), r.get(3));
-        out.total += n;
-        if bot {
-            out.bots += n;
-        }
-        *series.entry(hour.div_euclid(bucket_hours)).or_default() += n;
-        *links.entry(link as u64).or_default() += n;
+        tally.add(link as u64, hour, bot, n);
     }
-    out.series = series
-        .into_iter()
-        .map(|(b, n)| (b * bucket_hours * 3600, n))
-        .collect();
-    let mut ranked: Vec<(u64, i64)> = links.into_iter().collect();
-    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked.truncate(top);
-    out.top = ranked;
+    let out = tally.finish(top);
     let top = top_links(&tx, &out.top).await?;
     tx.commit()
         .await

@@ -28,8 +28,8 @@ pub use aggregate::{Aggregate, LinkAgg, RowKey};
 pub use fold::{fold_job, FoldOutcome};
 pub use log::{append_batches, log_len, prune_batches, recover};
 pub use pending::{with_overlay, ClickOverlay, PendingClicks};
-pub use range::{range_stats, RangeStats};
-pub use site::{site_stats, SiteStats};
+pub use range::{range_stats, RangeStats, RangeTally};
+pub use site::{site_stats, SiteStats, SiteTally};
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,75 @@ pub struct RangeStats {
     pub referrers: Vec<(String, i64)>,
 }
 
+/// One link's stats summed from `(hour, device, bot, referrer, clicks)`
+/// rows: the one rule for buckets, devices and the top referrers, whatever
+/// store the rows come from.
+#[derive(Debug)]
+pub struct RangeTally {
+    bucket_hours: i64,
+    total: i64,
+    bots: i64,
+    series: BTreeMap<i64, i64>,
+    devices: BTreeMap<u8, i64>,
+    referrers: HashMap<String, i64>,
+}
+
+impl RangeTally {
+    /// An empty tally in hour (or, `daily`, day) buckets.
+    pub fn new(daily: bool) -> Self {
+        Self {
+            bucket_hours: if daily { 24 } else { 1 },
+            total: 0,
+            bots: 0,
+            series: BTreeMap::new(),
+            devices: BTreeMap::new(),
+            referrers: HashMap::new(),
+        }
+    }
+
+    /// Adds `n` clicks in `hour` (hours since the epoch); an empty referrer
+    /// is none.
+    pub fn add(&mut self, hour: i64, device: u8, bot: bool, referrer: &str, n: i64) {
+        self.total += n;
+        if bot {
+            self.bots += n;
+        }
+        *self
+            .series
+            .entry(hour.div_euclid(self.bucket_hours))
+            .or_default() += n;
+        *self.devices.entry(device).or_default() += n;
+        if !referrer.is_empty() {
+            match self.referrers.get_mut(referrer) {
+                Some(c) => *c += n,
+                None => {
+                    self.referrers.insert(referrer.to_string(), n);
+                }
+            }
+        }
+    }
+
+    /// The stats, with the [`TOP_REFERRERS`] most frequent referrers
+    /// (ties: by name).
+    pub fn finish(self) -> RangeStats {
+        let mut referrers: Vec<(String, i64)> = self.referrers.into_iter().collect();
+        referrers.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        referrers.truncate(TOP_REFERRERS);
+        let bucket = self.bucket_hours * 3600;
+        RangeStats {
+            total: self.total,
+            bots: self.bots,
+            series: self
+                .series
+                .into_iter()
+                .map(|(b, n)| (b * bucket, n))
+                .collect(),
+            devices: self.devices.into_iter().collect(),
+            referrers,
+        }
+    }
+}
+
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day
 /// buckets: the `clicks` table plus the pending clicks in `overlay`.
 pub fn range_stats(
@@ -37,12 +106,7 @@ pub fn range_stats(
     daily: bool,
 ) -> StoreResult<RangeStats> {
     let id = link_id as i64;
-    let bucket_hours: i64 = if daily { 24 } else { 1 };
-    let mut total = 0i64;
-    let mut bots = 0i64;
-    let mut series: BTreeMap<i64, i64> = BTreeMap::new();
-    let mut devices: BTreeMap<u8, i64> = BTreeMap::new();
-    let mut referrers: HashMap<String, i64> = HashMap::new();
+    let mut tally = RangeTally::new(daily);
     {
         let mut st = conn.prepare_cached(
             "SELECT hour, device, bot, referrer, count FROM clicks \
@@ -50,52 +114,15 @@ pub fn range_stats(
         )?;
         let mut rows = st.query(params![id, from_hour, to_hour])?;
         while let Some(r) = rows.next()? {
-            let hour: i64 = r.get(0)?;
             let device: i64 = r.get(1)?;
-            let bot: bool = r.get(2)?;
             let referrer = r.get_ref(3)?.as_str().unwrap_or("");
-            let n: i64 = r.get(4)?;
-            total += n;
-            if bot {
-                bots += n;
-            }
-            *series.entry(hour.div_euclid(bucket_hours)).or_default() += n;
-            *devices.entry(device as u8).or_default() += n;
-            if !referrer.is_empty() {
-                match referrers.get_mut(referrer) {
-                    Some(c) => *c += n,
-                    None => {
-                        referrers.insert(referrer.to_string(), n);
-                    }
-                }
-            }
+            tally.add(r.get(0)?, device as u8, r.get(2)?, referrer, r.get(4)?);
         }
     }
     for (k, n) in overlay.rows(link_id) {
-        if k.hour < from_hour || k.hour > to_hour {
-            continue;
-        }
-        total += n;
-        if k.bot {
-            bots += n;
-        }
-        *series.entry(k.hour.div_euclid(bucket_hours)).or_default() += n;
-        *devices.entry(k.device).or_default() += n;
-        if !k.referrer.is_empty() {
-            *referrers.entry(k.referrer.clone()).or_default() += n;
+        if (from_hour..=to_hour).contains(&k.hour) {
+            tally.add(k.hour, k.device, k.bot, &k.referrer, n);
         }
     }
-    let mut referrers: Vec<(String, i64)> = referrers.into_iter().collect();
-    referrers.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    referrers.truncate(TOP_REFERRERS);
-    Ok(RangeStats {
-        total,
-        bots,
-        series: series
-            .into_iter()
-            .map(|(b, n)| (b * bucket_hours * 3600, n))
-            .collect(),
-        devices: devices.into_iter().collect(),
-        referrers,
-    })
+    Ok(tally.finish())
 }

@@ -22,6 +22,58 @@ pub struct SiteStats {
     pub top: Vec<(u64, i64)>,
 }
 
+/// Site stats summed from `(link, hour, bot, clicks)` rows: the one rule
+/// for buckets and the ranking of top links, whatever store the rows come
+/// from.
+#[derive(Debug)]
+pub struct SiteTally {
+    bucket_hours: i64,
+    out: SiteStats,
+    series: BTreeMap<i64, i64>,
+    links: HashMap<u64, i64>,
+}
+
+impl SiteTally {
+    /// An empty tally in hour (or, `daily`, day) buckets.
+    pub fn new(daily: bool) -> Self {
+        Self {
+            bucket_hours: if daily { 24 } else { 1 },
+            out: SiteStats::default(),
+            series: BTreeMap::new(),
+            links: HashMap::new(),
+        }
+    }
+
+    /// Adds `n` clicks of `link` in `hour` (hours since the epoch).
+    pub fn add(&mut self, link: u64, hour: i64, bot: bool, n: i64) {
+        self.out.total += n;
+        if bot {
+            self.out.bots += n;
+        }
+        *self
+            .series
+            .entry(hour.div_euclid(self.bucket_hours))
+            .or_default() += n;
+        *self.links.entry(link).or_default() += n;
+    }
+
+    /// The stats, with the `top` most clicked links (ties: lower id first).
+    pub fn finish(self, top: usize) -> SiteStats {
+        let mut out = self.out;
+        let bucket = self.bucket_hours * 3600;
+        out.series = self
+            .series
+            .into_iter()
+            .map(|(b, n)| (b * bucket, n))
+            .collect();
+        let mut ranked: Vec<(u64, i64)> = self.links.into_iter().collect();
+        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(top);
+        out.top = ranked;
+        out
+    }
+}
+
 /// Stats of every link for hours `from_hour..=to_hour`, in hour or day
 /// buckets, with the `top` most clicked links.
 pub fn site_stats(
@@ -32,18 +84,7 @@ pub fn site_stats(
     daily: bool,
     top: usize,
 ) -> StoreResult<SiteStats> {
-    let bucket_hours: i64 = if daily { 24 } else { 1 };
-    let mut out = SiteStats::default();
-    let mut series: BTreeMap<i64, i64> = BTreeMap::new();
-    let mut links: HashMap<u64, i64> = HashMap::new();
-    let mut add = |link: u64, hour: i64, bot: bool, n: i64| {
-        out.total += n;
-        if bot {
-            out.bots += n;
-        }
-        *series.entry(hour.div_euclid(bucket_hours)).or_default() += n;
-        *links.entry(link).or_default() += n;
-    };
+    let mut tally = SiteTally::new(daily);
     {
         let mut st = conn.prepare_cached(
             "SELECT link_id, hour, bot, sum(count) FROM clicks \
@@ -51,23 +92,15 @@ pub fn site_stats(
         )?;
         let mut rows = st.query(params![from_hour, to_hour])?;
         while let Some(r) = rows.next()? {
-            add(r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?, r.get(3)?);
+            tally.add(r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?, r.get(3)?);
         }
     }
     for (link, k, n) in overlay.all_rows() {
         if (from_hour..=to_hour).contains(&k.hour) {
-            add(link, k.hour, k.bot, n);
+            tally.add(link, k.hour, k.bot, n);
         }
     }
-    out.series = series
-        .into_iter()
-        .map(|(b, n)| (b * bucket_hours * 3600, n))
-        .collect();
-    let mut ranked: Vec<(u64, i64)> = links.into_iter().collect();
-    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked.truncate(top);
-    out.top = ranked;
-    Ok(out)
+    Ok(tally.finish(top))
 }
 
 #[cfg(test)]
