@@ -49,14 +49,10 @@ struct Filter {
 
 impl Filter {
     fn new(query: &ListQuery) -> Self {
-        let mut tags = query.tags.clone();
-        tags.sort_unstable();
-        tags.dedup();
         Self {
             q: query.q.clone(),
-            // An id past bigint matches no link.
-            code_id: query.code_id.and_then(|i| i64::try_from(i).ok()),
-            tags: (!tags.is_empty()).then_some(tags),
+            code_id: query.stored_code_id(),
+            tags: query.tag_set(),
             all_tags: query.all_tags,
             state: query.state.map(LinkState::as_str),
             now: query.now,

@@ -72,6 +72,23 @@ pub struct ListQuery {
     pub created_before: Option<i64>,
 }
 
+impl ListQuery {
+    /// The tags to filter on, sorted and without repeats; `None` for no
+    /// tag filter. Every store's filter reads them so.
+    pub fn tag_set(&self) -> Option<Vec<String>> {
+        let mut tags = self.tags.clone();
+        tags.sort_unstable();
+        tags.dedup();
+        (!tags.is_empty()).then_some(tags)
+    }
+
+    /// [`ListQuery::code_id`] as a stored id; an id past `i64` matches no
+    /// link.
+    pub fn stored_code_id(&self) -> Option<i64> {
+        self.code_id.and_then(|i| i64::try_from(i).ok())
+    }
+}
+
 /// The filter of [`list`] and [`count_matching`]. The state is
 /// [`Link::state`] in SQL: disabled, then expired, then exhausted.
 const MATCHING: &str = concat!(
@@ -102,13 +119,12 @@ struct Filter {
 
 impl Filter {
     fn new(query: &ListQuery) -> Self {
-        let mut tags = query.tags.clone();
-        tags.sort_unstable();
-        tags.dedup();
         Self {
             q: query.q.clone(),
-            code_id: query.code_id.map(|i| i as i64),
-            tags: (!tags.is_empty()).then(|| serde_json::Value::from(tags).to_string()),
+            code_id: query.stored_code_id(),
+            tags: query
+                .tag_set()
+                .map(|tags| serde_json::Value::from(tags).to_string()),
             all_tags: query.all_tags,
             state: query.state.map(LinkState::as_str),
             now: query.now,
