@@ -38,6 +38,29 @@ pub enum Imported {
     },
 }
 
+/// What the id an exported code stands for means for an import row, given
+/// the link stored at that id: the one rule every store applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeptId {
+    /// No link has it: the row keeps its code.
+    Free,
+    /// The same link (same URL) is there: the row is already present.
+    Present,
+    /// Another link has it: the row gets a new code (`moved`).
+    Taken,
+}
+
+impl KeptId {
+    /// The meaning of the id for a row to `url`, `stored` the link at it.
+    pub fn of(url: &str, stored: Option<&crate::store::links::Link>) -> Self {
+        match stored {
+            None => KeptId::Free,
+            Some(old) if old.url == url => KeptId::Present,
+            Some(_) => KeptId::Taken,
+        }
+    }
+}
+
 /// Imports: one big write that does not hold up the others for long.
 #[async_trait]
 pub trait ImportStore: Send + Sync {

@@ -24,7 +24,7 @@ pub use changes::{ChangeLog, Resume};
 pub use clicks::ClickStore;
 pub use credentials::CredentialStore;
 pub use ids::IdStore;
-pub use import::{ImportLink, ImportStore, Imported};
+pub use import::{ImportLink, ImportStore, Imported, KeptId};
 pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 pub use users::UserStore;
 

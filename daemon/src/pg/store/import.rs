@@ -20,7 +20,7 @@ use super::ids::LINK_IDS;
 use super::links::{commit, counted, insert_new, wake};
 use super::rows::{bigint, by_alias, by_dedupe_hash, by_id, failed};
 use super::PgStore;
-use crate::db::{ImportLink, ImportStore, Imported, Inserted, NewLink};
+use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
 use crate::pg::{changes, ids};
 use crate::store::StoreResult;
 
@@ -88,16 +88,16 @@ async fn write_rows(
         let mut kept = false;
         let mut moved = false;
         if let Some(k) = keep_id {
-            match by_id(&*tx, k).await? {
-                None => {
+            match KeptId::of(&n.link.url, by_id(&*tx, k).await?.as_ref()) {
+                KeptId::Free => {
                     n.link.id = k;
                     kept = true;
                 }
-                Some(old) if old.url == n.link.url => {
+                KeptId::Present => {
                     out.push(Imported::Present);
                     continue;
                 }
-                Some(_) => moved = true,
+                KeptId::Taken => moved = true,
             }
         }
         if !kept {

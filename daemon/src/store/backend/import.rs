@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use rusqlite::Connection;
 
 use super::links::insert_new;
-use crate::db::{ImportLink, ImportStore, Imported, Inserted, NewLink};
+use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
 use crate::store::links as table;
 use crate::store::{changes, SqliteStore, StoreResult};
 
@@ -40,16 +40,16 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
         let mut kept = false;
         let mut moved = false;
         if let Some(k) = keep_id {
-            match table::by_id(c, k)? {
-                None => {
+            match KeptId::of(&n.link.url, table::by_id(c, k)?.as_ref()) {
+                KeptId::Free => {
                     n.link.id = k;
                     kept = true;
                 }
-                Some(old) if old.url == n.link.url => {
+                KeptId::Present => {
                     out.push(Imported::Present);
                     continue;
                 }
-                Some(_) => moved = true,
+                KeptId::Taken => moved = true,
             }
         }
         if !kept {
