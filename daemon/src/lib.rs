@@ -32,4 +32,5 @@ pub mod spool;
 pub mod stats;
 pub mod store;
 pub mod timestamp;
+pub mod unread_body;
 pub mod users;

@@ -1,6 +1,8 @@
 //! `shortlinkd serve`: binds the sockets, runs the IPC server, the HTTP API,
 //! the control socket and the background jobs, and shuts down gracefully.
 
+use crate::unread_body::finish_body;
+use axum::middleware::from_fn;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -183,9 +185,10 @@ impl Listeners {
 }
 
 /// Everything served on the API socket (and TCP): the `/api/v1` router.
-/// The admin UI (`/admin`) merges its router in here.
+/// The admin UI (`/admin`) merges its router in here; a body answered
+/// without is still read to its end (`crate::unread_body`).
 pub fn http_router(app: SharedApp) -> axum::Router {
-    crate::admin::with_admin(app.clone(), api::router(app))
+    crate::admin::with_admin(app.clone(), api::router(app)).layer(from_fn(finish_body))
 }
 
 /// Runs until `shutdown` resolves, then stops accepting, lets in-flight
@@ -258,7 +261,7 @@ pub async fn run(
     }
     {
         let t = token.clone();
-        let r = api::control_router(Arc::clone(&app));
+        let r = api::control_router(Arc::clone(&app)).layer(from_fn(finish_body));
         servers.push(tokio::spawn(async move {
             if let Err(e) = axum::serve(control, r)
                 .with_graceful_shutdown(async move { t.cancelled().await })
