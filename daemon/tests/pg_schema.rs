@@ -3,6 +3,8 @@
 
 mod pg_common;
 
+use std::os::unix::fs::PermissionsExt;
+
 use pg_common::{add_link, config_for, migrated};
 use shortlink_core::DeploymentKey;
 use shortlinkd::pg::{self, identity, migrate, PgError};
@@ -137,13 +139,21 @@ async fn a_database_created_under_another_key_is_refused_naming_both() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_password_or_missing_file_is_named_without_the_password() {
+async fn a_wrong_password_or_missing_or_open_file_is_named_without_the_password() {
     let cluster = PgCluster::start("login");
     let mut config = config_for(&cluster, "login");
     let dir = tempfile::tempdir().unwrap();
     let wrong = dir.path().join("pw");
     std::fs::write(&wrong, "not-the-password\n").unwrap();
-    config.database_password_file = Some(wrong);
+    // Readable by everyone: refused before it is read, naming the mode.
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o644)).unwrap();
+    config.database_password_file = Some(wrong.clone());
+    let err = pg::connect(&config).await.unwrap_err().to_string();
+    assert!(
+        err.contains("readable by other users (mode 644)") && err.contains("pw"),
+        "{err}"
+    );
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o640)).unwrap();
     let err = pg::connect(&config).await.unwrap_err().to_string();
     assert!(err.contains("password authentication failed"), "{err}");
     assert!(

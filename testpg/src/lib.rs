@@ -28,7 +28,13 @@ pub struct PgCluster {
     /// The OS user the server runs as (`None`: the current user).
     run_as: Option<(u32, u32)>,
     keep: bool,
+    /// Whether dropping this handle stops the server (not for a handle
+    /// [attached](PgCluster::attach) to another process's cluster).
+    owned: bool,
 }
+
+/// The variable `with-pg` names its cluster's directory in.
+pub const SUITE_CLUSTER_ENV: &str = "SHORTLINK_TEST_PG";
 
 /// The directory holding `initdb` and `pg_ctl`: `$SHORTLINK_PG_BIN`, or the
 /// newest `/usr/lib/postgresql/*/bin` (Debian's layout).
@@ -96,10 +102,43 @@ impl PgCluster {
             bin,
             run_as,
             keep: std::env::var_os("SHORTLINK_KEEP_PG").is_some(),
+            owned: true,
         };
         cluster.init()?;
         cluster.start_server()?;
+        let port_file = cluster.dir.join("port");
+        std::fs::write(&port_file, cluster.port.to_string())
+            .map_err(|e| format!("{}: {e}", port_file.display()))?;
         Ok(cluster)
+    }
+
+    /// A handle on the running cluster in `dir`, started by another process
+    /// (`with-pg`); dropping it leaves the server running.
+    pub fn attach(dir: &Path) -> Result<PgCluster, String> {
+        let port_file = dir.join("port");
+        let port = std::fs::read_to_string(&port_file)
+            .map_err(|e| format!("{}: {e}", port_file.display()))?
+            .trim()
+            .parse()
+            .map_err(|e| format!("{}: not a port: {e}", port_file.display()))?;
+        Ok(PgCluster {
+            dir: dir.to_path_buf(),
+            port,
+            bin: bin_dir()?,
+            run_as: None,
+            keep: true,
+            owned: false,
+        })
+    }
+
+    /// The cluster `with-pg` started for this test process, if any.
+    pub fn suite() -> Option<PgCluster> {
+        let dir = std::env::var_os(SUITE_CLUSTER_ENV)?;
+        Some(
+            Self::attach(Path::new(&dir)).unwrap_or_else(|e| {
+                panic!("{SUITE_CLUSTER_ENV}: the suite's PostgreSQL cluster: {e}")
+            }),
+        )
     }
 
     fn data(&self) -> PathBuf {
@@ -302,6 +341,33 @@ impl PgCluster {
         false
     }
 
+    /// Turns TLS on (or off, with `None`): the server's certificate and key
+    /// (PEM) go into the data directory and the configuration is reloaded.
+    pub fn set_tls(&self, cert_and_key: Option<(&str, &str)>) {
+        if let Some((cert, key)) = cert_and_key {
+            for (name, pem) in [("server.crt", cert), ("server.key", key)] {
+                let path = self.data().join(name);
+                std::fs::write(&path, pem).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                self.chown(&path).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        let on = if cert_and_key.is_some() { "on" } else { "off" };
+        self.psql("postgres", &format!("ALTER SYSTEM SET ssl = '{on}'"));
+        self.psql("postgres", "SELECT pg_reload_conf()");
+        // The postmaster applies the reload between connections.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.psql("postgres", "SHOW ssl") != on {
+            assert!(
+                Instant::now() < deadline,
+                "ssl = {on} was not applied:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Keeps the directory after drop (for a failed test's post-mortem).
     pub fn keep(&mut self) {
         self.keep = true;
@@ -310,6 +376,9 @@ impl PgCluster {
 
 impl Drop for PgCluster {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         self.kill();
         if !self.keep && !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);

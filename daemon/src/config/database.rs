@@ -36,8 +36,66 @@ pub struct DatabaseUrl {
     pub password: Option<String>,
 }
 
+/// The URL's `sslmode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    /// Plain text.
+    Disable,
+    /// TLS when offered, certificate not checked.
+    Prefer,
+    /// TLS always, certificate not checked.
+    Require,
+    /// TLS always, chain checked against the roots.
+    VerifyCa,
+    /// TLS always, chain and host name checked.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// Every value, as written in a URL.
+    pub const NAMES: &'static str = "disable, prefer, require, verify-ca, verify-full";
+
+    /// Parses a URL's value.
+    pub fn parse(value: &str) -> Option<Self> {
+        Some(match value {
+            "disable" => Self::Disable,
+            "prefer" => Self::Prefer,
+            "require" => Self::Require,
+            "verify-ca" => Self::VerifyCa,
+            "verify-full" => Self::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// Whether the server's certificate is checked (and `sslrootcert`
+    /// needed).
+    pub fn verifies(self) -> bool {
+        matches!(self, Self::VerifyCa | Self::VerifyFull)
+    }
+
+    /// Whether a connection without TLS is refused.
+    pub fn requires_tls(self) -> bool {
+        !matches!(self, Self::Disable | Self::Prefer)
+    }
+
+    /// What the driver is told.
+    pub fn wire(self) -> tokio_postgres::config::SslMode {
+        use tokio_postgres::config::SslMode as WireMode;
+        match self {
+            Self::Disable => WireMode::Disable,
+            Self::Prefer => WireMode::Prefer,
+            _ => WireMode::Require,
+        }
+    }
+}
+
 /// Query parameters understood; any other is refused by name.
-const KNOWN_PARAMS: &[&str] = &["sslmode", "application_name", "connect_timeout"];
+const KNOWN_PARAMS: &[&str] = &[
+    "sslmode",
+    "sslrootcert",
+    "application_name",
+    "connect_timeout",
+];
 
 impl DatabaseUrl {
     /// Parses and checks a URL, naming what is wrong with it.
@@ -88,10 +146,10 @@ impl DatabaseUrl {
                     KNOWN_PARAMS.join(", ")
                 ));
             }
-            if key == "sslmode" && !matches!(value.as_ref(), "disable" | "prefer") {
+            if key == "sslmode" && SslMode::parse(&value).is_none() {
                 return Err(format!(
-                    "\"{shown}\": sslmode={value} needs TLS, which this build does not have yet \
-                     (use disable or prefer)"
+                    "\"{shown}\": sslmode={value} is not one of {}",
+                    SslMode::NAMES
                 ));
             }
             if key == "connect_timeout" && value.parse::<u64>().is_err() {
@@ -99,6 +157,23 @@ impl DatabaseUrl {
                     "\"{shown}\": connect_timeout={value} is not whole seconds"
                 ));
             }
+        }
+        let param = |k: &str| url.query_pairs().find(|(key, _)| key == k).map(|(_, v)| v);
+        let mode = param("sslmode")
+            .and_then(|m| SslMode::parse(&m))
+            .unwrap_or(SslMode::Prefer);
+        if mode.requires_tls() && matches!(host, DatabaseHost::Socket(_)) {
+            return Err(format!(
+                "\"{shown}\": sslmode={} needs TCP: PostgreSQL has no TLS on a Unix socket",
+                param("sslmode").unwrap_or_default()
+            ));
+        }
+        if mode.verifies() && param("sslrootcert").is_none_or(|c| c.is_empty()) {
+            return Err(format!(
+                "\"{shown}\": sslmode={} checks the server's certificate and needs \
+                 sslrootcert=FILE (PEM CA certificates) or sslrootcert=system",
+                param("sslmode").unwrap_or_default()
+            ));
         }
         let password = url.password().map(decode).transpose()?;
         Ok(Self {
@@ -109,6 +184,13 @@ impl DatabaseUrl {
             dbname,
             password,
         })
+    }
+
+    /// How the connection is encrypted (`sslmode`, `prefer` when unset).
+    pub fn ssl_mode(&self) -> SslMode {
+        self.param("sslmode")
+            .and_then(|m| SslMode::parse(&m))
+            .unwrap_or(SslMode::Prefer)
     }
 
     /// A query parameter of the URL.
@@ -216,6 +298,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn modes_parse_as_libpq_names_them() {
+        for name in SslMode::NAMES.split(", ") {
+            assert!(SslMode::parse(name).is_some(), "{name}");
+        }
+        assert_eq!(SslMode::parse("allow"), None);
+        assert!(SslMode::VerifyCa.verifies() && !SslMode::Require.verifies());
+        assert!(SslMode::Require.requires_tls() && !SslMode::Prefer.requires_tls());
+    }
+
+    #[test]
     fn a_url_gives_its_parts() {
         let u = DatabaseUrl::parse("postgres://sl@db.example:6432/links?sslmode=disable").unwrap();
         assert_eq!(u.user, "sl");
@@ -237,7 +329,15 @@ mod tests {
             ("postgres://u@h:5432", "one database name"),
             ("postgres://u@h:5432/a/b", "one database name"),
             ("postgres://u@h:99999/d", "not a URL"),
-            ("postgres://u@h/d?sslmode=require", "TLS"),
+            (
+                "postgres://u@h/d?sslmode=allow",
+                "not one of disable, prefer",
+            ),
+            ("postgres://u@h/d?sslmode=verify-full", "needs sslrootcert"),
+            (
+                "postgres://u@%2Frun%2Fpg/d?sslmode=require",
+                "no TLS on a Unix socket",
+            ),
             ("postgres://u@h/d?pool=3", "unknown parameter `pool`"),
         ] {
             let err = DatabaseUrl::parse(bad).unwrap_err();

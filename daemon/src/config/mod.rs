@@ -26,7 +26,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
-pub use database::{DatabaseHost, DatabaseUrl};
+pub use database::{DatabaseHost, DatabaseUrl, SslMode};
 pub use targets::Targets;
 
 /// Names no alias may take because operators route them elsewhere.
@@ -385,6 +385,15 @@ mod tests {
         let config = Config::load(Some(&path), &given(&[])).unwrap();
         assert_eq!(config.reserved_aliases, vec!["static", "login"]);
         assert_eq!(config.targets.block_hosts, vec!["evil.example"]);
+        // The commented-out PostgreSQL example is a URL the daemon takes.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let example = text
+            .lines()
+            .find_map(|l| l.strip_prefix("# database = \""))
+            .and_then(|l| l.strip_suffix('"'))
+            .expect("an example database URL");
+        let url = DatabaseUrl::parse(example).unwrap();
+        assert_eq!(url.ssl_mode(), SslMode::VerifyFull);
     }
 
     #[test]

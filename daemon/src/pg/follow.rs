@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::{self, Change, LogPosition, LogRead, CHANNEL};
@@ -174,7 +174,7 @@ impl Listener {
     async fn start(pg: &Pg, wake: mpsc::Sender<()>) -> Result<Listener, PgError> {
         let (client, mut connection) = pg
             .client_config()
-            .connect(NoTls)
+            .connect(pg.tls())
             .await
             .map_err(PgError::query("opening the LISTEN session"))?;
         let task = tokio::spawn(async move {

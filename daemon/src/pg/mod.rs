@@ -16,12 +16,13 @@ pub mod identity;
 pub mod ids;
 pub mod migrate;
 pub mod store;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::{Config, DatabaseHost, DatabaseUrl};
 
@@ -43,6 +44,17 @@ pub enum PgError {
         /// What the system said.
         #[source]
         source: std::io::Error,
+    },
+    /// The password file can be read by users other than its owner and group.
+    #[error(
+        "the database password file {path} is readable by other users (mode {mode:o}): \
+         chmod o-rwx it (0600, or 0640 with the daemon's group)"
+    )]
+    PasswordFileOpen {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
     },
     /// A connection could not be taken from the pool (server down, refused
     /// login, timeout).
@@ -95,7 +107,18 @@ pub enum PgError {
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        // The driver's own words, then each cause's ("error performing TLS
+        // handshake: invalid peer certificate: UnknownIssuer").
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            text
+        }
     }
 }
 
@@ -124,6 +147,8 @@ pub struct Pg {
     /// How to open a connection outside the pool (the change follower's
     /// `LISTEN` session).
     config: tokio_postgres::Config,
+    /// TLS as the URL's `sslmode` asks ([`tls`]).
+    tls: MakeRustlsConnect,
 }
 
 impl std::fmt::Debug for Pg {
@@ -149,6 +174,11 @@ impl Pg {
     /// The connection settings (for a session of its own, outside the pool).
     pub fn client_config(&self) -> &tokio_postgres::Config {
         &self.config
+    }
+
+    /// The TLS connector for such a session.
+    pub fn tls(&self) -> MakeRustlsConnect {
+        self.tls.clone()
     }
 }
 
@@ -184,9 +214,11 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
     );
     let timeout = url.param("connect_timeout").and_then(|s| s.parse().ok());
     pc.connect_timeout(Duration::from_secs(timeout.unwrap_or(5)));
+    pc.ssl_mode(url.ssl_mode().wire());
+    let tls = tls::connector(url.ssl_mode(), url.param("sslrootcert").as_deref())?;
     let manager = Manager::from_config(
         pc.clone(),
-        NoTls,
+        tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -202,11 +234,28 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
         pool,
         shown: url.to_string(),
         config: pc,
+        tls,
     })
 }
 
-/// The first line of the password file, without its line ending.
+/// The first line of the password file, without its line ending; a file
+/// other users can read is refused (a secret there is no secret).
 fn read_password(path: &Path) -> Result<String, PgError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|source| PgError::PasswordFile {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .permissions()
+        .mode()
+        & 0o777;
+    if mode & 0o007 != 0 {
+        return Err(PgError::PasswordFileOpen {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
     let text = std::fs::read_to_string(path).map_err(|source| PgError::PasswordFile {
         path: path.to_path_buf(),
         source,

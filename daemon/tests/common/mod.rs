@@ -23,6 +23,33 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_shortlinkd");
 /// key made such tests fail now and then.
 pub const TEST_KEY: [u8; 32] = *b"shortlink daemon tests, fixed ky";
 
+/// Under `with-pg` (`$SHORTLINK_TEST_PG`), the `serve` arguments that put a
+/// new daemon on a fresh database of the suite's PostgreSQL cluster; else
+/// none (SQLite under the data directory).
+pub fn suite_database() -> Vec<String> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let Some(cluster) = testpg::PgCluster::suite() else {
+        return Vec::new();
+    };
+    let db = format!(
+        "t{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    vec![
+        "--database".into(),
+        cluster.create_db(&db),
+        "--database-password-file".into(),
+        cluster.password_file().display().to_string(),
+    ]
+}
+
+/// Whether the suite runs on PostgreSQL (`with-pg`).
+pub fn on_postgres() -> bool {
+    std::env::var_os(testpg::SUITE_CLUSTER_ENV).is_some()
+}
+
 /// A running daemon and its files.
 pub struct Daemon {
     pub dir: tempfile::TempDir,
@@ -48,7 +75,10 @@ impl Daemon {
             key,
             admin_key: String::new(),
             child: None,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
+            extra: suite_database()
+                .into_iter()
+                .chain(extra.iter().map(|s| s.to_string()))
+                .collect(),
         };
         d.spawn().await;
         let out = d.cli(&[
