@@ -28,6 +28,10 @@ use crate::config::{Config, DatabaseHost, DatabaseUrl};
 /// Connections kept open by one daemon.
 pub const POOL_SIZE: usize = 16;
 
+/// How long the server lets a session sit idle inside a transaction before
+/// ending it (set on every connection).
+pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
+
 /// Why a PostgreSQL operation failed; every variant says what was being
 /// done, and none carries the password.
 #[derive(Debug, thiserror::Error)]
@@ -182,6 +186,12 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
             .as_deref()
             .unwrap_or("shortlinkd"),
     );
+    // A session left idle inside a transaction holds back the change-log
+    // horizon of every node (`changes`): the server ends it.
+    pc.options(format!(
+        "-c idle_in_transaction_session_timeout={}",
+        IDLE_IN_TRANSACTION.as_millis()
+    ));
     let timeout = url.param("connect_timeout").and_then(|s| s.parse().ok());
     pc.connect_timeout(Duration::from_secs(timeout.unwrap_or(5)));
     let manager = Manager::from_config(
