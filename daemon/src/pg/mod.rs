@@ -150,6 +150,12 @@ impl Pg {
         &self.shown
     }
 
+    /// Closes the pool: connections are dropped as they come back, and
+    /// every later [`Pg::get`] fails.
+    pub fn close(&self) {
+        self.pool.close();
+    }
+
     /// The connection settings (for a session of its own, outside the pool).
     pub fn client_config(&self) -> &tokio_postgres::Config {
         &self.config
