@@ -9,6 +9,11 @@
 //! once they are written (see [`EventHub::publish`]), so the change is at the
 //! edge before the reply that made it. A worker that comes back after an
 //! outage is replayed the log from its position ([`Edge::replay`]).
+//!
+//! On PostgreSQL the log is shared by every node: each daemon follows it
+//! (`pg::feed`) and hands what it reads to [`Edge::followed`], which drops
+//! the daemon's cached copies and pushes what was not pushed yet by the
+//! same path, so a change made on any node reaches every node's workers.
 
 use shortlink_core::ipc::{ChangePosition, Event};
 use shortlink_core::Codec;
@@ -78,10 +83,10 @@ impl<'a> LinkChange<'a> {
 
 /// Tells the daemon's cache and the nginx workers that links changed.
 ///
-/// The cross-node change feed (PostgreSQL, a later issue) plugs in here:
-/// each daemon follows the shared change log through this type, so a
-/// change made on any node reaches every node's cache and workers by the
-/// same path.
+/// The cross-node change feed (PostgreSQL) plugs in here: each daemon
+/// follows the shared change log through this type ([`Edge::followed`]),
+/// so a change made on any node reaches every node's cache and workers by
+/// the same path.
 #[derive(Clone, Copy)]
 pub struct Edge<'a> {
     codec: &'a Codec,
@@ -147,6 +152,8 @@ impl<'a> Edge<'a> {
         }
         match rows {
             Some(rows) => {
+                // Rows of other nodes' writes may come with this node's.
+                self.forget(&rows);
                 let mut events = self.replay(&rows);
                 events.push(Event::Position(head));
                 self.hub.publish_at(events, head.seq).await;
@@ -159,6 +166,49 @@ impl<'a> Edge<'a> {
         }
         *pushed = Some(head.seq);
         Ok(())
+    }
+
+    /// Changes read from the shared log by this daemon's follower, in log
+    /// order, from any node (this one included): drops the daemon's cached
+    /// copies of every link and alias named, then pushes the ones not
+    /// pushed yet to the workers, followed by their position.
+    pub async fn followed(&self, changes: &[Change]) {
+        self.forget(changes);
+        let mut pushed = self.hub.feed.lock().await;
+        let from = pushed.unwrap_or(self.store.changes_at_open().seq);
+        let fresh: Vec<Change> = changes.iter().filter(|c| c.seq > from).cloned().collect();
+        let Some(last) = fresh.last().map(|c| c.seq) else {
+            return;
+        };
+        let mut events = self.replay(&fresh);
+        events.push(Event::Position(ChangePosition {
+            store: self.store.changes_at_open().store,
+            seq: last,
+        }));
+        self.hub.publish_at(events, last).await;
+        *pushed = Some(last);
+    }
+
+    /// The shared log lost changes this daemon had not read (pruned while
+    /// it was away): drops every cached link and cuts the workers off (they
+    /// reconnect, find their position gone and drop their zones); the feed
+    /// goes on from `head`.
+    pub async fn resync(&self, head: u64) {
+        let mut pushed = self.hub.feed.lock().await;
+        self.cache().clear();
+        self.hub
+            .cut_off_all("the shared change log was pruned past this daemon's position");
+        *pushed = Some(head);
+    }
+
+    /// Drops the cached copies of the links and aliases `changes` name.
+    fn forget(&self, changes: &[Change]) {
+        for c in changes {
+            self.cache().forget(c.link_id, c.old_alias.as_deref());
+            if let Some(alias) = c.new_alias.as_deref() {
+                self.cache().forget(c.link_id, Some(alias));
+            }
+        }
     }
 
     /// The events that apply logged `changes` at the edge, in order. Rows

@@ -3,14 +3,13 @@
 //! migrations safe to run from several daemons at once ([`migrate`]), the
 //! store's identity and deployment-key check ([`identity`]), id leasing
 //! ([`ids`]), the cross-node change log and its follower ([`changes`],
-//! [`follow`]) and idempotent click batches ([`clicks`]).
-//!
-//! Nothing here is wired into the daemon's start-up yet: the store
-//! interface with a SQLite and a PostgreSQL implementation is built on
-//! these.
+//! [`follow`], applied to this node's edge by [`feed`]), idempotent click
+//! batches ([`clicks`]) and the store built on them ([`store::PgStore`]),
+//! opened by `app::open_store` when `database` is set.
 
 pub mod changes;
 pub mod clicks;
+pub mod feed;
 pub mod follow;
 pub mod identity;
 pub mod ids;

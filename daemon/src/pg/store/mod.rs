@@ -14,6 +14,7 @@ mod list;
 mod rows;
 mod users;
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -40,6 +41,9 @@ pub struct PgStore {
     cache: LinkCache,
     /// Write counters.
     stats: StoreStats,
+    /// Clicks counted since `fold_clicks` last asked (for the daemon's
+    /// clicks metric).
+    clicks_counted: AtomicU64,
     /// The change-log version when the store was opened: the live feed to
     /// the workers starts after it.
     opened_at: u64,
@@ -53,6 +57,7 @@ impl PgStore {
         let identity = identity::claim(&pg, key.fingerprint()).await?;
         let opened_at = changes::head_at_open(&mut pg.get().await?).await?;
         Ok(Self {
+            clicks_counted: AtomicU64::new(0),
             opened_at,
             pg,
             identity,
