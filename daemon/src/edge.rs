@@ -463,6 +463,58 @@ mod tests {
         assert_eq!(sqlite.read(changes::head).await.unwrap().seq, 2);
     }
 
+    /// Changes a follower read from a shared log (other nodes' writes):
+    /// the cached copies go, the ones not pushed yet reach the workers with
+    /// their position, ones already pushed are not sent again; a resync
+    /// clears the cache and cuts the workers off.
+    #[tokio::test]
+    async fn followed_changes_drop_cached_links_and_reach_workers_once() {
+        let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
+        let ((_dir, sqlite), hub) = (temp_store(), EventHub::default());
+        let store = Store::from(sqlite.clone());
+        let edge = Edge::new(&codec, &store, &hub);
+        let row = |seq, id, old: Option<&str>, new: Option<&str>| Change {
+            seq,
+            link_id: id,
+            old_alias: old.map(Into::into),
+            new_alias: new.map(Into::into),
+        };
+        let rows = [row(1, 3, Some("a"), Some("b")), row(2, 4, None, None)];
+        store.cache().put(Arc::new(link(3, Some("a"))));
+        store.cache().put(Arc::new(link(4, None)));
+        let (_id, mut rx) = hub.subscribe();
+        let reader = tokio::spawn(async move {
+            let msg = rx.recv().await.unwrap();
+            msg.ack.unwrap().send(()).unwrap();
+            (msg.frames, msg.seq, rx)
+        });
+        edge.followed(&rows).await;
+        assert!(store.cache().get(3).is_none() && store.cache().get(4).is_none());
+        assert_eq!(store.cache().alias_id("a"), None);
+        let (frames, seq, mut rx) = reader.await.unwrap();
+        let mut want = edge.replay(&rows);
+        want.push(Event::Position(ChangePosition {
+            store: store.changes_at_open().store,
+            seq: 2,
+        }));
+        assert_eq!((frames, seq), (crate::events::encode_events(want), 2));
+        assert_eq!(*hub.feed.lock().await, Some(2));
+
+        // Handed again (pushed already by a write of this node): the cache
+        // still forgets, nothing is sent twice.
+        store.cache().put(Arc::new(link(3, Some("b"))));
+        edge.followed(&rows[1..]).await;
+        edge.followed(&[row(1, 3, Some("a"), Some("b"))]).await;
+        assert!(store.cache().get(3).is_none());
+        assert!(rx.try_recv().is_err(), "nothing was pushed again");
+
+        store.cache().put(Arc::new(link(5, None)));
+        edge.resync(40).await;
+        assert!(store.cache().is_empty());
+        assert!(rx.recv().await.is_none(), "the worker was cut off");
+        assert_eq!(*hub.feed.lock().await, Some(40));
+    }
+
     /// An alias added then removed in one replay ends removed, and removed
     /// then added ends added.
     #[test]

@@ -106,6 +106,8 @@ pub struct Sequenced {
     /// The lowest and highest `seq` of committed rows that are not final
     /// yet (an older transaction still runs): they get versions later.
     pub waiting: Option<(u64, u64)>,
+    /// The horizon they wait on: the oldest transaction still running.
+    pub horizon: u64,
 }
 
 /// Gives every final row without a version the next versions, in
@@ -115,11 +117,13 @@ pub struct Sequenced {
 pub async fn sequence(client: &mut deadpool_postgres::Client) -> Result<Sequenced, PgError> {
     let st = client
         .prepare_cached(
-            "SELECT count(*) FILTER (WHERE e.xid < h.x), \
+            "SELECT count(e.seq) FILTER (WHERE e.xid < h.x), \
                     min(e.seq) FILTER (WHERE e.xid >= h.x), \
-                    max(e.seq) FILTER (WHERE e.xid >= h.x) \
-             FROM edge_changes e, (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) h \
-             WHERE e.version IS NULL",
+                    max(e.seq) FILTER (WHERE e.xid >= h.x), \
+                    h.x::text::bigint \
+             FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x) h \
+             LEFT JOIN edge_changes e ON e.version IS NULL \
+             GROUP BY h.x",
         )
         .await
         .map_err(PgError::query("preparing the change-log sequencing check"))?;
@@ -131,6 +135,7 @@ pub async fn sequence(client: &mut deadpool_postgres::Client) -> Result<Sequence
     let mut done = Sequenced {
         assigned: 0,
         waiting: min.zip(max).map(|(a, b)| (a as u64, b as u64)),
+        horizon: row.get::<_, i64>(3) as u64,
     };
     if row.get::<_, i64>(0) == 0 {
         return Ok(done);

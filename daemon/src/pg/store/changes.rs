@@ -3,6 +3,7 @@
 //! store id, seq: a version }`: the same on every node and across daemon
 //! restarts, so a worker resumes from it exactly as on SQLite.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -33,12 +34,19 @@ impl PgStore {
     }
 
     /// Versions what is final; while rows committed before the call wait
-    /// for an older transaction, tries again, for up to [`SETTLE`].
+    /// for an older transaction, tries again, for up to [`SETTLE`]. Once a
+    /// transaction has outlasted a wait, later reads do not wait on it
+    /// again (the caller holds the edge's push lock: every write of this
+    /// node would queue behind it); the follower delivers those rows.
     async fn sequence_settled(&self, client: &mut deadpool_postgres::Client) -> StoreResult<()> {
         let deadline = Instant::now() + SETTLE;
-        let Some((_, target)) = changes::sequence(client).await?.waiting else {
+        let first = changes::sequence(client).await?;
+        let Some((_, target)) = first.waiting else {
             return Ok(());
         };
+        if self.outlasted.load(Ordering::Relaxed) == first.horizon {
+            return Ok(());
+        }
         while Instant::now() < deadline {
             tokio::time::sleep(SETTLE_STEP).await;
             match changes::sequence(client).await?.waiting {
@@ -46,7 +54,9 @@ impl PgStore {
                 _ => return Ok(()),
             }
         }
+        self.outlasted.store(first.horizon, Ordering::Relaxed);
         tracing::debug!(
+            horizon = first.horizon,
             "a change waits for an older transaction; the follower pushes it once it ends"
         );
         Ok(())

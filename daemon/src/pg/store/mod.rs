@@ -44,6 +44,9 @@ pub struct PgStore {
     /// Clicks counted since `fold_clicks` last asked (for the daemon's
     /// clicks metric).
     clicks_counted: AtomicU64,
+    /// The oldest running transaction (xid) a read after a write last
+    /// waited on in vain: not waited on again (`changes::sequence_settled`).
+    outlasted: AtomicU64,
     /// The change-log version when the store was opened: the live feed to
     /// the workers starts after it.
     opened_at: u64,
@@ -58,6 +61,7 @@ impl PgStore {
         let opened_at = changes::head_at_open(&mut pg.get().await?).await?;
         Ok(Self {
             clicks_counted: AtomicU64::new(0),
+            outlasted: AtomicU64::new(0),
             opened_at,
             pg,
             identity,
