@@ -249,3 +249,44 @@ async fn pooled_connections_end_idle_transactions() {
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "1min");
 }
+
+async fn append_many(client: &mut deadpool_postgres::Client, n: u64) {
+    let tx = client.transaction().await.unwrap();
+    for id in 0..n {
+        changes::append(&tx, id, None, None).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+/// Sequencing prunes on its own: each time the versions cross a multiple
+/// of 1024 it keeps the newest `keep` and marks the rest pruned, so a
+/// reader before the cut resyncs and one after it loses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequencing_prunes_past_what_it_keeps() {
+    let cluster = PgCluster::start("autoprune");
+    let pg = migrated(&cluster, "autoprune").await;
+    let key = shortlink_core::DeploymentKey::generate().unwrap();
+    shortlinkd::pg::identity::claim(&pg, key.fingerprint())
+        .await
+        .unwrap();
+    let mut client = pg.get().await.unwrap();
+    append_many(&mut client, 1000).await;
+    let s = changes::sequence_keeping(&mut client, 10).await.unwrap();
+    assert_eq!(s.assigned, 1000);
+    assert_eq!(
+        versions(&read(&pg, 0).await).len(),
+        1000,
+        "no multiple of 1024 crossed yet"
+    );
+    append_many(&mut client, 100).await;
+    changes::sequence_keeping(&mut client, 10).await.unwrap();
+    assert_eq!(changes::head(&client).await.unwrap(), 1100);
+    assert_eq!(
+        changes::read_after(&client, 1089, 100).await.unwrap(),
+        LogRead::Pruned
+    );
+    match changes::read_after(&client, 1090, 100).await.unwrap() {
+        LogRead::Changes(c) => assert_eq!(versions(&c), (1091..=1100).collect::<Vec<_>>()),
+        LogRead::Pruned => panic!("the newest 10 are kept"),
+    }
+}

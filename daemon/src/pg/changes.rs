@@ -115,6 +115,14 @@ pub struct Sequenced {
 /// the newest [`KEEP`] when a multiple of 1024 is crossed. Cheap when there
 /// is nothing to do: one indexed read, no transaction.
 pub async fn sequence(client: &mut deadpool_postgres::Client) -> Result<Sequenced, PgError> {
+    sequence_keeping(client, KEEP).await
+}
+
+/// [`sequence`] keeping the newest `keep` versions instead of [`KEEP`].
+pub async fn sequence_keeping(
+    client: &mut deadpool_postgres::Client,
+    keep: u64,
+) -> Result<Sequenced, PgError> {
     let st = client
         .prepare_cached(
             "SELECT count(e.seq) FILTER (WHERE e.xid < h.x), \
@@ -167,7 +175,7 @@ pub async fn sequence(client: &mut deadpool_postgres::Client) -> Result<Sequence
             break;
         }
     }
-    let keep = KEEP as i64;
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     if after > keep && after / 1024 > before / 1024 {
         cut(&tx, after - keep).await?;
     }
