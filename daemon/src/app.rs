@@ -16,6 +16,8 @@ use crate::events::EventHub;
 use crate::ids::IdSegments;
 use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
+use crate::pg::store::PgStore;
+use crate::pg::{Pg, PgError};
 use crate::store::{SqliteStore, StoreError};
 
 pub(crate) mod files;
@@ -44,22 +46,34 @@ pub enum AppError {
         #[source]
         source: std::io::Error,
     },
-    /// `database` names PostgreSQL, whose store is not wired in yet: the
-    /// daemon refuses rather than run on SQLite behind the operator's back.
-    #[error(
-        "database {0}: the PostgreSQL store is not available in this version yet; \
-         leave `database` unset to use SQLite under the data directory"
-    )]
-    PostgresNotYet(String),
+    /// The PostgreSQL database could not be opened (unreachable, refused
+    /// login, schema too new, another deployment key).
+    #[error("cannot open the database {url}: {source}")]
+    Postgres {
+        /// The database, without its password.
+        url: String,
+        /// Why it could not be opened.
+        #[source]
+        source: PgError,
+    },
 }
 
-/// Opens the store the configuration names: today the SQLite database
-/// under the data directory (its files created with their modes first).
-fn open_store(config: &Config, key: &DeploymentKey) -> Result<Store, AppError> {
-    if let Some(url) = &config.database {
-        return Err(AppError::PostgresNotYet(url.to_string()));
-    }
+/// Opens the store the configuration names: the PostgreSQL database of
+/// `database` (shared with the other nodes; its pool is returned for the
+/// change-log follower), else the SQLite database under the data directory
+/// (its files created with their modes first).
+async fn open_store(config: &Config, key: &DeploymentKey) -> Result<(Store, Option<Pg>), AppError> {
     files::data_dir(config)?;
+    if let Some(url) = &config.database {
+        let pg = PgStore::open(config, key)
+            .await
+            .map_err(|source| AppError::Postgres {
+                url: url.to_string(),
+                source,
+            })?;
+        let pool = pg.pg().clone();
+        return Ok((Store::from(pg), Some(pool)));
+    }
     let db = config.db_path();
     files::database_files(&db)?;
     let seal = SecretSeal::new(key);
@@ -68,7 +82,7 @@ fn open_store(config: &Config, key: &DeploymentKey) -> Result<Store, AppError> {
             path: db.display().to_string(),
             source,
         })?;
-    Ok(Store::new(Arc::new(sqlite)))
+    Ok((Store::new(Arc::new(sqlite)), None))
 }
 
 /// Shared by every task; hand out `Arc<App>`.
@@ -97,6 +111,9 @@ pub struct App {
     pub rules: LinkRules,
     /// When the process started, for `/api/v1/health`.
     pub started: Instant,
+    /// The shared PostgreSQL database when the store is PostgreSQL: the
+    /// server follows its change log (`pg::feed`). `None` on SQLite.
+    pub shared: Option<Pg>,
 }
 
 impl std::fmt::Debug for App {
@@ -114,19 +131,19 @@ impl App {
     /// Loads the key, opens the database and builds the allocator.
     /// `segment_size` overrides the configured lease size (the CLI leases
     /// small ones).
-    pub fn open(config: Config, segment_size: Option<u64>) -> Result<SharedApp, AppError> {
+    pub async fn open(config: Config, segment_size: Option<u64>) -> Result<SharedApp, AppError> {
         let key = DeploymentKey::load(&config.key_path())?;
-        Self::with_key(config, &key, segment_size)
+        Self::with_key(config, &key, segment_size).await
     }
 
     /// Like [`App::open`] with a key already in hand.
-    pub fn with_key(
+    pub async fn with_key(
         config: Config,
         key: &DeploymentKey,
         segment_size: Option<u64>,
     ) -> Result<SharedApp, AppError> {
-        let store = open_store(&config, key)?;
-        Ok(Self::with_store(config, key, store, segment_size))
+        let (store, shared) = open_store(&config, key).await?;
+        Ok(Self::build(config, key, store, shared, segment_size))
     }
 
     /// Like [`App::with_key`] over a store already open (any
@@ -135,6 +152,16 @@ impl App {
         config: Config,
         key: &DeploymentKey,
         store: Store,
+        segment_size: Option<u64>,
+    ) -> SharedApp {
+        Self::build(config, key, store, None, segment_size)
+    }
+
+    fn build(
+        config: Config,
+        key: &DeploymentKey,
+        store: Store,
+        shared: Option<Pg>,
         segment_size: Option<u64>,
     ) -> SharedApp {
         let floor = Codec::first_id_of_length(config.min_length);
@@ -157,6 +184,7 @@ impl App {
             metrics: Metrics::default(),
             auth: AuthCache::default(),
             started: Instant::now(),
+            shared,
             config,
         })
     }
@@ -205,23 +233,28 @@ mod tests {
         app.store.close();
     }
 
-    /// `database = postgres://…` is refused until the PostgreSQL store is
-    /// wired in, never quietly served from SQLite.
-    #[test]
-    fn a_postgres_database_is_refused_not_ignored() {
+    /// `database = postgres://…` opens PostgreSQL, never quietly SQLite:
+    /// an unreachable server is an error naming the database, and no
+    /// SQLite file is made.
+    #[tokio::test]
+    async fn a_postgres_database_is_opened_not_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let config = Config {
             data_dir: dir.path().to_path_buf(),
             database: Some(
-                crate::config::DatabaseUrl::parse("postgres://shortlink@127.0.0.1:5432/links")
-                    .unwrap(),
+                crate::config::DatabaseUrl::parse(
+                    "postgres://shortlink@127.0.0.1:1/links?connect_timeout=1",
+                )
+                .unwrap(),
             ),
             ..Config::default()
         };
-        let err = open_store(&config, &DeploymentKey::from_bytes([3; 32])).expect_err("refused");
+        let Err(err) = open_store(&config, &DeploymentKey::from_bytes([3; 32])).await else {
+            panic!("nothing listens on port 1");
+        };
         assert!(
             err.to_string()
-                .contains("PostgreSQL store is not available"),
+                .contains("cannot open the database postgres://shortlink@127.0.0.1:1/links"),
             "{err}"
         );
         assert!(!config.db_path().exists(), "no SQLite file made");

@@ -275,19 +275,19 @@ mod tests {
         ));
     }
 
-    fn app(dir: &std::path::Path) -> crate::app::SharedApp {
+    async fn app(dir: &std::path::Path) -> crate::app::SharedApp {
         let config = crate::config::Config {
             data_dir: dir.to_path_buf(),
             ..crate::config::Config::default()
         };
         let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
-        App::with_key(config, &key, Some(100)).unwrap()
+        App::with_key(config, &key, Some(100)).await.unwrap()
     }
 
     #[tokio::test]
     async fn keys_are_created_verified_and_revoked() {
         let dir = tempfile::tempdir().unwrap();
-        let app = app(dir.path());
+        let app = app(dir.path()).await;
         let cli = Principal::local();
         let made = create_key(&app, &cli, " reader ", &["links:read".into()], None)
             .await
@@ -323,7 +323,7 @@ mod tests {
     #[tokio::test]
     async fn apps_are_created_verified_and_revoked() {
         let dir = tempfile::tempdir().unwrap();
-        let app = app(dir.path());
+        let app = app(dir.path()).await;
         let cli = Principal::local();
         let made = create_app(&app, &cli, "mailer", &["links:write".into()])
             .await

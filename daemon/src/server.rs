@@ -273,6 +273,12 @@ pub async fn run(
     }
     let maintenance = tokio::spawn(maintenance(Arc::clone(&app), token.clone()));
     let folds = tokio::spawn(stats::fold_loop(Arc::clone(&app), token.clone()));
+    // Several nodes on one PostgreSQL: changes from any node reach this
+    // node's cache and workers.
+    let feed = app
+        .shared
+        .clone()
+        .map(|pg| tokio::spawn(crate::pg::feed::run(Arc::clone(&app), pg, token.clone())));
 
     tracing::info!(
         ipc = %app.config.ipc_path().display(),
@@ -291,6 +297,9 @@ pub async fn run(
         tracker.wait().await;
         let _ = maintenance.await;
         let _ = folds.await;
+        if let Some(feed) = feed {
+            let _ = feed.await;
+        }
     };
     if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {
         tracing::warn!("in-flight work did not finish within {DRAIN_TIMEOUT:?}; closing anyway");

@@ -7,7 +7,7 @@ mod pg_common;
 use std::time::Duration;
 
 use pg_common::{add_link, migrated};
-use shortlinkd::pg::changes::{self, LogPosition, LogRead};
+use shortlinkd::pg::changes::{self, LogRead};
 use shortlinkd::pg::clicks::{record_batch, BatchOutcome, ClickDelta};
 use shortlinkd::pg::Pg;
 use testpg::PgCluster;
@@ -127,11 +127,9 @@ async fn a_rolled_back_batch_counts_when_resent_and_a_limit_reached_is_logged() 
     assert_eq!(o.exhausted, vec![(5, Some("sale".to_string()))]);
     let o = send(&pg, b"b4", &[delta(5, 2, false, "", 1)]).await;
     assert!(o.exhausted.is_empty(), "crossed once, logged once");
-    let client = pg.get().await.unwrap();
-    match changes::read_after(&client, LogPosition::default(), 10)
-        .await
-        .unwrap()
-    {
+    let mut client = pg.get().await.unwrap();
+    changes::sequence(&mut client).await.unwrap();
+    match changes::read_after(&client, 0, 10).await.unwrap() {
         LogRead::Changes(c) => {
             assert_eq!(c.len(), 1);
             assert_eq!((c[0].link_id, c[0].new_alias.as_deref()), (5, Some("sale")));

@@ -77,7 +77,8 @@ async fn the_schema_keeps_the_sqlite_rules() {
         "links_dedupe",
         "clicks_by_hour",
         "click_batches_seen",
-        "edge_changes_order",
+        "edge_changes_version",
+        "edge_changes_unversioned",
     ] {
         let n = cluster.psql(
             "rules",

@@ -130,7 +130,14 @@ async fn a_batch_counts_once_from_retries_and_from_two_nodes() {
         assert_eq!(x[0] as u8 + y[0] as u8, 1, "round {round}: {x:?} {y:?}");
     }
     assert_eq!(totals(&cluster, "once", 1), "15/2/15");
-    // Nothing is ever pending: the fold has no work.
+    // Nothing is ever pending: the fold only hands over the clicks each
+    // node counted (for its metric), every click by one node alone.
+    let (fa, fb) = (
+        a.fold_clicks().await.unwrap(),
+        b.fold_clicks().await.unwrap(),
+    );
+    assert_eq!(fa.counted + fb.counted, 15 + 4);
+    assert_eq!((fa.batches, fa.changed.len()), (0, 0));
     assert_eq!(a.fold_clicks().await.unwrap(), FoldOutcome::default());
     assert_eq!(a.click_backlog(), (0, 0));
     assert_eq!(b.link_stats(1, 0, 100, false).await.unwrap().total, 15);

@@ -205,13 +205,7 @@ async fn writes_wake_a_listening_follower_after_their_commit() {
         poll: Duration::from_secs(600),
         listen: true,
     };
-    let follower = tokio::spawn(follow(
-        store.pg().clone(),
-        shortlinkd::pg::changes::LogPosition::default(),
-        options,
-        tx,
-        stop.clone(),
-    ));
+    let follower = tokio::spawn(follow(store.pg().clone(), 0, options, tx, stop.clone()));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut next = async || match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
         Ok(Some(Followed::Changes(c))) => c.iter().map(|c| c.link_id).collect::<Vec<_>>(),

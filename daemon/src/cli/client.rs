@@ -141,6 +141,7 @@ impl Client {
             });
         }
         let app = App::open(config.clone(), Some(16))
+            .await
             .context("opening the database directly (no daemon is running)")?;
         Ok(Self {
             transport: Transport::Direct(crate::api::control_router(app.clone())),

@@ -41,6 +41,7 @@ pub fn keygen(path: &Path) -> Result<()> {
 pub async fn serve(config: Config) -> Result<()> {
     let key_path = config.key_path();
     let app = App::open(config.clone(), None)
+        .await
         .with_context(|| format!("key file {}", key_path.display()))?;
     let listeners = server::bind(&config).await?;
     if let Some(addr) = listeners.tcp_addr() {

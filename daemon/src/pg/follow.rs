@@ -1,6 +1,7 @@
-//! Following the change log: a task that hands every final change to the
-//! daemon exactly once, in version order (`pg::changes`), however the
-//! connection to PostgreSQL comes and goes.
+//! Following the change log: a task that gives final changes their
+//! versions and hands every versioned change to the daemon exactly once,
+//! in version order (`pg::changes`), however the connection to PostgreSQL
+//! comes and goes.
 //!
 //! `LISTEN` is lossy: notifications sent while the session is down are
 //! gone. So the follower treats a notification only as a hint to read now;
@@ -16,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
-use super::changes::{self, Change, LogPosition, LogRead, CHANNEL};
+use super::changes::{self, Change, LogRead, CHANNEL};
 use super::{Pg, PgError};
 
 /// Changes read at a time.
@@ -27,12 +28,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// What the follower hands over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Followed {
-    /// Final changes in version order; the follower's position is now the
-    /// last one's.
+    /// Changes in version order (each change's `seq` is its version); the
+    /// follower's position is now the last one's.
     Changes(Vec<Change>),
-    /// Changes after the position were pruned: drop everything cached, the
-    /// follower goes on from this position (taken before the drop is due).
-    Resync(LogPosition),
+    /// Versions after the position were pruned: drop everything cached,
+    /// the follower goes on from this version (taken before the drop is
+    /// due).
+    Resync(u64),
 }
 
 /// How the follower is woken.
@@ -53,16 +55,16 @@ impl Default for FollowOptions {
     }
 }
 
-/// Follows the log from `from` until `stop` is cancelled or the receiver
-/// of `out` is dropped; returns the last position handed over. Logs an
-/// outage once and the recovery once.
+/// Follows the log from version `from` until `stop` is cancelled or the
+/// receiver of `out` is dropped; returns the last version handed over.
+/// Logs an outage once and the recovery once.
 pub async fn follow(
     pg: Pg,
-    mut from: LogPosition,
+    mut from: u64,
     options: FollowOptions,
     out: mpsc::Sender<Followed>,
     stop: CancellationToken,
-) -> LogPosition {
+) -> u64 {
     let mut backoff = Duration::from_millis(100);
     let mut down_since: Option<std::time::Instant> = None;
     loop {
@@ -97,7 +99,7 @@ async fn session(
     pg: &Pg,
     options: &FollowOptions,
     out: &mpsc::Sender<Followed>,
-    from: &mut LogPosition,
+    from: &mut u64,
     stop: &CancellationToken,
     up: &mut bool,
 ) -> Result<(), PgError> {
@@ -128,19 +130,16 @@ async fn session(
     }
 }
 
-/// Reads and hands over everything final after `from`; `false` when the
-/// receiver is gone.
-async fn drain(
-    pg: &Pg,
-    out: &mpsc::Sender<Followed>,
-    from: &mut LogPosition,
-) -> Result<bool, PgError> {
-    let client = pg.get().await?;
+/// Versions what is final, then reads and hands over every version after
+/// `from`; `false` when the receiver is gone.
+async fn drain(pg: &Pg, out: &mpsc::Sender<Followed>, from: &mut u64) -> Result<bool, PgError> {
+    let mut client = pg.get().await?;
+    changes::sequence(&mut client).await?;
     loop {
         match changes::read_after(&client, *from, BATCH).await? {
             LogRead::Changes(batch) if batch.is_empty() => return Ok(true),
             LogRead::Changes(batch) => {
-                let last = batch.last().map(|c| c.position).unwrap_or(*from);
+                let last = batch.last().map_or(*from, |c| c.seq);
                 let full = batch.len() == BATCH as usize;
                 if out.send(Followed::Changes(batch)).await.is_err() {
                     return Ok(false);

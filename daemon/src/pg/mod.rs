@@ -3,14 +3,13 @@
 //! migrations safe to run from several daemons at once ([`migrate`]), the
 //! store's identity and deployment-key check ([`identity`]), id leasing
 //! ([`ids`]), the cross-node change log and its follower ([`changes`],
-//! [`follow`]) and idempotent click batches ([`clicks`]).
-//!
-//! Nothing here is wired into the daemon's start-up yet: the store
-//! interface with a SQLite and a PostgreSQL implementation is built on
-//! these.
+//! [`follow`], applied to this node's edge by [`feed`]), idempotent click
+//! batches ([`clicks`]) and the store built on them ([`store::PgStore`]),
+//! opened by `app::open_store` when `database` is set.
 
 pub mod changes;
 pub mod clicks;
+pub mod feed;
 pub mod follow;
 pub mod identity;
 pub mod ids;
@@ -28,6 +27,10 @@ use crate::config::{Config, DatabaseHost, DatabaseUrl};
 
 /// Connections kept open by one daemon.
 pub const POOL_SIZE: usize = 16;
+
+/// How long the server lets a session sit idle inside a transaction before
+/// ending it (set on every connection).
+pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
 
 /// Why a PostgreSQL operation failed; every variant says what was being
 /// done, and none carries the password.
@@ -171,6 +174,12 @@ impl Pg {
         &self.shown
     }
 
+    /// Closes the pool: connections are dropped as they come back, and
+    /// every later [`Pg::get`] fails.
+    pub fn close(&self) {
+        self.pool.close();
+    }
+
     /// The connection settings (for a session of its own, outside the pool).
     pub fn client_config(&self) -> &tokio_postgres::Config {
         &self.config
@@ -212,6 +221,12 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
             .as_deref()
             .unwrap_or("shortlinkd"),
     );
+    // A session left idle inside a transaction holds back the change-log
+    // horizon of every node (`changes`): the server ends it.
+    pc.options(format!(
+        "-c idle_in_transaction_session_timeout={}",
+        IDLE_IN_TRANSACTION.as_millis()
+    ));
     let timeout = url.param("connect_timeout").and_then(|s| s.parse().ok());
     pc.connect_timeout(Duration::from_secs(timeout.unwrap_or(5)));
     pc.ssl_mode(url.ssl_mode().wire());

@@ -103,16 +103,20 @@ CREATE TABLE users (
 
 -- The edge change log shared by every node (pg/changes.rs): one row per
 -- write the edges must see, appended in the write's own transaction, with
--- that transaction's id. Followers read it in (xid, seq) order below the
--- oldest running transaction (the module doc states the rule).
+-- that transaction's id. A row gets its version once final (its xid below
+-- the oldest running transaction), assigned under an advisory lock in
+-- (xid, seq) order; followers read by version (the module doc states the
+-- rule).
 CREATE TABLE edge_changes (
     seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     xid        xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    version    bigint,
     link_id    bigint NOT NULL,
     old_alias  text,
     new_alias  text
 );
-CREATE INDEX edge_changes_order ON edge_changes (xid, seq);
+CREATE UNIQUE INDEX edge_changes_version ON edge_changes (version) WHERE version IS NOT NULL;
+CREATE INDEX edge_changes_unversioned ON edge_changes (xid, seq) WHERE version IS NULL;
 
 -- Which database this is and under which deployment key it was created
 -- (pg/identity.rs). One row, written once by the first daemon.
@@ -121,8 +125,7 @@ CREATE TABLE store_meta (
     store_id         bigint NOT NULL,
     key_fingerprint  text NOT NULL,
     created_at       bigint NOT NULL,
-    -- The newest change-log row pruned, as (xid, seq): a follower before
-    -- it may have lost rows and resyncs.
-    pruned_xid       xid8 NOT NULL DEFAULT '0',
-    pruned_seq       bigint NOT NULL DEFAULT 0
+    -- The newest change-log version pruned: a follower before it may have
+    -- lost rows and resyncs.
+    pruned_version   bigint NOT NULL DEFAULT 0
 );

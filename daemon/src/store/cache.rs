@@ -102,6 +102,14 @@ impl LinkCache {
         }
     }
 
+    /// Drops every link (the change log cannot say what changed).
+    pub fn clear(&self) {
+        let mut by_id = self.by_id.lock().expect("cache lock");
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        by_id.clear();
+        self.by_alias.lock().expect("cache lock").clear();
+    }
+
     fn count(&self, hit: bool) {
         if hit {
             self.hits.fetch_add(1, Ordering::Relaxed);

@@ -89,13 +89,13 @@ mod tests {
     use crate::auth::Principal;
     use crate::users::lockout::{BASE_DELAY, USER_FREE};
 
-    fn app_in(dir: &std::path::Path) -> crate::app::SharedApp {
+    async fn app_in(dir: &std::path::Path) -> crate::app::SharedApp {
         let config = crate::config::Config {
             data_dir: dir.to_path_buf(),
             ..crate::config::Config::default()
         };
         let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
-        App::with_key(config, &key, Some(100)).unwrap()
+        App::with_key(config, &key, Some(100)).await.unwrap()
     }
 
     fn from(ip: &str) -> ClientAddr {
@@ -105,7 +105,7 @@ mod tests {
     #[tokio::test]
     async fn signs_in_counts_failures_and_locks_out() {
         let dir = tempfile::tempdir().unwrap();
-        let app = app_in(dir.path());
+        let app = app_in(dir.path()).await;
         let made = super::super::create(&app, &Principal::local(), "bob", "right password".into())
             .await
             .unwrap();
@@ -145,7 +145,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_attempts_check_at_most_the_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let app = app_in(dir.path());
+        let app = app_in(dir.path()).await;
         super::super::create(&app, &Principal::local(), "bob", "right password".into())
             .await
             .unwrap();

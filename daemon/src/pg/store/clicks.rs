@@ -11,10 +11,14 @@
 //!
 //! There is no pending aggregate here: a batch is in the tables when its
 //! transaction commits, before `append_clicks` answers. So `fold_clicks`
-//! has nothing to do (it answers an empty outcome), `click_backlog` is
-//! always `(0, 0)` and `fold_wake` is never notified. Stats read the
-//! tables alone (`super::click_stats`).
+//! has nothing to fold: it only answers the clicks counted since it was
+//! last called (so the daemon's `shortlinkd_clicks` moves as on SQLite,
+//! where the fold counts them), `click_backlog` is always `(0, 0)` and
+//! `fold_wake` is never notified. Edges learn of exhausted and renewed
+//! links from the change log, on every node. Stats read the tables alone
+//! (`super::click_stats`).
 
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use async_trait::async_trait;
@@ -112,6 +116,8 @@ impl PgStore {
         tx.commit()
             .await
             .map_err(PgError::query("committing a click batch"))?;
+        self.clicks_counted
+            .fetch_add(outcome.counted, Ordering::Relaxed);
         if logged {
             changes::notify(&c).await?;
         }
@@ -130,8 +136,12 @@ impl ClickStore for PgStore {
     }
 
     async fn fold_clicks(&self) -> StoreResult<FoldOutcome> {
-        // Every batch was applied when it was appended: nothing is pending.
-        Ok(FoldOutcome::default())
+        // Every batch was applied when it was appended: nothing is pending,
+        // and the edges hear of changed links through the change log.
+        Ok(FoldOutcome {
+            counted: self.clicks_counted.swap(0, Ordering::Relaxed),
+            ..FoldOutcome::default()
+        })
     }
 
     fn click_backlog(&self) -> (u64, u64) {

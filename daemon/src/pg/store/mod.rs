@@ -3,6 +3,7 @@
 //! one database; what one writes reaches the others through the change log
 //! (`super::changes`, `super::follow`).
 
+mod changes;
 mod click_stats;
 mod clicks;
 mod credentials;
@@ -13,13 +14,20 @@ mod list;
 mod rows;
 mod users;
 
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use shortlink_core::DeploymentKey;
 
+pub use changes::SETTLE;
+
 use super::identity::{self, StoreIdentity};
-use super::{connect, Pg, PgError};
+use super::{clicks as click_batches, connect, Pg, PgError};
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
-use crate::store::{LinkCache, StoreError, StoreStats};
+use crate::db::{Database, Store};
+use crate::store::{LinkCache, StoreError, StoreResult, StoreStats};
 
 /// One daemon's handle on the shared database.
 pub struct PgStore {
@@ -33,6 +41,15 @@ pub struct PgStore {
     cache: LinkCache,
     /// Write counters.
     stats: StoreStats,
+    /// Clicks counted since `fold_clicks` last asked (for the daemon's
+    /// clicks metric).
+    clicks_counted: AtomicU64,
+    /// The oldest running transaction (xid) a read after a write last
+    /// waited on in vain: not waited on again (`changes::sequence_settled`).
+    outlasted: AtomicU64,
+    /// The change-log version when the store was opened: the live feed to
+    /// the workers starts after it.
+    opened_at: u64,
 }
 
 impl PgStore {
@@ -41,7 +58,11 @@ impl PgStore {
     pub async fn open(config: &Config, key: &DeploymentKey) -> Result<Self, PgError> {
         let pg = connect(config).await?;
         let identity = identity::claim(&pg, key.fingerprint()).await?;
+        let opened_at = changes::head_at_open(&mut pg.get().await?).await?;
         Ok(Self {
+            clicks_counted: AtomicU64::new(0),
+            outlasted: AtomicU64::new(0),
+            opened_at,
             pg,
             identity,
             seal: SecretSeal::new(key),
@@ -76,8 +97,61 @@ impl PgStore {
     }
 }
 
+#[async_trait]
+impl Database for PgStore {
+    fn cache(&self) -> &LinkCache {
+        PgStore::cache(self)
+    }
+
+    fn stats(&self) -> &StoreStats {
+        PgStore::stats(self)
+    }
+
+    async fn prune(
+        &self,
+        batches_before: i64,
+        signatures_before: i64,
+    ) -> StoreResult<(usize, usize)> {
+        let mut client = self.pg.get().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(PgError::query("starting a prune"))?;
+        let batches = click_batches::prune_batches(&tx, batches_before).await?;
+        let signatures = tx
+            .execute(
+                "DELETE FROM seen_signatures WHERE ts < $1",
+                &[&signatures_before],
+            )
+            .await
+            .map_err(PgError::query("pruning seen signatures"))?;
+        tx.commit()
+            .await
+            .map_err(PgError::query("committing a prune"))?;
+        Ok((batches as usize, signatures as usize))
+    }
+
+    /// Closes the pool: every write has answered by now (each commits
+    /// before it returns); later calls fail with `StoreError::Closed`.
+    fn close(&self) {
+        self.pg.close();
+    }
+}
+
+impl From<PgStore> for Store {
+    fn from(store: PgStore) -> Self {
+        Store::new(Arc::new(store))
+    }
+}
+
 impl From<PgError> for StoreError {
     fn from(e: PgError) -> Self {
-        StoreError::Database(Box::new(e))
+        match e {
+            PgError::Connect {
+                source: deadpool_postgres::PoolError::Closed,
+                ..
+            } => StoreError::Closed,
+            e => StoreError::Database(Box::new(e)),
+        }
     }
 }

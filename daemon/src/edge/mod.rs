@@ -9,6 +9,11 @@
 //! once they are written (see [`EventHub::publish`]), so the change is at the
 //! edge before the reply that made it. A worker that comes back after an
 //! outage is replayed the log from its position ([`Edge::replay`]).
+//!
+//! On PostgreSQL the log is shared by every node: each daemon follows it
+//! (`pg::feed`) and hands what it reads to [`Edge::followed`], which drops
+//! the daemon's cached copies and pushes what was not pushed yet by the
+//! same path, so a change made on any node reaches every node's workers.
 
 use shortlink_core::ipc::{ChangePosition, Event};
 use shortlink_core::Codec;
@@ -78,10 +83,10 @@ impl<'a> LinkChange<'a> {
 
 /// Tells the daemon's cache and the nginx workers that links changed.
 ///
-/// The cross-node change feed (PostgreSQL, a later issue) plugs in here:
-/// each daemon follows the shared change log through this type, so a
-/// change made on any node reaches every node's cache and workers by the
-/// same path.
+/// The cross-node change feed (PostgreSQL) plugs in here: each daemon
+/// follows the shared change log through this type ([`Edge::followed`]),
+/// so a change made on any node reaches every node's cache and workers by
+/// the same path.
 #[derive(Clone, Copy)]
 pub struct Edge<'a> {
     codec: &'a Codec,
@@ -147,6 +152,8 @@ impl<'a> Edge<'a> {
         }
         match rows {
             Some(rows) => {
+                // Rows of other nodes' writes may come with this node's.
+                self.forget(&rows);
                 let mut events = self.replay(&rows);
                 events.push(Event::Position(head));
                 self.hub.publish_at(events, head.seq).await;
@@ -159,6 +166,49 @@ impl<'a> Edge<'a> {
         }
         *pushed = Some(head.seq);
         Ok(())
+    }
+
+    /// Changes read from the shared log by this daemon's follower, in log
+    /// order, from any node (this one included): drops the daemon's cached
+    /// copies of every link and alias named, then pushes the ones not
+    /// pushed yet to the workers, followed by their position.
+    pub async fn followed(&self, changes: &[Change]) {
+        self.forget(changes);
+        let mut pushed = self.hub.feed.lock().await;
+        let from = pushed.unwrap_or(self.store.changes_at_open().seq);
+        let fresh: Vec<Change> = changes.iter().filter(|c| c.seq > from).cloned().collect();
+        let Some(last) = fresh.last().map(|c| c.seq) else {
+            return;
+        };
+        let mut events = self.replay(&fresh);
+        events.push(Event::Position(ChangePosition {
+            store: self.store.changes_at_open().store,
+            seq: last,
+        }));
+        self.hub.publish_at(events, last).await;
+        *pushed = Some(last);
+    }
+
+    /// The shared log lost changes this daemon had not read (pruned while
+    /// it was away): drops every cached link and cuts the workers off (they
+    /// reconnect, find their position gone and drop their zones); the feed
+    /// goes on from `head`.
+    pub async fn resync(&self, head: u64) {
+        let mut pushed = self.hub.feed.lock().await;
+        self.cache().clear();
+        self.hub
+            .cut_off_all("the shared change log was pruned past this daemon's position");
+        *pushed = Some(head);
+    }
+
+    /// Drops the cached copies of the links and aliases `changes` name.
+    fn forget(&self, changes: &[Change]) {
+        for c in changes {
+            self.cache().forget(c.link_id, c.old_alias.as_deref());
+            if let Some(alias) = c.new_alias.as_deref() {
+                self.cache().forget(c.link_id, Some(alias));
+            }
+        }
     }
 
     /// The events that apply logged `changes` at the edge, in order. Rows
@@ -239,218 +289,4 @@ impl<'a> Edge<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use shortlink_core::DeploymentKey;
-
-    use super::*;
-    use crate::store::changes;
-    use crate::store::tests::temp_store;
-
-    fn link(id: u64, alias: Option<&str>) -> Link {
-        Link {
-            id,
-            alias: alias.map(Into::into),
-            url: "https://example.com/".into(),
-            ..Link::default()
-        }
-    }
-
-    fn inv(code: &str) -> Event {
-        Event::Invalidate { code: code.into() }
-    }
-
-    /// The events are the ones each path built by hand before, in the same
-    /// order.
-    #[test]
-    fn events_per_kind_of_change() {
-        let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let ((_dir, sqlite), hub) = (temp_store(), EventHub::default());
-        let store = Store::from(sqlite.clone());
-        let edge = Edge::new(&codec, &store, &hub);
-        let code = |id| codec.encode(id).as_str().to_string();
-        let (plain, aliased, renamed) = (link(7, None), link(7, Some("a")), link(7, Some("b")));
-
-        // Created: a new generated code cannot be cached at the edge.
-        assert!(edge
-            .events(&[LinkChange::new(None, Some(&plain))])
-            .is_empty());
-        assert_eq!(
-            edge.events(&[LinkChange::new(None, Some(&aliased))]),
-            vec![
-                Event::Aliases {
-                    aliases: vec!["a".into()]
-                },
-                inv("a")
-            ]
-        );
-        // Edited, alias kept.
-        assert_eq!(
-            edge.events(&[LinkChange::new(Some(&aliased), Some(&aliased))]),
-            vec![inv(&code(7)), inv("a")]
-        );
-        // Edited, alias renamed.
-        assert_eq!(
-            edge.events(&[LinkChange::new(Some(&aliased), Some(&renamed))]),
-            vec![
-                inv(&code(7)),
-                inv("a"),
-                Event::AliasesRemoved {
-                    aliases: vec!["a".into()]
-                },
-                Event::Aliases {
-                    aliases: vec!["b".into()]
-                },
-                inv("b"),
-            ]
-        );
-        // Edited, alias removed / added.
-        assert_eq!(
-            edge.events(&[LinkChange::new(Some(&aliased), Some(&plain))]),
-            vec![
-                inv(&code(7)),
-                inv("a"),
-                Event::AliasesRemoved {
-                    aliases: vec!["a".into()]
-                },
-            ]
-        );
-        assert_eq!(
-            edge.events(&[LinkChange::new(Some(&plain), Some(&aliased))]),
-            vec![
-                inv(&code(7)),
-                Event::Aliases {
-                    aliases: vec!["a".into()]
-                },
-                inv("a")
-            ]
-        );
-        // Deleted.
-        assert_eq!(
-            edge.events(&[LinkChange::new(Some(&aliased), None)]),
-            vec![
-                inv(&code(7)),
-                inv("a"),
-                Event::AliasesRemoved {
-                    aliases: vec!["a".into()]
-                },
-            ]
-        );
-        // A batch of creates: one alias event for all, then the purges.
-        let (x, y) = (link(8, Some("x")), link(9, Some("y")));
-        assert_eq!(
-            edge.events(&[
-                LinkChange::new(None, Some(&x)),
-                LinkChange::new(None, Some(&plain)),
-                LinkChange::new(None, Some(&y)),
-            ]),
-            vec![
-                Event::Aliases {
-                    aliases: vec!["x".into(), "y".into()]
-                },
-                inv("x"),
-                inv("y"),
-            ]
-        );
-        // A fold: every link purged under its codes, nothing else.
-        assert_eq!(
-            edge.events(&[
-                LinkChange::in_place(8, Some("x")),
-                LinkChange::in_place(9, None)
-            ]),
-            vec![inv(&code(8)), inv("x"), inv(&code(9))]
-        );
-    }
-
-    #[tokio::test]
-    async fn a_change_drops_the_cached_copy_and_reaches_subscribers_with_its_position() {
-        let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let ((_dir, sqlite), hub) = (temp_store(), EventHub::default());
-        let store = Store::from(sqlite.clone());
-        let edge = Edge::new(&codec, &store, &hub);
-        let old = link(3, Some("old"));
-        sqlite
-            .write({
-                let old = old.clone();
-                move |c| crate::store::links::insert(c, &old, None)
-            })
-            .await
-            .unwrap();
-        let deleted = sqlite
-            .write(|c| crate::store::links::delete(c, 3))
-            .await
-            .unwrap()
-            .unwrap();
-        store.cache().put(Arc::new(old.clone()));
-        let (_id, mut rx) = hub.subscribe();
-        let reader = tokio::spawn(async move {
-            let msg = rx.recv().await.unwrap();
-            msg.ack.unwrap().send(()).unwrap();
-            (msg.frames, msg.seq, rx)
-        });
-        edge.link_changed(Some(&deleted), None).await;
-        assert!(store.cache().get(3).is_none());
-        assert_eq!(store.cache().alias_id("old"), None);
-        let (frames, seq, mut rx) = reader.await.unwrap();
-        // The insert with its alias and the delete (the store was opened
-        // empty, so the feed starts at 0) are pushed in log order, then the
-        // position.
-        let head = sqlite.read(changes::head).await.unwrap();
-        assert_eq!((seq, head.seq), (2, 2));
-        let rows = sqlite
-            .read(move |c| changes::between(c, 0, 2))
-            .await
-            .unwrap()
-            .unwrap();
-        let mut want = edge.replay(&rows);
-        want.push(Event::Position(head));
-        assert_eq!(frames, crate::events::encode_events(want));
-        // A link created without an alias is neither logged nor pushed.
-        assert!(!LinkChange::new(None, Some(&link(4, None))).is_logged());
-        edge.link_changed(None, Some(&link(4, None))).await;
-        assert!(rx.try_recv().is_err(), "nothing was pushed");
-        assert_eq!(sqlite.read(changes::head).await.unwrap().seq, 2);
-    }
-
-    /// An alias added then removed in one replay ends removed, and removed
-    /// then added ends added.
-    #[test]
-    fn replay_keeps_the_order_of_changes_to_one_alias() {
-        let codec = Codec::new(&DeploymentKey::from_bytes([5; 32]));
-        let ((_dir, sqlite), hub) = (temp_store(), EventHub::default());
-        let store = Store::from(sqlite.clone());
-        let edge = Edge::new(&codec, &store, &hub);
-        let row = |seq, id, old: Option<&str>, new: Option<&str>| Change {
-            seq,
-            link_id: id,
-            old_alias: old.map(Into::into),
-            new_alias: new.map(Into::into),
-        };
-        let last_alias_event = |events: Vec<Event>| {
-            events.into_iter().rev().find_map(|e| match e {
-                Event::Aliases { aliases } if aliases == ["a"] => Some(true),
-                Event::AliasesRemoved { aliases } if aliases == ["a"] => Some(false),
-                _ => None,
-            })
-        };
-        let added_then_removed = [row(1, 1, None, Some("a")), row(2, 1, Some("a"), None)];
-        assert_eq!(
-            last_alias_event(edge.replay(&added_then_removed)),
-            Some(false)
-        );
-        let removed_then_added = [row(1, 1, Some("a"), None), row(2, 2, None, Some("a"))];
-        assert_eq!(
-            last_alias_event(edge.replay(&removed_then_added)),
-            Some(true)
-        );
-        // Rows touching different aliases share one alias event.
-        let two = [row(1, 1, None, Some("a")), row(2, 2, None, Some("b"))];
-        let adds = edge
-            .replay(&two)
-            .into_iter()
-            .filter(|e| matches!(e, Event::Aliases { .. }))
-            .count();
-        assert_eq!(adds, 1);
-    }
-}
+mod tests;
