@@ -17,10 +17,12 @@ use std::time::{Duration, Instant};
 use shortlink_core::{Codec, DeploymentKey};
 
 mod browser;
+mod cluster;
 mod daemon;
 pub mod load;
 mod stack;
 pub use browser::Browser;
+pub use cluster::{Cluster, Node};
 pub use daemon::{give_to_workers, workers_ids, Daemon};
 pub use stack::{http_conf, Stack};
 

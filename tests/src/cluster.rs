@@ -1,0 +1,77 @@
+//! Several nodes on one PostgreSQL for the multi-node tests: a private
+//! cluster (`testpg`), and per node its own scratch directory, its own
+//! `shortlinkd` on the shared database and its own nginx with the module,
+//! every node on the same deployment key.
+
+use std::path::PathBuf;
+
+use shortlink_core::Codec;
+use testpg::PgCluster;
+
+use crate::{http_conf, Daemon, Nginx, Response, Scratch};
+
+/// One node: nginx and the daemon it talks to.
+pub struct Node {
+    pub nginx: Nginx,
+    pub daemon: Daemon,
+    pub scratch: Scratch,
+}
+
+impl Node {
+    /// GET `/<code>` through this node's nginx.
+    pub fn get(&self, code: &str) -> Response {
+        self.nginx.get(format!("/{code}").as_bytes())
+    }
+}
+
+/// Fields drop in order: the nodes, then PostgreSQL.
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub codec: Codec,
+    pub pg: PgCluster,
+    /// The shared database's URL (no password: nodes read it from a file).
+    pub url: String,
+}
+
+impl Cluster {
+    /// A private PostgreSQL and `n` nodes on one database of it.
+    pub fn start(name: &str, n: usize) -> Cluster {
+        let pg = PgCluster::start(name);
+        let url = pg.create_db("shortlink");
+        let mut nodes = Vec::new();
+        let mut codec = None;
+        for i in 0..n {
+            let scratch = Scratch::new(&format!("{name}-node{i}"));
+            let (key, c) = scratch.key();
+            codec = Some(c);
+            let config = node_config(&scratch, &url, &pg);
+            let daemon = Daemon::start_with_config(&scratch, &key, Some(config));
+            let nginx = Nginx::start(&scratch, 1, &http_conf(&key, &daemon, "300ms"));
+            nodes.push(Node {
+                nginx,
+                daemon,
+                scratch,
+            });
+        }
+        Cluster {
+            nodes,
+            codec: codec.expect("at least one node"),
+            pg,
+            url,
+        }
+    }
+}
+
+/// The daemon's config file naming the shared database.
+fn node_config(scratch: &Scratch, url: &str, pg: &PgCluster) -> PathBuf {
+    let path = scratch.path("shortlinkd.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "database = \"{url}\"\ndatabase_password_file = \"{}\"\n",
+            pg.password_file().display()
+        ),
+    )
+    .unwrap();
+    path
+}
