@@ -24,8 +24,13 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/import-circles.py core/src daemon/src nginx-module/src
 
+## Unit and daemon tests; then the daemon's whole suite again with every
+## test daemon on a private PostgreSQL (testpg's with-pg), so each behaviour
+## holds on both stores.
 unit:
 	cargo test --workspace --exclude shortlink-e2e
+	cargo build -p shortlink-testpg --bin with-pg
+	target/debug/with-pg cargo test -p shortlinkd --test '*'
 
 ## The API against its OpenAPI document: schemathesis, every check, on a
 ## throwaway daemon (scripts/schemathesis.toml names the allowed refusals).

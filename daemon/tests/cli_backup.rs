@@ -53,7 +53,7 @@ async fn wait_for(acked: &Acked, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_under_writes_restores_every_acknowledged_link() {
-    let a = Daemon::start().await;
+    let a = Daemon::start_on_sqlite().await;
     // A sealed app secret: the restore checks the key with it.
     let out = a.cli(&["app", "create", "--name", "ci", "--scopes", "links:read"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -82,7 +82,7 @@ async fn a_backup_under_writes_restores_every_acknowledged_link() {
     let mode = std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 
-    let mut b = Daemon::start().await;
+    let mut b = Daemon::start_on_sqlite().await;
     // Refused while b runs: the database stays b's.
     let out = b.cli(&["restore", backup.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));

@@ -40,12 +40,29 @@ pub struct Copied {
     pub schema_version: i64,
 }
 
+/// Backup and restore copy the SQLite file; a PostgreSQL database is
+/// PostgreSQL's to back up.
+fn sqlite_only(config: &Config, what: &str) -> Result<()> {
+    if let Some(url) = &config.database {
+        bail!(
+            "`{what}` copies the SQLite database; this configuration uses PostgreSQL ({url}): \
+             use pg_dump and pg_restore (or your PostgreSQL backups) instead"
+        );
+    }
+    Ok(())
+}
+
 /// Copies the daemon's database to `file` (replaced atomically if it
 /// exists), safe while the daemon runs and writes.
 pub fn backup(config: &Config, file: &Path) -> Result<Copied> {
+    sqlite_only(config, "backup")?;
     let db = config.db_path();
     if !db.exists() {
-        bail!("there is no database at {}", db.display());
+        bail!(
+            "there is no SQLite database at {} (a daemon on PostgreSQL keeps none here: \
+             back that database up with pg_dump)",
+            db.display()
+        );
     }
     let tmp = beside(file, "backup")?;
     let version = sqlite::backup_live(&db, &tmp)
@@ -65,6 +82,7 @@ pub fn backup(config: &Config, file: &Path) -> Result<Copied> {
 
 /// Replaces the database of the data directory with the backup `file`.
 pub fn restore(config: &Config, file: &Path) -> Result<Copied> {
+    sqlite_only(config, "restore")?;
     if let Some(socket) = running_daemon(config) {
         bail!(
             "a daemon is running on {}: {} answers; stop it before a restore",
@@ -207,6 +225,24 @@ mod tests {
         let mut st = c.prepare("SELECT url FROM links ORDER BY id").unwrap();
         let rows = st.query_map([], |r| r.get(0)).unwrap();
         rows.map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn postgres_configurations_are_sent_to_pg_dump() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            database: Some(
+                crate::config::DatabaseUrl::parse("postgres://u@db.example/sl").unwrap(),
+            ),
+            ..config(dir.path())
+        };
+        for e in [
+            backup(&config, &dir.path().join("b.db")).unwrap_err(),
+            restore(&config, &dir.path().join("b.db")).unwrap_err(),
+        ] {
+            let e = e.to_string();
+            assert!(e.contains("pg_dump") && e.contains("db.example"), "{e}");
+        }
     }
 
     #[test]

@@ -67,6 +67,20 @@ impl Daemon {
 
     /// Starts a daemon with extra `serve` arguments.
     pub async fn start_with(extra: &[&str]) -> Self {
+        // A test naming its own database keeps it.
+        let suite = (!extra.contains(&"--database"))
+            .then(suite_database)
+            .unwrap_or_default();
+        Self::start_on(suite, extra).await
+    }
+
+    /// Starts a daemon on SQLite even under `with-pg`: for what only the
+    /// SQLite file has (its backup, its WAL).
+    pub async fn start_on_sqlite() -> Self {
+        Self::start_on(Vec::new(), &[]).await
+    }
+
+    async fn start_on(store: Vec<String>, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let key = DeploymentKey::from_bytes(TEST_KEY);
         key.write_new(&dir.path().join("key")).unwrap();
@@ -75,7 +89,7 @@ impl Daemon {
             key,
             admin_key: String::new(),
             child: None,
-            extra: suite_database()
+            extra: store
                 .into_iter()
                 .chain(extra.iter().map(|s| s.to_string()))
                 .collect(),

@@ -122,7 +122,7 @@ async fn a_full_disk_degrades_health_and_every_write_fails_until_space_is_back()
 
 #[tokio::test]
 async fn a_deleted_wal_degrades_health_logs_once_and_refuses_writes() {
-    let d = Daemon::start().await;
+    let d = Daemon::start_on_sqlite().await;
     let before = d.create(json!({"url": "https://example.com/kept"})).await;
     let wal = d.data_dir().join("shortlink.db-wal");
     assert!(wal.exists());
