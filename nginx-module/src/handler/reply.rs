@@ -8,7 +8,7 @@ use nginx_sys::{
     NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::http::Request;
-use shortlink_core::query::join_query;
+use shortlink_core::query::{forwards_query, join_query};
 use shortlink_core::target::DEFAULT_MAX_TARGET_LEN;
 use shortlink_core::RedirectStatus;
 
@@ -72,7 +72,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                     }
                 }
             }
-            let Some(location) = with_query(r, lcf, hit.target) else {
+            let Some(location) = with_query(r, lcf, hit.forward_query, hit.target) else {
                 return Reply::Error;
             };
             ctx.target = location;
@@ -90,11 +90,17 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
     fallback_or(lcf, status)
 }
 
-/// The target, with the visit's query string joined when the location
-/// forwards it (`shortlink_forward_query on`; the rule is
-/// `shortlink_core::query`'s). `None`: the pool is out of memory.
-fn with_query(r: &Request, lcf: &LocConf, target: ngx_str_t) -> Option<ngx_str_t> {
-    if lcf.forward_query != 1 {
+/// The target, with the visit's query string joined when the link (its
+/// own `forward_query`) or else the location (`shortlink_forward_query`)
+/// forwards it; the rules are `shortlink_core::query`'s. `None`: the pool
+/// is out of memory.
+fn with_query(
+    r: &Request,
+    lcf: &LocConf,
+    link: Option<bool>,
+    target: ngx_str_t,
+) -> Option<ngx_str_t> {
+    if !forwards_query(link, lcf.forward_query == 1) {
         return Some(target);
     }
     let query = r.as_ref().args.as_bytes();
