@@ -29,8 +29,9 @@ use crate::redirect::RedirectStatus;
 /// added the challenge-response ([`Request::Auth`], [`Reply::Challenge`],
 /// the daemon's proof in [`Reply::Welcome`]) and [`Reply::ClicksRefused`];
 /// version 3 the resync by change position ([`Request::Subscribe`]'s
-/// `since`, [`Event::Position`], [`Event::Reset`]).
-pub const PROTOCOL_VERSION: u16 = 3;
+/// `since`, [`Event::Position`], [`Event::Reset`]); version 4 the link's
+/// `forward_query` and `created_at` in [`EdgeLink`].
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Largest payload either side accepts; bigger frames close the connection.
 pub const MAX_FRAME: usize = 1 << 20;
 /// Bytes of the length prefix.
@@ -133,6 +134,12 @@ pub struct EdgeLink {
     pub expires_at: Option<i64>,
     pub targets: DeviceTargets,
     pub disabled: bool,
+    /// The link's own choice to append the visit's query string to the
+    /// target; `None` leaves it to `shortlink_forward_query`
+    /// ([`crate::query::forwards_query`]).
+    pub forward_query: Option<bool>,
+    /// Unix seconds when the link was made, for its preview page.
+    pub created_at: i64,
 }
 
 impl EdgeLink {

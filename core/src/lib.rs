@@ -12,6 +12,7 @@ pub mod edge_status;
 pub mod handshake;
 pub mod ipc;
 pub mod key;
+pub mod preview;
 pub mod query;
 pub mod redirect;
 pub mod spool;

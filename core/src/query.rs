@@ -15,6 +15,14 @@
 //!   [`crate::target::DEFAULT_MAX_TARGET_LEN`], the length a target may
 //!   have).
 
+/// Whether a visit's query joins the target: the link's own `forward_query`
+/// when it has one (the link wins), else the location's
+/// `shortlink_forward_query`.
+#[inline]
+pub fn forwards_query(link: Option<bool>, location: bool) -> bool {
+    link.unwrap_or(location)
+}
+
 /// Where and how a query joins a target; [`QueryJoin::write`] builds the
 /// result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +114,14 @@ mod tests {
                 "{target} + {query}"
             );
         }
+    }
+
+    #[test]
+    fn the_link_wins_over_the_location() {
+        assert!(forwards_query(Some(true), false));
+        assert!(!forwards_query(Some(false), true));
+        assert!(forwards_query(None, true));
+        assert!(!forwards_query(None, false));
     }
 
     #[test]

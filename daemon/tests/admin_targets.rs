@@ -1,6 +1,7 @@
 //! The admin UI's link forms judge targets like the API: a blocked host in
 //! any spelling, and a short URL of this deployment, are refused next to
-//! the field, on create and on edit.
+//! the field, on create and on edit. They also carry the link's own
+//! `forward_query`, which the detail page shows.
 
 mod common;
 
@@ -168,4 +169,68 @@ async fn admin_forms_refuse_blocked_hosts_and_short_links() {
         .post(&d, &path, &[("url", "https://ok.example/new")])
         .await;
     assert_eq!(s, 303, "{page}");
+}
+
+#[tokio::test]
+async fn admin_forms_set_and_show_forward_query() {
+    let d = Daemon::start().await;
+    let admin = sign_in(&d).await;
+    let (s, page) = admin
+        .post(
+            &d,
+            "/admin/links",
+            &[
+                ("url", "https://ok.example/fq"),
+                ("alias", "admin-fq"),
+                ("forward_query", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-fq", None).await;
+    assert_eq!(got["forward_query"], true);
+    let get = |path: String| {
+        let cookie = admin.cookie.clone();
+        let d = &d;
+        async move {
+            let (s, _, v) = send(d, "GET", &path, &[("cookie", &cookie)], None).await;
+            assert_eq!(s, 200, "{path}: {v}");
+            v.as_str().unwrap().to_string()
+        }
+    };
+    let detail = get("/admin/links/admin-fq".into()).await;
+    assert!(
+        detail.contains("id=\"forward-query\">appended to the target"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("<option value=\"on\" selected>"),
+        "the edit form shows the stored choice: {detail}"
+    );
+    // Off, then back to nginx's choice; a made-up value is refused.
+    let path = "/admin/links/admin-fq";
+    let fields = |f: &'static str| {
+        [
+            ("url", "https://ok.example/fq"),
+            ("alias", "admin-fq"),
+            ("forward_query", f),
+        ]
+    };
+    let (s, page) = admin.post(&d, path, &fields("off")).await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-fq", None).await;
+    assert_eq!(got["forward_query"], false);
+    let (s, page) = admin.post(&d, path, &fields("")).await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-fq", None).await;
+    assert_eq!(got["forward_query"], Value::Null);
+    assert!(get("/admin/links/admin-fq".into())
+        .await
+        .contains("nginx default (shortlink_forward_query)"));
+    let (s, page) = admin.post(&d, path, &fields("sometimes")).await;
+    assert_eq!(s, 422, "{page}");
+    assert!(
+        page.contains("forward_query must be on, off or empty"),
+        "{page}"
+    );
 }

@@ -250,7 +250,8 @@ async fn import_and_export_through_the_daemon() {
             "target_desktop",
             "target_mobile",
             "target_ios",
-            "target_android"
+            "target_android",
+            "forward_query"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();

@@ -268,3 +268,69 @@ async fn concurrent_edits_from_two_stores_lose_nothing() {
     let want: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
     assert_eq!(tags, want);
 }
+
+/// A link's own `forward_query` (unset, on, off) is stored, read, edited
+/// and imported on PostgreSQL as on SQLite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_query_is_kept_in_all_three_states() {
+    let cluster = PgCluster::start("links-fq");
+    let store = open(&config_for(&cluster, "links_fq")).await;
+    let with = |id: u64, f: Option<bool>| {
+        let mut n = new_link(id, None, &format!("https://e.com/{id}"), &[]);
+        n.link.forward_query = f;
+        n
+    };
+    store
+        .insert_links(
+            vec![with(1, None), with(2, Some(true)), with(3, Some(false))],
+            0,
+        )
+        .await
+        .unwrap();
+    let read = |links: &[Option<Link>]| -> Vec<Option<bool>> {
+        links
+            .iter()
+            .map(|l| l.as_ref().unwrap().forward_query)
+            .collect()
+    };
+    let found = store
+        .find_links((1..=3).map(CodeRef::Id).collect())
+        .await
+        .unwrap();
+    assert_eq!(read(&found), vec![None, Some(true), Some(false)]);
+
+    let flip = LinkEdit {
+        apply: Box::new(|old: &Link| {
+            let mut new = old.clone();
+            new.forward_query = match old.forward_query {
+                None => Some(false),
+                Some(_) => None,
+            };
+            Ok(new)
+        }),
+        alias_targets: Vec::new(),
+        check: Box::new(|_, _| None),
+    };
+    assert!(matches!(
+        store.update_link(1, flip).await.unwrap(),
+        Updated::Done { ref new, .. } if new.forward_query == Some(false)
+    ));
+    let one = store.find_link(CodeRef::Id(1)).await.unwrap().unwrap();
+    assert_eq!(one.forward_query, Some(false));
+
+    let mut row = import_row(10, None, None, "https://e.com/imported");
+    row.new.link.forward_query = Some(true);
+    store.import_links(vec![row], 0).await.unwrap();
+    let page = store
+        .links_page(shortlinkd::store::links::ListQuery {
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let imported = page
+        .iter()
+        .find(|l| l.url == "https://e.com/imported")
+        .expect("the imported link");
+    assert_eq!(imported.forward_query, Some(true));
+}

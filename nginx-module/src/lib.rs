@@ -27,6 +27,7 @@ mod guard;
 mod handler;
 mod log;
 mod net;
+mod page;
 mod pool;
 mod request;
 mod status;

@@ -5,14 +5,12 @@
 //! keeps them in the shared zone). Prometheus text by default, JSON with
 //! `?format=json`; the formats are core's `edge_status`.
 
-use nginx_sys::{
-    ngx_int_t, ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR,
-    NGX_HTTP_NOT_ALLOWED,
-};
+use nginx_sys::{ngx_int_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_NOT_ALLOWED};
 use ngx::http::Request;
 use shortlink_core::edge_status::{self, ZoneFigures};
 
 use crate::conf::MainConf;
+use crate::page::send_page;
 
 const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 const JSON: &str = "application/json";
@@ -24,40 +22,18 @@ pub fn answer(r: &mut Request, main: &MainConf) -> ngx_int_t {
     if method != NGX_HTTP_GET && method != NGX_HTTP_HEAD {
         return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
     }
-    // SAFETY: r is live; nginx reads and drops any body.
-    let rc = unsafe { nginx_sys::ngx_http_discard_request_body(r.as_mut()) };
-    if rc != nginx_sys::NGX_OK as ngx_int_t {
-        return rc;
-    }
     let zones: Vec<ZoneFigures> = figures(main).into_iter().collect();
     let (body, content_type) = if wants_json(r.as_ref().args.as_bytes()) {
         (edge_status::json(&zones), JSON)
     } else {
         (edge_status::prometheus(&zones), PROMETHEUS)
     };
-    if r.add_header_out("Cache-Control", "no-store").is_none() {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    }
-    let Some(value) = crate::pool::pool_copy(&r.pool(), body.as_bytes()) else {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    };
-    let mut ct = ngx_str_t {
-        len: content_type.len(),
-        data: content_type.as_ptr().cast_mut(),
-    };
-    // SAFETY: a zeroed complex value is a constant one, as `return 200
-    // "text"` builds it; the body lives in the request pool and the content
-    // type in a static, both outliving the response.
-    let rc = unsafe {
-        let mut cv: nginx_sys::ngx_http_complex_value_t = core::mem::zeroed();
-        cv.value = value;
-        nginx_sys::ngx_http_send_response(r.as_mut(), 200, &mut ct, &mut cv)
-    };
-    // Answered from the precontent phase: finish here, or the phase engine
-    // would go on to the content phase after an NGX_OK.
-    // SAFETY: r is live and its response is sent (or failed with rc).
-    unsafe { nginx_sys::ngx_http_finalize_request(r.as_mut(), rc) };
-    nginx_sys::NGX_DONE as ngx_int_t
+    send_page(
+        r,
+        content_type,
+        &[("Cache-Control", "no-store")],
+        body.as_bytes(),
+    )
 }
 
 /// True when the query string has `format=json`.

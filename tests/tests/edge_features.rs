@@ -432,3 +432,65 @@ fn the_query_string_is_forwarded_where_the_location_says_so() {
     );
     s.nginx.assert_clean_log();
 }
+
+/// A link's own `forward_query` wins over `shortlink_forward_query`: `true`
+/// forwards where the location does not, `false` does not where it does,
+/// and a link without one follows the location. From the daemon's answer
+/// and from the zone alike; an edit reaches the edge at once.
+#[test]
+fn a_links_own_forward_query_wins_over_the_location() {
+    let s = Stack::start_edited("forward-query-link", 1, "300ms", |http| {
+        http.replace(
+            "        location /fb/ {",
+            "        location /fwd/ {\n            shortlink on;\n            shortlink_forward_query on;\n        }\n        location /fb/ {",
+        )
+    });
+    let on = s
+        .daemon
+        .create(json!({"url": "https://example.com/on", "forward_query": true}));
+    let off = s
+        .daemon
+        .create(json!({"url": "https://example.com/off", "forward_query": false}));
+    let unset = s.daemon.create(json!({"url": "https://example.com/unset"}));
+    let location = |path: &str| {
+        let r = s.get(path, &[]);
+        assert_eq!(r.status, 302, "{path}: {}", r.body_text());
+        r.header("Location").unwrap_or_default().to_string()
+    };
+    for _ in ["MISS", "HIT"] {
+        // `location /`: no shortlink_forward_query (off).
+        assert_eq!(location(&format!("{on}?u=1")), "https://example.com/on?u=1");
+        assert_eq!(location(&format!("{off}?u=1")), "https://example.com/off");
+        assert_eq!(
+            location(&format!("{unset}?u=1")),
+            "https://example.com/unset"
+        );
+        // `location /fwd/`: shortlink_forward_query on.
+        assert_eq!(
+            location(&format!("fwd/{on}?u=1")),
+            "https://example.com/on?u=1"
+        );
+        assert_eq!(
+            location(&format!("fwd/{off}?u=1")),
+            "https://example.com/off"
+        );
+        assert_eq!(
+            location(&format!("fwd/{unset}?u=1")),
+            "https://example.com/unset?u=1"
+        );
+    }
+    assert_eq!(s.get(&on, &[]).header("X-Cache"), Some("HIT"));
+    // Handing the choice back to the location reaches the cached entry.
+    let r = s.daemon.api(
+        "PATCH",
+        &format!("/api/v1/links/{off}"),
+        Some(&json!({"forward_query": null})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    assert!(eventually(Duration::from_secs(2), || location(&format!(
+        "fwd/{off}?u=1"
+    ))
+        == "https://example.com/off?u=1"));
+    assert_eq!(location(&format!("{off}?u=1")), "https://example.com/off");
+    s.nginx.assert_clean_log();
+}

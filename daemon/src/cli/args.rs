@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Arg, Args, CommandFactory, Parser, Subcommand};
+use clap::{Arg, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use super::settings::SettingsArgs;
 
@@ -169,6 +169,11 @@ pub enum LinkCommand {
         /// Reuse an existing live link with the same URL and options.
         #[arg(long)]
         dedupe: bool,
+        /// Append the visit's query string to the target (`on`) or never
+        /// (`off`), whatever `shortlink_forward_query` says; default: the
+        /// location decides.
+        #[arg(long, value_enum)]
+        forward_query: Option<ForwardQuery>,
     },
     /// Show a link (JSON).
     Get {
@@ -247,6 +252,32 @@ pub struct UpdateArgs {
     /// Tags, replacing the link's tags (repeat or comma-separate).
     #[arg(short = 't', long = "tag", value_delimiter = ',')]
     pub tags: Vec<String>,
+    /// Append the visit's query string (`on`), never (`off`), or leave it
+    /// to `shortlink_forward_query` (`location`).
+    #[arg(long, value_enum)]
+    pub forward_query: Option<ForwardQuery>,
+}
+
+/// `--forward-query`: the link's own choice, or the location's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ForwardQuery {
+    /// Always append the visit's query string.
+    On,
+    /// Never append it.
+    Off,
+    /// As the location's `shortlink_forward_query` says.
+    Location,
+}
+
+impl ForwardQuery {
+    /// The link field's value: `None` leaves it to the location.
+    pub fn value(self) -> Option<bool> {
+        match self {
+            ForwardQuery::On => Some(true),
+            ForwardQuery::Off => Some(false),
+            ForwardQuery::Location => None,
+        }
+    }
 }
 
 /// `app` subcommands.

@@ -22,6 +22,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
             expires_at,
             tags,
             dedupe,
+            forward_query,
         } => {
             let req = CreateLink {
                 url,
@@ -30,6 +31,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
                 expires_at: expires_at.map(TimeInput::Text),
                 tags: (!tags.is_empty()).then_some(tags),
                 dedupe: dedupe.then_some(true),
+                forward_query: forward_query.and_then(|f| f.value()),
                 ..CreateLink::default()
             };
             let link = client.create_link(&req).await?;
@@ -93,6 +95,9 @@ async fn patch_body(client: &Client, a: UpdateArgs) -> Result<Value> {
     }
     if let Some(r) = a.redirect {
         body.insert("redirect".into(), r.into());
+    }
+    if let Some(f) = a.forward_query {
+        body.insert("forward_query".into(), json!(f.value()));
     }
     if let Some(e) = a.expires {
         let t = parse_time(&e).map_err(|m| anyhow::anyhow!("--expires: {m}"))?;

@@ -7,7 +7,7 @@ use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 15] = [
+pub const HEADER: [&str; 16] = [
     "code",
     "url",
     "alias",
@@ -23,6 +23,7 @@ pub const HEADER: [&str; 15] = [
     "target_mobile",
     "target_ios",
     "target_android",
+    "forward_query",
 ];
 
 /// RFC 3339 of a time, empty when absent or out of range.
@@ -31,7 +32,7 @@ fn rfc3339(t: Option<Timestamp>) -> String {
 }
 
 /// One link as an export record, in [`HEADER`]'s order.
-pub fn record(l: &LinkView) -> [String; 15] {
+pub fn record(l: &LinkView) -> [String; 16] {
     let opt = |s: &Option<String>| s.clone().unwrap_or_default();
     [
         l.generated_code.clone(),
@@ -49,6 +50,7 @@ pub fn record(l: &LinkView) -> [String; 15] {
         opt(&l.targets.mobile),
         opt(&l.targets.ios),
         opt(&l.targets.android),
+        l.forward_query.map(|f| f.to_string()).unwrap_or_default(),
     ]
 }
 
@@ -92,6 +94,7 @@ mod tests {
             clicks: 7,
             bot_clicks: 1,
             created_by: Some("key:1".into()),
+            forward_query: Some(false),
         }
     }
 
@@ -104,7 +107,7 @@ mod tests {
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
-             2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,"
+             2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false"
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();
@@ -124,6 +127,7 @@ mod tests {
         assert_eq!(extra.redirect, Some(301));
         assert_eq!(extra.max_visits, Some(5));
         assert!(extra.disabled);
+        assert_eq!(extra.forward_query, Some(false));
         assert_eq!(
             extra
                 .created_at

@@ -196,6 +196,11 @@ pub struct CreateLink {
     pub dedupe: Option<bool>,
     /// Create switched off.
     pub disabled: Option<bool>,
+    /// Append the visit's query string to the target (`true`) or never
+    /// (`false`), whatever the location's `shortlink_forward_query` says;
+    /// absent or `null`: the location decides.
+    #[schema(value_type = Option<bool>, nullable)]
+    pub forward_query: Option<bool>,
 }
 
 /// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
@@ -301,4 +306,9 @@ pub struct UpdateLink {
     #[serde(default, deserialize_with = "not_null")]
     #[schema(nullable = false)]
     pub disabled: Option<bool>,
+    /// `true` or `false` wins over the location's
+    /// `shortlink_forward_query`; `null` leaves it to the location again.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<bool>, nullable)]
+    pub forward_query: Option<Option<bool>>,
 }

@@ -30,6 +30,8 @@ pub fn edge_result(link: &Link, now: i64) -> LookupResult {
             expires_at: link.expires_at,
             targets: link.targets.clone(),
             disabled: false,
+            forward_query: link.forward_query,
+            created_at: link.created_at,
         }),
         _ => LookupResult::Gone,
     }

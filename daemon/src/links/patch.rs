@@ -48,6 +48,8 @@ pub struct CheckedPatch {
     targets: Option<DeviceTargets>,
     tags: Option<Vec<String>>,
     disabled: Option<bool>,
+    /// `Some(None)` leaves the choice to the location again.
+    forward_query: Option<Option<bool>>,
     /// New targets that are short URLs if their alias exists: the write
     /// checks (see [`CheckedPatch::take_alias_targets`]).
     alias_targets: Vec<AliasTarget>,
@@ -117,6 +119,7 @@ impl LinkRules {
             out.tags = Some(check_tags(tags)?);
         }
         out.disabled = patch.disabled;
+        out.forward_query = patch.forward_query;
         Ok(())
     }
 }
@@ -180,6 +183,9 @@ impl CheckedPatch {
         }
         if let Some(d) = self.disabled {
             link.disabled = d;
+        }
+        if let Some(f) = self.forward_query {
+            link.forward_query = f;
         }
         link.updated_at = now;
         Ok(())

@@ -114,6 +114,7 @@ impl LinkRules {
             created_by: created_by.map(str::to_string),
             clicks: 0,
             bot_clicks: 0,
+            forward_query: req.forward_query,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),
@@ -186,7 +187,7 @@ fn dedupe_hash(req: &CreateLink, link: &Link) -> [u8; 32] {
     // The same bytes as the `json!([...]).to_string()` this hash was first
     // defined with (compact JSON of an array), without building a `Value`
     // tree per link: stored hashes stay comparable.
-    let canonical = serde_json::to_vec(&(
+    let fields = (
         &link.url,
         &req.alias,
         &expiry_key,
@@ -196,7 +197,13 @@ fn dedupe_hash(req: &CreateLink, link: &Link) -> [u8; 32] {
         [&t.desktop, &t.mobile, &t.ios, &t.android],
         &sorted_tags,
         link.disabled,
-    ))
+    );
+    // A link that leaves `forward_query` to the location hashes as before
+    // the field existed; one that sets it hashes the value too.
+    let canonical = match link.forward_query {
+        None => serde_json::to_vec(&fields),
+        Some(f) => serde_json::to_vec(&(fields, f)),
+    }
     .expect("plain values serialize");
     Sha256::digest(&canonical).into()
 }

@@ -51,6 +51,10 @@ pub struct LinkView {
     pub bot_clicks: i64,
     /// Who created it (`key:3`, `app:name`, `user:alice`, `cli`).
     pub created_by: Option<String>,
+    /// The link's own choice to append the visit's query string to the
+    /// target; absent: the location's `shortlink_forward_query` decides.
+    #[serde(default)]
+    pub forward_query: Option<bool>,
 }
 
 impl LinkView {
@@ -82,6 +86,7 @@ impl LinkView {
             clicks: link.clicks,
             bot_clicks: link.bot_clicks,
             created_by: link.created_by.clone(),
+            forward_query: link.forward_query,
         }
     }
 }

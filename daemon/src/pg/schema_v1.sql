@@ -23,7 +23,9 @@ CREATE TABLE links (
     created_by      text,
     dedupe_hash     bytea,
     clicks          bigint NOT NULL DEFAULT 0,
-    bot_clicks      bigint NOT NULL DEFAULT 0
+    bot_clicks      bigint NOT NULL DEFAULT 0,
+    -- NULL: the location's shortlink_forward_query decides.
+    forward_query   boolean
 );
 CREATE INDEX links_dedupe ON links (dedupe_hash) WHERE dedupe_hash IS NOT NULL;
 

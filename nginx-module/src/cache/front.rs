@@ -29,6 +29,8 @@ pub struct Front {
     status: Option<RedirectStatus>,
     expires_at: Option<i64>,
     disabled: bool,
+    forward_query: Option<bool>,
+    created_day: u16,
     fresh_until: ngx_msec_t,
     target: Box<[u8]>,
 }
@@ -42,6 +44,8 @@ impl Front {
             status: link.status(),
             expires_at: link.expires_at(),
             disabled: link.disabled(),
+            forward_query: link.forward_query(),
+            created_day: link.created_day(),
             fresh_until,
             target: link.target(DeviceClass::Other).into(),
         }
@@ -63,6 +67,14 @@ impl LinkView for Front {
 
     fn disabled(&self) -> bool {
         self.disabled
+    }
+
+    fn forward_query(&self) -> Option<bool> {
+        self.forward_query
+    }
+
+    fn created_day(&self) -> u16 {
+        self.created_day
     }
 
     fn has_target(&self, class: DeviceClass) -> bool {

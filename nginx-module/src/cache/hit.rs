@@ -6,6 +6,7 @@
 use nginx_sys::ngx_str_t;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::EdgeLink;
+use shortlink_core::preview::day_of;
 use shortlink_core::RedirectStatus;
 
 /// A found link, with the target for the visitor's device copied out (into
@@ -21,6 +22,10 @@ pub struct Hit {
     /// The link has device-specific targets: the answer depends on the
     /// `User-Agent` (`Vary: User-Agent`).
     pub by_device: bool,
+    /// The link's own `forward_query`; `None`: the location decides.
+    pub forward_query: Option<bool>,
+    /// Days since 1970-01-01 when the link was made (for its preview).
+    pub created_day: u16,
 }
 
 /// Read access to a link wherever it is held.
@@ -29,6 +34,9 @@ pub trait LinkView {
     fn status(&self) -> Option<RedirectStatus>;
     fn expires_at(&self) -> Option<i64>;
     fn disabled(&self) -> bool;
+    fn forward_query(&self) -> Option<bool>;
+    /// Days since 1970-01-01 when the link was made.
+    fn created_day(&self) -> u16;
     /// The target kept for exactly `class` (`Other`: the main target);
     /// empty when unset.
     fn target(&self, class: DeviceClass) -> &[u8];
@@ -70,6 +78,8 @@ impl Hit {
             disabled: link.disabled(),
             target: copy(link.target(class))?,
             by_device: link.has_device_targets(),
+            forward_query: link.forward_query(),
+            created_day: link.created_day(),
         })
     }
 }
@@ -89,6 +99,14 @@ impl LinkView for EdgeLink {
 
     fn disabled(&self) -> bool {
         self.disabled
+    }
+
+    fn forward_query(&self) -> Option<bool> {
+        self.forward_query
+    }
+
+    fn created_day(&self) -> u16 {
+        day_of(self.created_at)
     }
 
     fn target(&self, class: DeviceClass) -> &[u8] {

@@ -17,11 +17,12 @@ use core::sync::atomic::Ordering;
 use nginx_sys::{ngx_msec_t, ngx_queue_t, ngx_str_t};
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::LookupResult;
+use shortlink_core::preview::day_of;
 use shortlink_core::RedirectStatus;
 
 use super::front::{self, Front};
 use super::hit::{Hit, LinkView};
-use super::node::LinkNode;
+use super::node::{forward_bits, forward_of, LinkNode, DISABLED, KIND_MASK};
 use super::zone::{Locked, Shared};
 use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
 
@@ -96,7 +97,15 @@ impl LinkView for Node {
     }
 
     fn disabled(&self) -> bool {
-        self.get().disabled
+        self.get().flags & DISABLED != 0
+    }
+
+    fn forward_query(&self) -> Option<bool> {
+        forward_of(self.get().flags)
+    }
+
+    fn created_day(&self) -> u16 {
+        self.get().created_day
     }
 
     fn has_target(&self, class: DeviceClass) -> bool {
@@ -145,7 +154,7 @@ pub fn lookup(
             }
         }
     }
-    match node.get().kind {
+    match node.get().flags & KIND_MASK {
         KIND_NOT_FOUND => Cached::NotFound,
         KIND_GONE => Cached::Gone,
         _ => {
@@ -200,9 +209,15 @@ impl LinkCache {
             id: link.map_or(0, |l| l.id),
             expires_at: link.and_then(|l| l.expires_at).unwrap_or(i64::MIN),
             status: link.and_then(|l| l.status).map_or(0, RedirectStatus::code),
-            kind,
-            disabled: link.is_some_and(|l| l.disabled),
+            flags: kind
+                | if link.is_some_and(|l| l.disabled) {
+                    DISABLED
+                } else {
+                    0
+                }
+                | forward_bits(link.and_then(|l| l.forward_query)),
             code_len: code.len() as u8,
+            created_day: link.map_or(0, |l| day_of(l.created_at)),
             lens: fields.map(|f| f.len() as u16),
         };
         let shared = lock.shared();

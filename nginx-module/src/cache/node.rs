@@ -20,9 +20,46 @@ pub struct LinkNode {
     /// Unix seconds; `i64::MIN` for none.
     pub(super) expires_at: i64,
     pub(super) status: u16,
-    pub(super) kind: u8,
-    pub(super) disabled: bool,
+    /// The answer's kind (`KIND_MASK`), `DISABLED`, and the link's own
+    /// `forward_query` (`FORWARD_MASK`): one byte, so the entry stays 80
+    /// bytes with the creation day.
+    pub(super) flags: u8,
     pub(super) code_len: u8,
+    /// Days since 1970-01-01 when the link was made, for its preview
+    /// (`shortlink_core::preview::day_of`).
+    pub(super) created_day: u16,
     /// Byte lengths of the targets, indexed by `DeviceClass as usize`.
     pub(super) lens: [u16; 5],
+}
+
+// The entry size the README's entries-per-MiB figure is worked out from.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(core::mem::size_of::<LinkNode>() == 80);
+
+/// `flags`: found, not found or gone (`links.rs`'s `KIND_*`).
+pub(super) const KIND_MASK: u8 = 0b0000_0011;
+/// `flags`: switched off.
+pub(super) const DISABLED: u8 = 0b0000_0100;
+/// `flags`: the link's `forward_query`, [`FORWARD_ON`] or [`FORWARD_OFF`];
+/// neither leaves it to the location.
+pub(super) const FORWARD_MASK: u8 = 0b0001_1000;
+pub(super) const FORWARD_ON: u8 = 0b0000_1000;
+pub(super) const FORWARD_OFF: u8 = 0b0001_0000;
+
+/// The `flags` bits of a link's `forward_query`.
+pub(super) fn forward_bits(forward_query: Option<bool>) -> u8 {
+    match forward_query {
+        None => 0,
+        Some(true) => FORWARD_ON,
+        Some(false) => FORWARD_OFF,
+    }
+}
+
+/// A link's `forward_query` from its `flags`.
+pub(super) fn forward_of(flags: u8) -> Option<bool> {
+    match flags & FORWARD_MASK {
+        FORWARD_ON => Some(true),
+        FORWARD_OFF => Some(false),
+        _ => None,
+    }
 }

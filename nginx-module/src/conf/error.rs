@@ -44,6 +44,8 @@ pub enum ConfError {
     Fallback(#[from] TargetError),
     #[error("value must be printable ASCII")]
     NotPrintable,
+    #[error("{0}")]
+    PreviewSuffix(#[from] shortlink_core::preview::SuffixError),
     #[error("\"shortlink on\" in {file}:{line} needs \"shortlink_key_file\" in the http block")]
     OnWithoutKey { file: String, line: ngx_uint_t },
     #[error(

@@ -31,6 +31,9 @@ pub struct LocConf {
     /// `shortlink_forward_query on|off`: the visit's query string joins
     /// the target (`shortlink_core::query`).
     pub forward_query: ngx_flag_t,
+    /// `shortlink_preview_suffix`: `/<code><suffix>` answers the link's
+    /// preview page (`shortlink_core::preview`); `Some(None)` is `off`.
+    pub preview_suffix: Option<Option<String>>,
     /// `shortlink_status`: this location answers the edge's figures (not
     /// inherited, as `stub_status`).
     pub status: bool,
@@ -46,6 +49,7 @@ impl Default for LocConf {
             cache_control: None,
             clicks: UNSET_FLAG,
             forward_query: UNSET_FLAG,
+            preview_suffix: None,
             status: false,
         }
     }
@@ -60,6 +64,14 @@ impl LocConf {
     /// The `shortlink_fallback` URL, unless it is `off` or unset.
     pub fn fallback(&self) -> Option<&str> {
         self.fallback.as_ref().and_then(|f| f.as_deref())
+    }
+
+    /// The `shortlink_preview_suffix` value, unless it is `off` or unset.
+    pub fn preview_suffix(&self) -> Option<&[u8]> {
+        self.preview_suffix
+            .as_ref()
+            .and_then(|s| s.as_deref())
+            .map(str::as_bytes)
     }
 
     /// The `shortlink_cache_control` value, unless it is `off` or unset.
@@ -186,6 +198,30 @@ fn cache_control(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> 
     Ok(())
 }
 
+/// `shortlink_preview_suffix SUFFIX|off`.
+pub extern "C" fn set_preview_suffix(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: as for set_enabled: a LocConf.
+    unsafe { run_directive(cf, conf, preview_suffix) }
+}
+
+fn preview_suffix(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
+    if lcf.preview_suffix.is_some() {
+        return Err(ConfError::Duplicate);
+    }
+    let value = d.value().to_string();
+    if value == "off" {
+        lcf.preview_suffix = Some(None);
+        return Ok(());
+    }
+    let suffix = shortlink_core::preview::parse_suffix(&value)?;
+    lcf.preview_suffix = Some(Some(suffix.to_string()));
+    Ok(())
+}
+
 /// `merge_loc_conf`: a location's settings over its parent's; a `shortlink
 /// on` location needs the key.
 pub extern "C" fn merge_loc_conf(
@@ -240,6 +276,9 @@ fn merge(conf: &mut LocConf, prev: &LocConf) {
     }
     if conf.cache_control.is_none() {
         conf.cache_control = Some(prev.cache_control.clone().flatten());
+    }
+    if conf.preview_suffix.is_none() {
+        conf.preview_suffix = Some(prev.preview_suffix.clone().flatten());
     }
 }
 

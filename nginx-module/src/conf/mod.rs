@@ -59,7 +59,7 @@ const MAIN_OFFSET: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const LOC_OFFSET: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 /// The directives, terminated by nginx's null command.
-pub static mut COMMANDS: [ngx_command_t; 15] = [
+pub static mut COMMANDS: [ngx_command_t; 16] = [
     command(
         ngx_string!("shortlink_key_file"),
         MAIN | NGX_CONF_TAKE1,
@@ -143,6 +143,13 @@ pub static mut COMMANDS: [ngx_command_t; 15] = [
         ngx_conf_set_flag_slot,
         LOC_OFFSET,
         offset_of!(LocConf, forward_query),
+    ),
+    command(
+        ngx_string!("shortlink_preview_suffix"),
+        ANY | NGX_CONF_TAKE1,
+        loc_conf::set_preview_suffix,
+        LOC_OFFSET,
+        0,
     ),
     command(
         ngx_string!("shortlink_cache_control"),

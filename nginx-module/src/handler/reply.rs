@@ -1,6 +1,7 @@
 //! From an outcome to the response: a redirect to the link's target (or to
-//! `shortlink_fallback`), or 404/410/503; the click is counted here. Only a
-//! link's own redirect carries `shortlink_cache_control`, and one chosen by
+//! `shortlink_fallback`), the link's preview page (`shortlink_preview_suffix`;
+//! no click), or 404/410/503; the click is counted here. Only a link's own
+//! redirect carries `shortlink_cache_control`, and one chosen by
 //! `User-Agent` says so with `Vary`.
 
 use nginx_sys::{
@@ -8,7 +9,8 @@ use nginx_sys::{
     NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::http::Request;
-use shortlink_core::query::join_query;
+use shortlink_core::preview;
+use shortlink_core::query::{forwards_query, join_query};
 use shortlink_core::target::DEFAULT_MAX_TARGET_LEN;
 use shortlink_core::RedirectStatus;
 
@@ -16,6 +18,7 @@ use crate::cache::Hit;
 use crate::clicks;
 use crate::conf::LocConf;
 use crate::net::with_link;
+use crate::page::send_page;
 use crate::pool::pool_fill;
 use crate::request::{CacheStatus, RequestCtx};
 
@@ -45,6 +48,13 @@ pub(super) enum Reply {
     },
     /// nginx's own page for a status: 404, 410, 503.
     Status(u32),
+    /// The link's preview page (`shortlink_preview_suffix`).
+    Preview {
+        /// The target the visitor would be sent to (in the request pool).
+        target: ngx_str_t,
+        /// Days since 1970-01-01 when the link was made.
+        created_day: u16,
+    },
     /// 405 with `Allow: GET, HEAD`.
     NotAllowed,
     /// 500: nothing usable to answer with (logged where it was found).
@@ -52,7 +62,7 @@ pub(super) enum Reply {
 }
 
 /// The reply for `outcome`; records the answer in the ctx and counts the
-/// click of a redirect.
+/// click of a redirect (never of a preview).
 pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome: Outcome) -> Reply {
     let status = match outcome {
         Outcome::Redirect(hit) => {
@@ -60,6 +70,13 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
             if hit.disabled || hit.expires_at.is_some_and(|t| t <= now) {
                 ctx.status = CacheStatus::Expired;
                 return fallback_or(lcf, NGX_HTTP_GONE);
+            }
+            if ctx.preview {
+                ctx.target = hit.target;
+                return Reply::Preview {
+                    target: hit.target,
+                    created_day: hit.created_day,
+                };
             }
             let status = hit.status.map_or(lcf.redirect as u16, RedirectStatus::code);
             let header_only =
@@ -72,7 +89,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                     }
                 }
             }
-            let Some(location) = with_query(r, lcf, hit.target) else {
+            let Some(location) = with_query(r, lcf, hit.forward_query, hit.target) else {
                 return Reply::Error;
             };
             ctx.target = location;
@@ -90,11 +107,17 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
     fallback_or(lcf, status)
 }
 
-/// The target, with the visit's query string joined when the location
-/// forwards it (`shortlink_forward_query on`; the rule is
-/// `shortlink_core::query`'s). `None`: the pool is out of memory.
-fn with_query(r: &Request, lcf: &LocConf, target: ngx_str_t) -> Option<ngx_str_t> {
-    if lcf.forward_query != 1 {
+/// The target, with the visit's query string joined when the link (its
+/// own `forward_query`) or else the location (`shortlink_forward_query`)
+/// forwards it; the rules are `shortlink_core::query`'s. `None`: the pool
+/// is out of memory.
+fn with_query(
+    r: &Request,
+    lcf: &LocConf,
+    link: Option<bool>,
+    target: ngx_str_t,
+) -> Option<ngx_str_t> {
+    if !forwards_query(link, lcf.forward_query == 1) {
         return Some(target);
     }
     let query = r.as_ref().args.as_bytes();
@@ -106,6 +129,15 @@ fn with_query(r: &Request, lcf: &LocConf, target: ngx_str_t) -> Option<ngx_str_t
         None => Some(target),
     }
 }
+
+/// The preview page's headers: never cached (the link may change), nothing
+/// loaded or run, no sniffing.
+const PREVIEW_HEADERS: [(&str, &str); 4] = [
+    ("Cache-Control", "no-store"),
+    ("Content-Security-Policy", preview::CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+];
 
 /// A 302 to `shortlink_fallback`, or `status` without one.
 fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
@@ -139,6 +171,13 @@ impl Reply {
                 redirect(r, status, location, cache_control, by_device)
             }
             Reply::Status(status) => status as ngx_int_t,
+            Reply::Preview {
+                target,
+                created_day,
+            } => {
+                let page = preview::render(target.as_bytes(), created_day);
+                send_page(r, preview::CONTENT_TYPE, &PREVIEW_HEADERS, &page)
+            }
             Reply::NotAllowed => {
                 if r.add_header_out("Allow", "GET, HEAD").is_none() {
                     return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;

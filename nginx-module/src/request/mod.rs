@@ -67,6 +67,9 @@ pub struct RequestCtx {
     pub code: ngx_str_t,
     /// The path passes the check of a generated code.
     pub generated: bool,
+    /// The path was the code and `shortlink_preview_suffix`: answer the
+    /// link's preview page, not its redirect.
+    pub preview: bool,
     /// The link id (when `id_known`): from the zone or the daemon, or
     /// decoded on demand. Not an `Option`, to keep the ctx within 128 bytes,
     /// which the compiler moves into the pool without a `memcpy` call.
@@ -162,10 +165,11 @@ impl RequestCtx {
             return None;
         }
         let codec = main.codec.as_ref()?;
-        let code = code_of(r);
+        let (code, preview) = preview_of(code_of(r), lcf);
         let mut ctx = RequestCtx {
             code,
             generated: false,
+            preview,
             id: 0,
             id_known: false,
             codec,
@@ -259,6 +263,25 @@ fn code_of(r: &Request) -> ngx_str_t {
     ngx_str_t {
         len: rest.len(),
         data: rest.as_ptr().cast_mut(),
+    }
+}
+
+/// The code of a preview path (`shortlink_preview_suffix`) and true, or
+/// `path` as it is and false.
+#[inline]
+fn preview_of(path: ngx_str_t, lcf: &LocConf) -> (ngx_str_t, bool) {
+    let Some(suffix) = lcf.preview_suffix() else {
+        return (path, false);
+    };
+    match shortlink_core::preview::strip_suffix(path.as_bytes(), suffix) {
+        Some(code) => (
+            ngx_str_t {
+                len: code.len(),
+                data: path.data,
+            },
+            true,
+        ),
+        None => (path, false),
     }
 }
 

@@ -195,6 +195,11 @@ pub(super) fn detail_page(
                         dt { "Updated" } dd { (view::time(link.updated_at)) }
                         dt { "Expires" } dd { @match link.expires_at { Some(e) => (view::time(e)), None => "never" } }
                         dt { "Redirect" } dd { @match link.redirect { Some(r) => (r), None => "nginx default" } }
+                        dt { "Query string" } dd id="forward-query" { @match link.forward_query {
+                            Some(true) => "appended to the target",
+                            Some(false) => "never appended",
+                            None => "nginx default (shortlink_forward_query)",
+                        } }
                         @if let Some(m) = link.max_visits { dt { "Max visits" } dd { (m) } }
                         @for (device, url) in device_targets(link) {
                             dt { (device) " target" } dd { (url) }

@@ -33,7 +33,23 @@ pub struct LinkForm {
     pub android: String,
     /// Tags separated by commas.
     pub tags: String,
+    /// `on`, `off`, or empty for the location's `shortlink_forward_query`.
+    pub forward_query: String,
 }
+
+/// What [`LinkForm::numbers`] reads from the form's text.
+struct Numbers {
+    redirect: Option<u16>,
+    max_visits: Option<u64>,
+    forward_query: Option<bool>,
+}
+
+/// The choices of the query-forwarding select: value, label.
+const FORWARD_QUERY: [(&str, &str); 3] = [
+    ("", "nginx decides (shortlink_forward_query)"),
+    ("on", "append the visit's query string"),
+    ("off", "never append it"),
+];
 
 impl LinkForm {
     /// The form as posted.
@@ -49,6 +65,7 @@ impl LinkForm {
             ios: f.get("targets.ios"),
             android: f.get("targets.android"),
             tags: f.get("tags"),
+            forward_query: f.get("forward_query"),
         }
     }
 
@@ -66,6 +83,11 @@ impl LinkForm {
             ios: s(&l.targets.ios),
             android: s(&l.targets.android),
             tags: l.tags.join(", "),
+            forward_query: match l.forward_query {
+                None => String::new(),
+                Some(true) => "on".into(),
+                Some(false) => "off".into(),
+            },
         }
     }
 
@@ -92,9 +114,22 @@ impl LinkForm {
             .collect()
     }
 
-    /// The numbers the form carries; the link rules judge their values.
-    fn numbers(&self) -> Result<(Option<u16>, Option<u64>), FieldErrors> {
+    /// The numbers the form carries (the link rules judge their values)
+    /// and its query-forwarding choice.
+    fn numbers(&self) -> Result<Numbers, FieldErrors> {
         let mut errors = FieldErrors::new();
+        let forward_query = match self.forward_query.as_str() {
+            "" => None,
+            "on" => Some(true),
+            "off" => Some(false),
+            f => {
+                errors.insert(
+                    "forward_query".into(),
+                    format!("forward_query must be on, off or empty, not {f:?}"),
+                );
+                None
+            }
+        };
         let redirect = match self.redirect.as_str() {
             "" => None,
             r => match r.parse::<u16>() {
@@ -122,7 +157,11 @@ impl LinkForm {
             },
         };
         if errors.is_empty() {
-            Ok((redirect, max_visits))
+            Ok(Numbers {
+                redirect,
+                max_visits,
+                forward_query,
+            })
         } else {
             Err(errors)
         }
@@ -130,7 +169,11 @@ impl LinkForm {
 
     /// The API's create request.
     pub fn to_create(&self) -> Result<CreateLink, FieldErrors> {
-        let (redirect, max_visits) = self.numbers()?;
+        let Numbers {
+            redirect,
+            max_visits,
+            forward_query,
+        } = self.numbers()?;
         Ok(CreateLink {
             url: self.url.clone(),
             alias: Self::opt(&self.alias),
@@ -140,6 +183,7 @@ impl LinkForm {
             redirect,
             targets: self.targets(),
             tags: Some(self.tags()),
+            forward_query,
             ..CreateLink::default()
         })
     }
@@ -147,7 +191,11 @@ impl LinkForm {
     /// The API's patch: every field as shown; the expiry only when changed
     /// (so an expired link can be edited without moving its expiry).
     pub fn to_update(&self, current: &Link) -> Result<UpdateLink, FieldErrors> {
-        let (redirect, max_visits) = self.numbers()?;
+        let Numbers {
+            redirect,
+            max_visits,
+            forward_query,
+        } = self.numbers()?;
         let shown = current
             .expires_at
             .map(view::datetime_local)
@@ -165,6 +213,7 @@ impl LinkForm {
             redirect: Some(redirect),
             targets: Some(self.targets()),
             tags: Some(self.tags()),
+            forward_query: Some(forward_query),
             ..UpdateLink::default()
         })
     }
@@ -224,6 +273,16 @@ pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
             }
             (view::text_input("Max visits (optional)", "max_visits", &form.max_visits, "text",
                 Some("Human visits after which the link is gone."), errors))
+        }
+        div.field.invalid[errors.contains_key("forward_query")] {
+            label for="f-forward-query" { "Visit's query string" }
+            select id="f-forward-query" name="forward_query" {
+                @for (v, label) in FORWARD_QUERY {
+                    option value=(v) selected[form.forward_query == v] { (label) }
+                }
+            }
+            p.hint { "Appended to the target (for UTM tags); the link's choice wins over nginx's." }
+            (view::field_error(errors, "forward_query"))
         }
         fieldset {
             legend { "Device targets (optional)" }
@@ -287,6 +346,24 @@ mod tests {
         };
         let e = bad.to_create().unwrap_err();
         assert!(e.contains_key("redirect") && e.contains_key("max_visits"));
+        let odd = LinkForm {
+            forward_query: "maybe".into(),
+            ..form.clone()
+        };
+        assert!(odd.to_create().unwrap_err().contains_key("forward_query"));
+        for (v, want) in [("", None), ("on", Some(true)), ("off", Some(false))] {
+            let f = LinkForm {
+                forward_query: v.into(),
+                ..form.clone()
+            };
+            assert_eq!(f.to_create().unwrap().forward_query, want, "{v:?}");
+            let link = Link {
+                forward_query: want,
+                ..Link::default()
+            };
+            assert_eq!(LinkForm::from_link(&link).forward_query, v);
+            assert_eq!(f.to_update(&link).unwrap().forward_query, Some(want));
+        }
 
         // Unchanged expiry is left alone; cleared becomes null.
         let link = Link {

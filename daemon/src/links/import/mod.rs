@@ -206,6 +206,7 @@ impl Links<'_> {
             max_visits: extra.max_visits,
             targets: extra.targets,
             disabled: extra.disabled.then_some(true),
+            forward_query: extra.forward_query,
             ..CreateLink::default()
         };
         let created_at = extra.created_at.as_deref().map(|t| created_at(t, now));

@@ -34,6 +34,9 @@ pub struct ImportExtra {
     /// Stored switched off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+    /// The link's own `forward_query`; absent: the location decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_query: Option<bool>,
     /// When the link was first made (Unix seconds or RFC 3339; not in the
     /// future); absent: now.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 
 use deadpool_postgres::GenericClient;
-use shortlink_core::ipc::DeviceTargets;
-use tokio_postgres::{IsolationLevel, Row};
+use tokio_postgres::IsolationLevel;
 
+use super::rows::{columns, from_row};
 use crate::pg::PgError;
 use crate::store::clicks::{RangeStats, RangeTally, SiteStats, SiteTally};
 use crate::store::links::Link;
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreResult;
 
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day
 /// buckets.
@@ -87,67 +87,24 @@ pub(super) async fn site_stats(
     Ok((out, top))
 }
 
-const LINK_COLUMNS: &str = "id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
-     max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-     disabled, tags, created_by, clicks, bot_clicks";
-
 /// The links of `ranked`, in its order, with their clicks; ids with no
 /// link (deleted) left out, as on SQLite.
 async fn top_links(c: &impl GenericClient, ranked: &[(u64, i64)]) -> StoreResult<Vec<(Link, i64)>> {
     let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id as i64).collect();
     let rows = c
         .query(
-            &format!("SELECT {LINK_COLUMNS} FROM links WHERE id = ANY($1)"),
+            concat!("SELECT ", columns!(), " FROM links WHERE id = ANY($1)"),
             &[&ids],
         )
         .await
         .map_err(PgError::query("reading the top links"))?;
     let mut found: HashMap<u64, Link> = HashMap::with_capacity(rows.len());
     for r in &rows {
-        let link = link_row(r)?;
+        let link = from_row(r)?;
         found.insert(link.id, link);
     }
     Ok(ranked
         .iter()
         .filter_map(|&(id, n)| found.remove(&id).map(|l| (l, n)))
         .collect())
-}
-
-/// A `links` row as a [`Link`], decoded as SQLite decodes its own.
-fn link_row(r: &Row) -> StoreResult<Link> {
-    let id: i64 = r.get(0);
-    let redirect = r
-        .get::<_, Option<i32>>(8)
-        .map(|code| {
-            u16::try_from(code)
-                .map_err(|_| StoreError::Corrupt(format!("link {id} has redirect status {code}")))
-        })
-        .transpose()?;
-    let tags: String = r.get(14);
-    Ok(Link {
-        id: id as u64,
-        alias: r.get(1),
-        url: r.get(2),
-        created_at: r.get(3),
-        updated_at: r.get(4),
-        expires_at: r.get(5),
-        renew_ttl: r.get(6),
-        max_visits: r.get(7),
-        redirect,
-        targets: DeviceTargets {
-            desktop: r.get(9),
-            mobile: r.get(10),
-            ios: r.get(11),
-            android: r.get(12),
-        },
-        disabled: r.get(13),
-        tags: if tags == "[]" {
-            Vec::new()
-        } else {
-            serde_json::from_str(&tags).unwrap_or_default()
-        },
-        created_by: r.get(15),
-        clicks: r.get(16),
-        bot_clicks: r.get(17),
-    })
 }

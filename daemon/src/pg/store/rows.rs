@@ -15,7 +15,7 @@ macro_rules! columns {
     () => {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-         created_by, clicks, bot_clicks"
+         created_by, clicks, bot_clicks, forward_query"
     };
 }
 pub(super) use columns;
@@ -68,6 +68,7 @@ pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
         created_by: row.get(15),
         clicks: row.get(16),
         bot_clicks: row.get(17),
+        forward_query: row.get(18),
     })
 }
 

@@ -163,6 +163,8 @@ pub struct Columns {
     redirect: Option<Col>,
     max_visits: Option<Col>,
     disabled: Option<Col>,
+    /// The link's own `forward_query` (empty: the location decides).
+    forward_query: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
 }
@@ -193,6 +195,7 @@ impl Columns {
             "redirect" => self.redirect.as_ref(),
             "max_visits" => self.max_visits.as_ref(),
             "disabled" => self.disabled.as_ref(),
+            "forward_query" => self.forward_query.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -255,11 +258,10 @@ impl Columns {
         }
         extra.max_visits = count(&self.max_visits)?;
         if let Some((c, d)) = cell(record, &self.disabled) {
-            extra.disabled = match d.to_ascii_lowercase().as_str() {
-                "true" | "yes" | "1" => true,
-                "false" | "no" | "0" => false,
-                _ => return Err(error(&c.name, format!("{d:?} is not true or false"))),
-            };
+            extra.disabled = flag(d).ok_or_else(|| error(&c.name, not_a_flag(d)))?;
+        }
+        if let Some((c, f)) = cell(record, &self.forward_query) {
+            extra.forward_query = Some(flag(f).ok_or_else(|| error(&c.name, not_a_flag(f)))?);
         }
         let [desktop, mobile, ios, android] = self
             .targets
@@ -291,6 +293,20 @@ fn cell<'a>(record: &'a StringRecord, c: &'a Option<Col>) -> Option<(&'a Col, &'
     c.as_ref()
         .and_then(|c| record.get(c.index).map(|v| (c, v.trim())))
         .filter(|(_, v)| !v.is_empty())
+}
+
+/// A yes/no cell: `true`, `yes`, `1` or `false`, `no`, `0`, in any case.
+fn flag(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" => Some(true),
+        "false" | "no" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// What a cell that is no yes/no is told.
+fn not_a_flag(v: &str) -> String {
+    format!("{v:?} is not true or false")
 }
 
 fn error(column: &str, message: String) -> CellError {
