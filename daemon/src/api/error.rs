@@ -118,7 +118,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.status.is_server_error() {
+        // An unreachable database is logged once for the whole outage
+        // (`pg::reach`), not once per request refused during it.
+        if self.status.is_server_error() && self.code != "database_unavailable" {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
         let body = ErrorBody::new(self.status, self.detail());
@@ -148,6 +150,11 @@ impl From<StoreError> for ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",
                 "the daemon is shutting down",
+            ),
+            e @ StoreError::Unavailable(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "database_unavailable",
+                e.to_string(),
             ),
             e => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
         }
@@ -364,5 +371,17 @@ mod tests {
             serde_field("Failed to deserialize query string: limit: invalid digit found in string"),
             Some("limit".into())
         );
+    }
+
+    #[test]
+    fn an_unreachable_database_is_a_503_with_its_own_code() {
+        let e = ApiError::from(StoreError::Unavailable(
+            "PostgreSQL at db:5432: refused".into(),
+        ));
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.code, "database_unavailable");
+        assert!(e.message.contains("db:5432"), "{}", e.message);
+        let e = ApiError::from(StoreError::Commit("disk I/O error".into()));
+        assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

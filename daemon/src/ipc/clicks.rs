@@ -32,7 +32,7 @@ pub(super) async fn take(app: &App, id: u32, batch: ClickBatch, pid: u32) -> Rep
         Ok(_) => Reply::ClicksAck { id, batch_id },
         Err(e) => {
             app.metrics.errors.inc();
-            tracing::error!(batch = %batch_id.to_hex(), error = %e, "cannot store click batch");
+            e.log(&format!("cannot store click batch {}", batch_id.to_hex()));
             Reply::Error {
                 id,
                 message: format!("while storing click batch {}: {e}", batch_id.to_hex()),

@@ -367,7 +367,7 @@ fn encode_lookup(
         }
         Err(e) => {
             app.metrics.errors.inc();
-            tracing::error!(code = %code, error = %e, "IPC lookup failed");
+            e.log(&format!("IPC lookup of \"{code}\" failed"));
             Reply::Error {
                 id,
                 message: format!("while looking up code \"{code}\": {e}"),

@@ -57,7 +57,7 @@ impl Default for FollowOptions {
 
 /// Follows the log from version `from` until `stop` is cancelled or the
 /// receiver of `out` is dropped; returns the last version handed over.
-/// Logs an outage once and the recovery once.
+/// An outage is logged once, and the recovery once, by `pg::reach`.
 pub async fn follow(
     pg: Pg,
     mut from: u64,
@@ -66,23 +66,19 @@ pub async fn follow(
     stop: CancellationToken,
 ) -> u64 {
     let mut backoff = Duration::from_millis(100);
-    let mut down_since: Option<std::time::Instant> = None;
     loop {
         let mut up = false;
         let result = session(&pg, &options, &out, &mut from, &stop, &mut up).await;
         if up {
-            if let Some(since) = down_since.take() {
-                tracing::info!(url = %pg.url(), after = ?since.elapsed(), "change-log follower is back on PostgreSQL");
-            }
+            pg.reach().answered(pg.url());
             backoff = Duration::from_millis(100);
         }
         match result {
             Ok(()) => return from,
-            Err(e) if down_since.is_none() => {
-                tracing::warn!(url = %pg.url(), error = %e, "change-log follower lost PostgreSQL; reconnecting");
-                down_since = Some(std::time::Instant::now());
+            Err(e) => {
+                tracing::debug!(url = %pg.url(), error = %e, "change-log follower lost its session; reconnecting");
+                pg.reach().failed(pg.url(), &e);
             }
-            Err(_) => {}
         }
         tokio::select! {
             _ = stop.cancelled() => return from,

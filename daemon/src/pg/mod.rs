@@ -14,6 +14,7 @@ pub mod follow;
 pub mod identity;
 pub mod ids;
 pub mod migrate;
+pub mod reach;
 pub mod store;
 pub mod tls;
 
@@ -105,6 +106,20 @@ pub enum PgError {
     Invalid(String),
 }
 
+/// Whether a driver error means the server went away or cannot be
+/// reached (not a refused login or a failed statement).
+fn gone(e: &tokio_postgres::Error) -> bool {
+    match e.as_db_error() {
+        // 08: connection exception; 57P0x: the server is shutting down or
+        // starting.
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || code.starts_with("57P0")
+        }
+        None => true,
+    }
+}
+
 /// The server's own words for a failed statement (the driver's `Display`
 /// says only "db error").
 fn describe(e: &tokio_postgres::Error) -> String {
@@ -134,6 +149,24 @@ fn describe_pool(e: &deadpool_postgres::PoolError) -> String {
 }
 
 impl PgError {
+    /// Whether the server could not be reached or went away (down,
+    /// restarting, connection lost): the same request may succeed later.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            PgError::SessionEnded(_) => true,
+            PgError::Connect { source, .. } => match source {
+                deadpool_postgres::PoolError::Backend(e) => gone(e),
+                deadpool_postgres::PoolError::Timeout(t) => {
+                    // Every connection busy is load, not an outage.
+                    !matches!(t, deadpool_postgres::TimeoutType::Wait)
+                }
+                _ => false,
+            },
+            PgError::Query { source, .. } => gone(source),
+            _ => false,
+        }
+    }
+
     /// Wraps a driver error with what was being done.
     pub fn query(doing: &'static str) -> impl FnOnce(tokio_postgres::Error) -> PgError {
         move |source| PgError::Query { doing, source }
@@ -152,6 +185,8 @@ pub struct Pg {
     config: tokio_postgres::Config,
     /// TLS as the URL's `sslmode` asks ([`tls`]).
     tls: MakeRustlsConnect,
+    /// Whether the server answers; an outage is logged once ([`reach`]).
+    reach: std::sync::Arc<reach::Reach>,
 }
 
 impl std::fmt::Debug for Pg {
@@ -163,10 +198,27 @@ impl std::fmt::Debug for Pg {
 impl Pg {
     /// A pooled connection.
     pub async fn get(&self) -> Result<deadpool_postgres::Client, PgError> {
-        self.pool.get().await.map_err(|source| PgError::Connect {
-            url: self.shown.clone(),
-            source,
-        })
+        match self.pool.get().await {
+            Ok(client) => {
+                self.reach.answered(&self.shown);
+                Ok(client)
+            }
+            Err(source) => {
+                let e = PgError::Connect {
+                    url: self.shown.clone(),
+                    source,
+                };
+                if e.is_unreachable() {
+                    self.reach.failed(&self.shown, &e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether the server answers, as every user of this pool saw it.
+    pub fn reach(&self) -> &reach::Reach {
+        &self.reach
     }
 
     /// The database, without its password.
@@ -250,6 +302,7 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
         shown: url.to_string(),
         config: pc,
         tls,
+        reach: Default::default(),
     })
 }
 

@@ -85,7 +85,7 @@ pub async fn fold_loop(app: SharedApp, token: CancellationToken) {
         }
         if let Err(e) = fold(&app).await {
             app.metrics.errors.inc();
-            tracing::error!(error = %e, "cannot fold clicks into the tables; retrying later");
+            e.log("cannot fold clicks into the tables; retrying later");
         }
     }
 }

@@ -19,6 +19,10 @@ pub enum StoreError {
     /// The row does not exist.
     #[error("{0} not found")]
     NotFound(String),
+    /// The database cannot be reached now (PostgreSQL down or restarting,
+    /// the network to it cut); the same request may succeed later.
+    #[error("the database cannot be reached: {0}")]
+    Unavailable(String),
     /// The store was closed (daemon shutting down).
     #[error("the database is closed")]
     Closed,
@@ -28,6 +32,19 @@ pub enum StoreError {
     /// A job panicked on a database thread.
     #[error("internal error on the database thread: {0}")]
     Panic(String),
+}
+
+impl StoreError {
+    /// Logs a failed operation `what`: at error level, unless the database
+    /// is unreachable, which the store logs once for the whole outage
+    /// (`pg::reach`), so each failure in it is a debug line.
+    pub fn log(&self, what: &str) {
+        if matches!(self, Self::Unavailable(_)) {
+            tracing::debug!(error = %self, "{what}");
+        } else {
+            tracing::error!(error = %self, "{what}");
+        }
+    }
 }
 
 /// An engine's own error, kept whole for logs and for the engine's code.

@@ -151,6 +151,7 @@ impl From<PgError> for StoreError {
                 source: deadpool_postgres::PoolError::Closed,
                 ..
             } => StoreError::Closed,
+            e if e.is_unreachable() => StoreError::Unavailable(e.to_string()),
             e => StoreError::Database(Box::new(e)),
         }
     }

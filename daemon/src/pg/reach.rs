@@ -1,0 +1,90 @@
+//! Whether PostgreSQL answers, as every part of the daemon sees it: the
+//! pool taking connections, the change-log follower's session. An outage
+//! is logged once when it starts and once when it ends, with how long it
+//! lasted and how many operations failed meanwhile; the failures between
+//! are logged at debug level by whoever met them (a minute down under load
+//! is thousands of failed lookups, not thousands of error lines).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Shared by every clone of a [`super::Pg`].
+#[derive(Debug, Default)]
+pub struct Reach {
+    /// Since when the server has not answered, and why.
+    down: Mutex<Option<(Instant, String)>>,
+    /// Operations that failed because of it since then.
+    failed: AtomicU64,
+}
+
+impl Reach {
+    /// An operation could not reach `url`.
+    pub fn failed(&self, url: &str, error: &dyn std::fmt::Display) {
+        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        if down.is_none() {
+            tracing::error!(
+                url,
+                error = %error,
+                "PostgreSQL cannot be reached: cached redirects go on; lookups of uncached \
+                 codes and writes answer 503, clicks are held, until it answers again"
+            );
+            *down = Some((Instant::now(), error.to_string()));
+        } else {
+            tracing::debug!(url, error = %error, "PostgreSQL still cannot be reached");
+        }
+    }
+
+    /// An operation reached `url`.
+    pub fn answered(&self, url: &str) {
+        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((since, _)) = down.take() {
+            // Outside the macro: its arguments run only when info is on.
+            let failed = self.failed.swap(0, Ordering::Relaxed);
+            tracing::info!(
+                url,
+                after = ?since.elapsed(),
+                failed_operations = failed,
+                "PostgreSQL answers again"
+            );
+        }
+    }
+
+    /// Why the server is unreachable, if it is.
+    pub fn problem(&self) -> Option<String> {
+        self.down
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|(since, why)| {
+                format!(
+                    "PostgreSQL has not answered for {} s: {why}",
+                    since.elapsed().as_secs()
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outage_is_one_state_from_first_failure_to_first_answer() {
+        let r = Reach::default();
+        r.answered("db");
+        assert_eq!(r.problem(), None);
+        r.failed("db", &"connection refused");
+        r.failed("db", &"connection refused again");
+        let p = r.problem().unwrap();
+        assert!(
+            p.contains("connection refused") && !p.contains("again"),
+            "{p}"
+        );
+        assert_eq!(r.failed.load(Ordering::Relaxed), 2);
+        r.answered("db");
+        assert_eq!(r.problem(), None);
+        assert_eq!(r.failed.load(Ordering::Relaxed), 0);
+    }
+}

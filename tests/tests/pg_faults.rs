@@ -1,0 +1,389 @@
+//! Faults of the multi-node mode (issue 12), under load on two nodes on one
+//! PostgreSQL: the database restarted, then stopped for a minute
+//! (`SHORTLINK_PG_OUTAGE_SECS`, default 60), and one node's daemon
+//! SIGKILLed. Each scenario prints its figures and asserts: cached
+//! redirects never fail, misses are refused fast, creates get a JSON 503,
+//! and every redirect a client received is counted once, on both nodes.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use shortlink_e2e::load::{Conn, Load, Tally};
+use shortlink_e2e::{Cluster, Daemon, Node};
+
+/// Creates `n` links through `d`; their codes.
+fn links(d: &Daemon, n: usize, tag: &str) -> Vec<String> {
+    let body = json!({ "links": (0..n)
+        .map(|i| json!({ "url": format!("https://example.com/{tag}/{i}") }))
+        .collect::<Vec<_>>() });
+    let r = d.api("POST", "/api/v1/links/batch", Some(&body));
+    assert_eq!(r.status, 200, "batch: {}", r.body_text());
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["link"]["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Requests each code once on `node` (into its zone); those clicks.
+fn warm(node: &Node, codes: &[String], sent: &mut HashMap<String, u64>) {
+    for c in codes {
+        assert_eq!(node.get(c).status, 302, "warming {c}");
+        *sent.entry(c.clone()).or_default() += 1;
+    }
+}
+
+fn add(into: &mut HashMap<String, u64>, from: &HashMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
+
+/// Waits until `d` counts what was sent (at most `within`), then 2.5 s more
+/// (nothing may be counted twice); (sent, counted, time to settle).
+fn settle(d: &Daemon, sent: &HashMap<String, u64>, within: Duration) -> (u64, u64, Duration) {
+    let total: u64 = sent.values().sum();
+    let counted = |d: &Daemon| {
+        let all = d.clicks_by_code();
+        sent.keys()
+            .map(|c| all.get(c).copied().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let started = Instant::now();
+    while started.elapsed() < within && counted(d) != total {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let took = started.elapsed();
+    std::thread::sleep(Duration::from_millis(2500));
+    (total, counted(d), took)
+}
+
+fn report(name: &str, lines: &[(&str, String)]) {
+    println!("multi-node faults: {name}");
+    for (k, v) in lines {
+        println!("  {k:<48} {v}");
+    }
+}
+
+fn by_status(t: &Tally) -> HashMap<u16, u64> {
+    let mut m = HashMap::new();
+    for ((_, s), n) in &t.others {
+        *m.entry(*s).or_default() += n;
+    }
+    m
+}
+
+/// Waits until every node's daemon answers health 200 again.
+fn healthy(c: &Cluster, within: Duration) -> Duration {
+    let started = Instant::now();
+    while c
+        .nodes
+        .iter()
+        .any(|n| n.daemon.api("GET", "/api/v1/health", None).status != 200)
+    {
+        assert!(started.elapsed() < within, "the daemons did not recover");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    started.elapsed()
+}
+
+#[test]
+fn postgres_restart_and_outage_under_load_on_two_nodes() {
+    let outage = Duration::from_secs(
+        std::env::var("SHORTLINK_PG_OUTAGE_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60),
+    );
+    let c = Cluster::start("pg-outage", 2);
+    let (a, b) = (&c.nodes[0], &c.nodes[1]);
+    let cached = links(&a.daemon, 10, "cached");
+    let uncached = links(&a.daemon, 2000, "uncached");
+    let mut sent = HashMap::new();
+    for n in &c.nodes {
+        warm(n, &cached, &mut sent);
+    }
+    let hot: Vec<Load> = c
+        .nodes
+        .iter()
+        .map(|n| {
+            Load::start(
+                n.nginx.port,
+                &cached,
+                &[(Conn::KeepAlive, 1), (Conn::Plain, 1)],
+                Duration::from_millis(1),
+            )
+        })
+        .collect();
+
+    // A restart: down and straight back up.
+    std::thread::sleep(Duration::from_secs(1));
+    c.pg.stop();
+    c.pg.restart();
+    let after_restart = healthy(&c, Duration::from_secs(30));
+
+    // The outage.
+    std::thread::sleep(Duration::from_secs(1));
+    c.pg.stop();
+    let down = Instant::now();
+    let cold: Vec<Load> = c
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let half: Vec<String> = uncached.iter().skip(i).step_by(2).cloned().collect();
+            Load::start(
+                n.nginx.port,
+                &half,
+                &[(Conn::Plain, 1)],
+                Duration::from_millis(20),
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let create = a.daemon.api(
+        "POST",
+        "/api/v1/links",
+        Some(&json!({"url": "https://example.com/during"})),
+    );
+    let create_body: serde_json::Value =
+        serde_json::from_slice(&create.body).unwrap_or(serde_json::Value::Null);
+    std::thread::sleep(outage.saturating_sub(down.elapsed()));
+    c.pg.restart();
+    let recovered = healthy(&c, Duration::from_secs(60));
+    let cold: Vec<Tally> = cold.into_iter().map(Load::stop).collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let hot: Vec<Tally> = hot.into_iter().map(Load::stop).collect();
+
+    // After the outage, every code redirects on both nodes.
+    let mut resolved = HashMap::new();
+    for (i, n) in c.nodes.iter().enumerate() {
+        let refused: Vec<&String> = cold[i]
+            .others
+            .keys()
+            .map(|(code, _)| code)
+            .filter(|code| !cold[i].redirects.contains_key(*code))
+            .collect();
+        for code in refused.into_iter().take(50) {
+            assert_eq!(n.get(code).status, 302, "{code} after the outage");
+            *resolved.entry(code.clone()).or_default() += 1;
+        }
+    }
+    for t in hot.iter().chain(&cold) {
+        add(&mut sent, &t.redirects);
+    }
+    add(&mut sent, &resolved);
+    let (total, counted_a, took) = settle(&a.daemon, &sent, Duration::from_secs(60));
+    let (_, counted_b, _) = settle(&b.daemon, &sent, Duration::from_secs(10));
+
+    let cold_others: Vec<HashMap<u16, u64>> = cold.iter().map(by_status).collect();
+    let cold_p99: Vec<Duration> = cold.iter().map(Tally::other_p99).collect();
+    report(
+        &format!("PostgreSQL restarted, then stopped {outage:?}, under load"),
+        &[
+            (
+                "daemons healthy after the restart in",
+                format!("{after_restart:?}"),
+            ),
+            (
+                "daemons healthy after the outage in",
+                format!("{recovered:?}"),
+            ),
+            (
+                "cached codes, per node: redirects / others / failed",
+                format!(
+                    "{:?}",
+                    hot.iter()
+                        .map(|t| (t.total_redirects(), t.total_others(), t.failed))
+                        .collect::<Vec<_>>()
+                ),
+            ),
+            (
+                "uncached codes, per node: redirects / others",
+                format!(
+                    "{:?}",
+                    cold.iter()
+                        .map(|t| (t.total_redirects(), t.total_others()))
+                        .collect::<Vec<_>>()
+                ),
+            ),
+            (
+                "uncached codes: refusals by status",
+                format!("{cold_others:?}"),
+            ),
+            ("uncached codes: p99 of refusals", format!("{cold_p99:?}")),
+            (
+                "create during the outage",
+                format!("{} {}", create.status, create_body["error"]["code"]),
+            ),
+            (
+                "clicks sent / counted on A / on B",
+                format!("{total} / {counted_a} / {counted_b} (settled in {took:?})"),
+            ),
+        ],
+    );
+    for t in &hot {
+        assert_eq!(
+            (t.total_others(), t.failed),
+            (0, 0),
+            "cached codes answered something else: {:?}",
+            by_status(t)
+        );
+    }
+    for t in &cold {
+        assert_eq!(t.failed, 0, "misses without an answer");
+        assert!(
+            t.others.keys().all(|(_, s)| *s == 503),
+            "misses during the outage get 503: {:?}",
+            by_status(t)
+        );
+        assert!(
+            t.other_p99() < Duration::from_millis(500),
+            "misses fail fast: p99 {:?}",
+            t.other_p99()
+        );
+    }
+    assert!(
+        cold.iter().map(Tally::total_others).sum::<u64>() > 0,
+        "no miss was refused during the outage: the scenario tested nothing"
+    );
+    assert_eq!(
+        create.status,
+        503,
+        "create during the outage: {}",
+        create.body_text()
+    );
+    assert!(
+        create_body["error"]["code"].is_string(),
+        "a JSON error with a code: {}",
+        create.body_text()
+    );
+    assert_eq!(
+        (counted_a, counted_b),
+        (total, total),
+        "clicks sent = counted"
+    );
+    // Each daemon logs each outage once and its end once, nothing else
+    // at error level (a restart may pass unnoticed: nothing failed in it).
+    for (i, n) in c.nodes.iter().enumerate() {
+        let log = n.daemon.log();
+        let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ")).collect();
+        let down = log.matches("PostgreSQL cannot be reached").count();
+        let up = log.matches("PostgreSQL answers again").count();
+        println!(
+            "  node {i}: outages logged {down}, recoveries logged {up}, error lines {}",
+            errors.len()
+        );
+        assert!((1..=2).contains(&down) && up == down, "node {i}:\n{log}");
+        assert_eq!(errors.len(), down, "node {i}: {errors:#?}");
+    }
+}
+
+#[test]
+fn a_killed_daemon_on_one_node_goes_unnoticed_by_the_other() {
+    let mut c = Cluster::start("pg-daemon-kill", 2);
+    let cached = links(&c.nodes[0].daemon, 10, "cached");
+    let mut sent = HashMap::new();
+    for n in &c.nodes {
+        warm(n, &cached, &mut sent);
+    }
+    let load_b = Load::start(
+        c.nodes[1].nginx.port,
+        &cached,
+        &[(Conn::KeepAlive, 1), (Conn::Plain, 1)],
+        Duration::from_millis(1),
+    );
+    let load_a = Load::start(
+        c.nodes[0].nginx.port,
+        &cached,
+        &[(Conn::KeepAlive, 1)],
+        Duration::from_millis(1),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let (first, rest) = c.nodes.split_at_mut(1);
+    let (a, b) = (&mut first[0], &rest[0]);
+    a.daemon.kill();
+    // B goes on: creates, edits, redirects.
+    let made_on_b = b
+        .daemon
+        .create(json!({"url": "https://example.com/while-a-was-down"}));
+    assert_eq!(b.get(&made_on_b).status, 302);
+    let edited = &cached[0];
+    let r = b.daemon.api(
+        "PATCH",
+        &format!("/api/v1/links/{edited}"),
+        Some(&json!({"url": "https://example.com/edited-on-b"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    std::thread::sleep(Duration::from_secs(1));
+    a.daemon.restart();
+    // A's nginx kept its zone; its daemon replays what B changed meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let r = a.get(edited);
+        // Each answer is a click too.
+        if r.status == 302 {
+            *sent.entry(edited.clone()).or_default() += 1;
+        }
+        if r.header("Location") == Some("https://example.com/edited-on-b") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "A still serves the old target of {edited}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(a.get(&made_on_b).status, 302);
+    std::thread::sleep(Duration::from_millis(500));
+    let tb = load_b.stop();
+    let ta = load_a.stop();
+    add(&mut sent, &tb.redirects);
+    add(&mut sent, &ta.redirects);
+    let (total, counted, took) = settle(&b.daemon, &sent, Duration::from_secs(30));
+    report(
+        "one node's daemon SIGKILLed under load",
+        &[
+            (
+                "node B: redirects / others / failed",
+                format!(
+                    "{} / {} / {}",
+                    tb.total_redirects(),
+                    tb.total_others(),
+                    tb.failed
+                ),
+            ),
+            (
+                "node A (daemon killed): redirects / others / failed",
+                format!(
+                    "{} / {} / {}",
+                    ta.total_redirects(),
+                    ta.total_others(),
+                    ta.failed
+                ),
+            ),
+            (
+                "clicks sent / counted",
+                format!("{total} / {counted} (settled in {took:?})"),
+            ),
+        ],
+    );
+    assert_eq!(
+        (tb.total_others(), tb.failed),
+        (0, 0),
+        "B noticed: {:?}",
+        by_status(&tb)
+    );
+    // A's cached codes answer with or without a daemon; an edited one is a
+    // redirect either way (old target, then the new).
+    assert_eq!(
+        (ta.total_others(), ta.failed),
+        (0, 0),
+        "{:?}",
+        by_status(&ta)
+    );
+    assert_eq!(counted, total, "clicks sent = counted");
+}
