@@ -179,3 +179,41 @@ fn clicks_on_both_nodes_are_counted_once_and_both_report_them() {
     assert_eq!(a.daemon.clicks(&code), on_a + on_b);
     assert_eq!(b.daemon.clicks(&code), on_a + on_b);
 }
+
+#[test]
+fn a_visit_limit_holds_across_both_nodes() {
+    let c = Cluster::start("two-nodes-limit", 2);
+    let (a, b) = (&c.nodes[0], &c.nodes[1]);
+    let code = a
+        .daemon
+        .create(json!({"url": "https://example.org/limited", "max_visits": 20}));
+    // 15 visits on each node: more than the limit between them.
+    let mut redirected = 0;
+    for i in 0..30 {
+        let node = if i % 2 == 0 { a } else { b };
+        if node.get(&code).status == 302 {
+            redirected += 1;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        redirected >= 20,
+        "only {redirected} of 30 visits redirected"
+    );
+    // Within the flush interval and the change delay, both edges refuse it.
+    for n in [a, b] {
+        let gone = until(n, &code, Duration::from_secs(4), |s, _| {
+            s == 410 || s == 404
+        });
+        assert!(gone.is_some(), "a node still redirects past the limit");
+    }
+    // Every redirect is counted (the last batches may still be on their way).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.daemon.clicks(&code) != redirected && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(a.daemon.clicks(&code), redirected);
+    println!(
+        "two nodes: max_visits 20, 30 visits over both nodes in 0.6 s: {redirected} redirected"
+    );
+}
