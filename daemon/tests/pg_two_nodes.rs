@@ -192,3 +192,124 @@ async fn clicks_sent_to_both_nodes_count_once_and_move_each_nodes_metric() {
     assert_eq!(ma + mb, 12.0, "A {ma}, B {mb}");
     assert!(ma >= 3.0 && mb >= 4.0, "A {ma}, B {mb}");
 }
+
+/// A session listening on the change channel: a message per notification.
+async fn listener(cluster: &PgCluster, db: &str) -> tokio::sync::mpsc::UnboundedReceiver<()> {
+    let (client, mut conn) =
+        tokio_postgres::connect(&cluster.url_with_password(db), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (listening_tx, listening) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let listen = format!("LISTEN {}", shortlinkd::pg::changes::CHANNEL);
+        let mut listen = Box::pin(client.batch_execute(&listen));
+        let mut listening_tx = Some(listening_tx);
+        loop {
+            // Drive the connection; run the LISTEN until it is done.
+            let message = std::future::poll_fn(|cx| {
+                if let Some(t) = listening_tx.take() {
+                    match std::future::Future::poll(listen.as_mut(), cx) {
+                        std::task::Poll::Ready(r) => {
+                            r.unwrap();
+                            let _ = t.send(());
+                        }
+                        std::task::Poll::Pending => listening_tx = Some(t),
+                    }
+                }
+                conn.poll_message(cx)
+            })
+            .await;
+            match message {
+                Some(Ok(tokio_postgres::AsyncMessage::Notification(_))) => {
+                    if tx.send(()).is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(_)) => {}
+                _ => return,
+            }
+        }
+    });
+    listening.await.unwrap();
+    rx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_notifications_off_changes_travel_by_the_poll_alone() {
+    let cluster = PgCluster::start("two-nodes-poll");
+    let url = cluster.create_db("links");
+    let password = cluster.password_file();
+    let quiet = |url: &str| {
+        vec![
+            "--database".to_string(),
+            url.to_string(),
+            "--database-password-file".to_string(),
+            password.to_str().unwrap().to_string(),
+            "--database-notify=false".to_string(),
+        ]
+    };
+    let args = quiet(&url);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let a = Daemon::start_with(&args).await;
+    let b = Daemon::start_with(&args).await;
+    let mut heard = listener(&cluster, "links").await;
+    let mut lookups = b.ipc().await;
+
+    let made = a.create(json!({"url": "https://e.com/polled"})).await;
+    let generated = code(&made);
+    assert_eq!(
+        target(&mut lookups, 1, &generated).await.as_deref(),
+        Some("https://e.com/polled")
+    );
+    let (s, _) = a
+        .req(
+            "PATCH",
+            &format!("/api/v1/links/{generated}"),
+            Some(json!({"url": "https://e.com/polled-again"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    // B's cache hears of it by its poll.
+    let deadline = Instant::now() + REACH;
+    let mut id = 2;
+    while target(&mut lookups, id, &generated).await.as_deref()
+        != Some("https://e.com/polled-again")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the edit never reached B by polling"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        id += 1;
+    }
+    // Nobody sent a NOTIFY.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        heard.try_recv().is_err(),
+        "a daemon sent NOTIFY with notifications off"
+    );
+
+    // The same with notifications on: the listener hears the edit.
+    let mut on = Daemon::start_with(&[
+        "--database",
+        &url,
+        "--database-password-file",
+        password.to_str().unwrap(),
+    ])
+    .await;
+    let (s, _) = on
+        .req(
+            "PATCH",
+            &format!("/api/v1/links/{generated}"),
+            Some(json!({"url": "https://e.com/notified"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let got = tokio::time::timeout(Duration::from_secs(3), heard.recv()).await;
+    assert!(
+        matches!(got, Ok(Some(()))),
+        "no NOTIFY with notifications on"
+    );
+    on.sigterm();
+}

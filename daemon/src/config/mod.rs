@@ -84,6 +84,18 @@ pub struct Config {
     /// File holding the PostgreSQL password (first line).
     #[arg(long, env = "SHORTLINKD_DATABASE_PASSWORD_FILE")]
     pub database_password_file: Option<PathBuf>,
+    /// Wake the other nodes with `LISTEN`/`NOTIFY` (default true); off for
+    /// PostgreSQL-compatible engines without it: changes then travel by
+    /// the change log's poll alone (every second).
+    #[arg(
+        long,
+        env = "SHORTLINKD_DATABASE_NOTIFY",
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub database_notify: bool,
     /// Deployment key file shared with nginx (default <data_dir>/key).
     #[arg(long, env = "SHORTLINKD_KEY_FILE")]
     pub key_file: Option<PathBuf>,
@@ -168,6 +180,7 @@ impl Default for Config {
             data_dir: PathBuf::from("/var/lib/shortlinkd"),
             database: None,
             database_password_file: None,
+            database_notify: true,
             key_file: None,
             ipc_socket: None,
             api_socket: None,

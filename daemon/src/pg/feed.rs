@@ -25,7 +25,7 @@ pub async fn run(app: SharedApp, pg: Pg, stop: CancellationToken) {
     let from = app.store.changes_at_open().seq;
     let options = FollowOptions {
         poll: POLL,
-        listen: true,
+        listen: pg.notifies(),
     };
     let follower = tokio::spawn(follow(pg, from, options, tx, stop));
     // Ends when the follower stops and drops its sender.

@@ -187,6 +187,8 @@ pub struct Pg {
     tls: MakeRustlsConnect,
     /// Whether the server answers; an outage is logged once ([`reach`]).
     reach: std::sync::Arc<reach::Reach>,
+    /// Whether writers `NOTIFY` and followers `LISTEN` (`database_notify`).
+    notify: bool,
 }
 
 impl std::fmt::Debug for Pg {
@@ -213,6 +215,24 @@ impl Pg {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// Whether changes wake the followers by `NOTIFY` (else they poll).
+    pub fn notifies(&self) -> bool {
+        self.notify
+    }
+
+    /// Wakes every follower after a commit that logged a change, on the
+    /// writer's session but outside its transaction; nothing when
+    /// notifications are off. The write stands if the wake fails
+    /// (followers also poll): the failure is logged, not returned.
+    pub async fn wake(&self, client: &impl deadpool_postgres::GenericClient) {
+        if !self.notify {
+            return;
+        }
+        if let Err(e) = changes::notify(client).await {
+            tracing::warn!(error = %e, "a change is committed but followers were not woken; they catch up by polling");
         }
     }
 
@@ -252,7 +272,8 @@ pub async fn connect(config: &Config) -> Result<Pg, PgError> {
         Some(path) => Some(read_password(path)?),
         None => url.password.clone(),
     };
-    let pg = open(url, password.as_deref(), POOL_SIZE)?;
+    let mut pg = open(url, password.as_deref(), POOL_SIZE)?;
+    pg.notify = config.database_notify;
     migrate::run(&pg).await?;
     Ok(pg)
 }
@@ -303,6 +324,7 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
         config: pc,
         tls,
         reach: Default::default(),
+        notify: true,
     })
 }
 

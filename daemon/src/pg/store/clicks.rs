@@ -119,7 +119,7 @@ impl PgStore {
         self.clicks_counted
             .fetch_add(outcome.counted, Ordering::Relaxed);
         if logged {
-            changes::notify(&c).await?;
+            self.pg.wake(&c).await;
         }
         Ok((outcome.counted_now, logged))
     }

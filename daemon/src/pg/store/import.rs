@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Transaction};
 
 use super::ids::LINK_IDS;
-use super::links::{commit, counted, insert_new, wake};
+use super::links::{commit, counted, insert_new};
 use super::rows::{bigint, by_alias, by_dedupe_hash, by_id, failed};
 use super::PgStore;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
@@ -153,7 +153,7 @@ impl ImportStore for PgStore {
             let written = write_rows(&mut tx, rows, now).await?;
             commit(tx).await?;
             if written.logged {
-                wake(&client).await;
+                self.pg.wake(&client).await;
             }
             Ok(written.out)
         }

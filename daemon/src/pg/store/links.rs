@@ -168,15 +168,6 @@ pub(super) async fn commit(tx: Transaction<'_>) -> StoreResult<()> {
         .map_err(|e| StoreError::Commit(PgError::query("committing a link write")(e).to_string()))
 }
 
-/// `NOTIFY`s the followers after a commit that logged a change, on the
-/// writer's session but outside its transaction. The write stands if the
-/// wake fails (followers also poll): the failure is logged, not returned.
-pub(super) async fn wake(client: &deadpool_postgres::Client) {
-    if let Err(e) = changes::notify(client).await {
-        tracing::warn!(error = %e, "a link write is committed but followers were not woken; they catch up by polling");
-    }
-}
-
 /// Applies `edit` to link `id` inside `tx`: load (row locked), apply,
 /// alias targets, check, update, log.
 async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult<Updated> {
@@ -268,7 +259,7 @@ impl LinkStore for PgStore {
             }
             commit(tx).await?;
             if logged {
-                wake(&client).await;
+                self.pg.wake(&client).await;
             }
             Ok(out)
         }
@@ -286,7 +277,7 @@ impl LinkStore for PgStore {
             let updated = update_in(&tx, id, edit).await?;
             if matches!(updated, Updated::Done { .. }) {
                 commit(tx).await?;
-                wake(&client).await;
+                self.pg.wake(&client).await;
             } else {
                 tx.rollback()
                     .await
@@ -321,7 +312,7 @@ impl LinkStore for PgStore {
             };
             changes::append(&tx, id, link.alias.as_deref(), None).await?;
             commit(tx).await?;
-            wake(&client).await;
+            self.pg.wake(&client).await;
             Ok(Some(link))
         }
         .await;
