@@ -334,3 +334,75 @@ async fn forward_query_is_kept_in_all_three_states() {
         .expect("the imported link");
     assert_eq!(imported.forward_query, Some(true));
 }
+
+/// Two nodes creating one URL with dedupe at the same instant store it
+/// once; batches inserting the same aliases in opposite orders on two
+/// nodes queue rather than deadlock, and each alias is stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nodes_racing_for_one_url_or_alias_are_served_in_turn() {
+    let cluster = PgCluster::start("races");
+    let config = config_for(&cluster, "races");
+    let (a, b) = (open(&config).await, open(&config).await);
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    for round in 0..10u64 {
+        let gate = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+        let tasks: Vec<_> = (0..8u64)
+            .map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let gate = gate.clone();
+                tokio::spawn(async move {
+                    let url = format!("https://e.com/same/{round}");
+                    let mut new = new_link(1000 + round * 8 + i, None, &url, &[]);
+                    (new.dedupe_hash, new.dedupe) = ([round as u8; 32], true);
+                    gate.wait().await;
+                    store.insert_links(vec![new], 0).await.unwrap()
+                })
+            })
+            .collect();
+        let mut made = 0;
+        for t in tasks {
+            if matches!(t.await.unwrap()[0], Inserted::New(_)) {
+                made += 1;
+            }
+        }
+        assert_eq!(made, 1, "round {round}: the URL was stored {made} times");
+    }
+    assert_eq!(a.count_links().await.unwrap(), 10);
+
+    for round in 0..10u64 {
+        let aliases: Vec<String> = (0..6).map(|i| format!("r{round}-{i}")).collect();
+        let gate = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let tasks: Vec<_> = [(a.clone(), false), (b.clone(), true)]
+            .into_iter()
+            .enumerate()
+            .map(|(n, (store, reversed))| {
+                let mut names = aliases.clone();
+                if reversed {
+                    names.reverse();
+                }
+                let gate = gate.clone();
+                tokio::spawn(async move {
+                    let batch = names
+                        .iter()
+                        .enumerate()
+                        .map(|(i, alias)| {
+                            let id = 5000 + round * 100 + n as u64 * 10 + i as u64;
+                            new_link(id, Some(alias), &format!("https://e.com/{alias}"), &[])
+                        })
+                        .collect();
+                    gate.wait().await;
+                    store.insert_links(batch, 0).await
+                })
+            })
+            .collect();
+        let mut stored = 0;
+        for t in tasks {
+            let out = t
+                .await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+            stored += out.iter().filter(|o| matches!(o, Inserted::New(_))).count();
+        }
+        assert_eq!(stored, aliases.len(), "round {round}: each alias once");
+    }
+}

@@ -18,6 +18,7 @@ use deadpool_postgres::{GenericClient, Transaction};
 
 use super::ids::LINK_IDS;
 use super::links::{commit, counted, insert_new};
+use super::name_locks;
 use super::rows::{bigint, by_alias, by_dedupe_hash, by_id, failed};
 use super::PgStore;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
@@ -73,6 +74,14 @@ async fn write_rows(
     rows: Vec<ImportLink>,
     now: i64,
 ) -> StoreResult<Written> {
+    // A row found already stored is found by its alias or its URL, so the
+    // URL is claimed whether or not the row deduplicates.
+    let mut names = Vec::new();
+    for r in &rows {
+        names.extend(name_locks::of_new(&r.new));
+        names.push(name_locks::Name::Url(&r.new.dedupe_hash));
+    }
+    name_locks::lock(&*tx, names).await?;
     let mut out = Vec::with_capacity(rows.len());
     let mut logged = false;
     let mut highest_kept: Option<u64> = None;

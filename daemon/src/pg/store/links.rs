@@ -12,18 +12,16 @@
 //! every read answers them as stored.
 //!
 //! Several nodes write at once: an edit locks its link's row (`FOR
-//! UPDATE`) before applying, and the alias index decides a race for one
-//! alias. Alias targets and dedupe are read in the write's transaction but
-//! not locked, as a node cannot lock a row that does not exist yet: two
-//! nodes creating at the same instant may both store a link (dedupe) or an
-//! alias target that the other is making an alias of.
+//! UPDATE`) before applying, and every write locks the aliases and
+//! deduplicated URLs it claims (`name_locks`) before reading them, so two
+//! nodes racing for one name are served one after the other.
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
 
 use super::rows::{bigint, by_alias, by_code, by_dedupe_hash, columns, failed, from_row};
-use super::{list, PgStore};
+use super::{list, name_locks, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 use crate::pg::{changes, PgError};
@@ -190,6 +188,9 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
         Ok(new) => new,
         Err(e) => return Ok(Updated::Refused(e)),
     };
+    // After the row lock: an edit holds one row, then its names.
+    let names = new.alias.iter().chain(&edit.alias_targets);
+    name_locks::lock(tx, names.map(|a| name_locks::Name::Alias(a))).await?;
     if let Some(i) = refused_alias_target(tx, &edit.alias_targets, new.alias.as_deref()).await? {
         return Ok(Updated::TargetAlias(i));
     }
@@ -250,6 +251,7 @@ impl LinkStore for PgStore {
                 .transaction()
                 .await
                 .map_err(failed("starting a link insert"))?;
+            name_locks::lock(&tx, links.iter().flat_map(name_locks::of_new)).await?;
             let mut out = Vec::with_capacity(links.len());
             let mut logged = false;
             for new in links {

@@ -11,6 +11,7 @@ mod ids;
 mod import;
 mod links;
 mod list;
+mod name_locks;
 mod rows;
 mod users;
 
