@@ -227,6 +227,9 @@ def main():
         "scenarios": results,
         "postgres": pg_results,
     }
+    if not smoke:  # a failed check keeps the figures of a long run
+        with open(os.path.join(HERE, "results.json" if edge else "results-stores.json"), "w") as f:
+            json.dump(doc, f, indent=2)
     check(doc, edge)
     pg.check(pg_results)
     with open(os.path.join(out, "logs/error.log")) as f:
