@@ -142,5 +142,7 @@ fn postmaster_pid(pg_dir: &Path) -> Result<Option<i32>, String> {
         .and_then(|l| l.trim().parse::<i32>().ok())
         .filter(|&p| p > 0)
         .ok_or_else(|| format!("{}: no pid on its first line", path.display()))?;
-    Ok(Some(pid))
+    // A pid file left by a crash may name a pid reused by another program.
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    Ok(comm.starts_with("postgres").then_some(pid))
 }
