@@ -2,7 +2,7 @@
 PORT ?= 8080
 export PORT
 
-.PHONY: deps build test unit api-contract e2e lint demo stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke
+.PHONY: deps build test unit api-contract e2e lint demo demo-cluster pg-cluster stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke
 
 ## Check the Rust toolchain and install the Debian packages the build, the
 ## demo and the tests need (idempotent). Targets that need less install
@@ -79,12 +79,18 @@ fuzz:
 fuzz-smoke:
 	scripts/fuzz.sh smoke 20
 
-## Benchmarks against nginx's own `return 302`: bench/results.json and BENCHMARKS.md.
-bench: deps build
+## testpg's pg-cluster (start/stop a private PostgreSQL that outlives the
+## command): target/release/pg-cluster, for demo-cluster and the benchmarks.
+pg-cluster:
+	cargo build --release -q -p shortlink-testpg --bin pg-cluster
+
+## Benchmarks against nginx's own `return 302`, and the store-bound ones on
+## SQLite and on PostgreSQL: bench/results.json and BENCHMARKS.md.
+bench: deps build pg-cluster
 	python3 bench/bench.py
 
 ## A few seconds of every benchmark scenario: keeps the harness from rotting.
-bench-smoke: deps build
+bench-smoke: deps build pg-cluster
 	python3 bench/bench.py --smoke
 
 ## Start the product on 127.0.0.1:$(PORT) in the background; `make stop` stops it.
@@ -92,8 +98,16 @@ demo: build
 	@scripts/deps.sh demo
 	@scripts/demo.sh
 
+## Two nodes (nginx + module + shortlinkd each) on one private PostgreSQL,
+## on 127.0.0.1:$(PORT) and the next port; `make stop` stops them.
+demo-cluster: build pg-cluster
+	@scripts/deps.sh demo cluster
+	@scripts/demo-cluster.sh
+
+## Stops whichever of demo and demo-cluster is running.
 stop:
 	@scripts/demo.sh stop
+	@scripts/demo-cluster.sh stop
 
 clean:
 	cargo clean

@@ -63,7 +63,9 @@ if [ "${1:-}" = stop ]; then
   exit 0
 fi
 
-at "preparing $dir (stopping the previous run, directories, key)"
+at "preparing $dir (stopping the previous run and make demo-cluster, directories, key)"
+# make demo-cluster's node 1 listens on the same port.
+scripts/demo-cluster.sh stop >/dev/null
 stop_all
 mkdir -p "$dir/logs" "$dir/data" "$dir/spool"
 # nginx workers write undeliverable clicks here, and nobody else may: as

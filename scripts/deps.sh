@@ -5,7 +5,7 @@
 #   scripts/deps.sh              every group: what `make test` needs
 #   scripts/deps.sh build        building nginx and the module (make build, make module)
 #   scripts/deps.sh build demo   and what `make demo` runs
-# Groups: build, demo, test, bench, browser (see below).
+# Groups: build, demo, cluster, test, bench, browser (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,15 +38,18 @@ group_packages() {
     build) echo libclang-dev libpcre2-dev libssl-dev zlib1g-dev make gcc pkg-config ;;
     # the demo, the README's curl lines and the package test
     demo) echo curl ;;
+    # make demo-cluster and the PostgreSQL benchmarks: a private cluster
+    # from initdb/pg_ctl (/usr/lib/postgresql/15/bin), never the system one
+    cluster) echo postgresql ;;
     # PostgreSQL for several nodes: tests and demos start private clusters
     # (initdb/pg_ctl from /usr/lib/postgresql/15/bin), never the system one
     test) echo curl postgresql ;;
     # benchmarks (make bench, make bench-smoke)
-    bench) echo wrk python3 ;;
+    bench) echo wrk python3 postgresql ;;
     # the admin UI's browser tests: headless Chromium driven over WebDriver
     # (fonts so the screenshots kept on failure are legible)
     browser) echo chromium chromium-driver fonts-dejavu-core ;;
-    *) echo "deps.sh: unknown group '$1' (build, demo, test, bench, browser)" >&2; return 1 ;;
+    *) echo "deps.sh: unknown group '$1' (build, demo, cluster, test, bench, browser)" >&2; return 1 ;;
   esac
 }
 
@@ -59,7 +62,7 @@ python_packages() {
 }
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(build demo test bench browser)
+[ ${#groups[@]} -gt 0 ] || groups=(build demo cluster test bench browser)
 for g in "${groups[@]}"; do
   for pkg in $(python_packages "$g"); do
     name=${pkg%%==*}

@@ -1,0 +1,327 @@
+"""The benchmark harness: a daemon + nginx stack in a fresh prefix, wrk
+runs with server CPU per request, medians. Used by bench.py (SQLite and the
+edge) and pg.py (the same scenarios on PostgreSQL)."""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NGINX = os.path.join(ROOT, "build/sbin/nginx")
+MODULE = os.path.join(ROOT, "build/modules/ngx_http_shortlink_module.so")
+DAEMON = os.path.join(ROOT, "build/bin/shortlinkd")
+HERE = os.path.join(ROOT, "bench")
+TICKS = os.sysconf("SC_CLK_TCK")
+TARGET = "https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id={:08d}"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except FileNotFoundError:
+            pass
+    return total / TICKS
+
+
+def children(ppid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == ppid:
+                        out.append(int(d))
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return out
+
+
+def parse_duration_ms(text):
+    m = re.match(r"([\d.]+)(us|ms|s|m)", text)
+    value, unit = float(m.group(1)), m.group(2)
+    return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+class Stack:
+    """Daemon + nginx in bench/out/<name>: on SQLite under `out`, or on the
+    PostgreSQL `database` ({"url", "password_file"}) with the deployment
+    `key` of the other nodes (a fresh key when none is given)."""
+
+    def __init__(self, out, smoke, key=None, database=None):
+        self.out = out
+        self.smoke = smoke
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(os.path.join(out, "logs"))
+        os.makedirs(os.path.join(out, "spool"))
+        # The workers' spool, theirs alone: nobody:nogroup 0770 as root.
+        if os.getuid() == 0:
+            shutil.chown(os.path.join(out, "spool"), "nobody", "nogroup")
+            os.chmod(os.path.join(out, "spool"), 0o770)
+        else:
+            os.chmod(os.path.join(out, "spool"), 0o700)
+        os.chmod(out, 0o755)
+        self.key = key or os.path.join(out, "key")
+        self.api_port = free_port()
+        self.nginx_port = free_port()
+        self.nginx = None
+        # The database server's processes, counted as server CPU (PostgreSQL).
+        self.pg_pids = None
+        if not key:
+            subprocess.run([DAEMON, "keygen", self.key], check=True, capture_output=True)
+        args = [
+            "--data-dir", os.path.join(out, "data"), "--key-file", self.key,
+            "--ipc-socket", os.path.join(out, "ipc.sock"), "--api-socket", os.path.join(out, "api.sock"),
+            "--api-listen", f"127.0.0.1:{self.api_port}", "--spool-dir", os.path.join(out, "spool"),
+            "--base-url", "http://short.bench",
+        ]
+        if os.getuid() == 0:
+            args += ["--socket-group", "nogroup"]
+        if database:
+            args += ["--database", database["url"], "--database-password-file", database["password_file"]]
+        self.daemon_args = args
+        log = open(os.path.join(out, "logs/daemon.log"), "a")
+        self.daemon = subprocess.Popen([DAEMON, "serve"] + args, stdout=log, stderr=log)
+        for _ in range(300):
+            try:
+                if self.api("GET", "/api/v1/health", auth=False)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if self.daemon.poll() is not None:
+                sys.exit(f"bench: shortlinkd exited ({self.daemon.returncode}): see {out}/logs/daemon.log")
+            time.sleep(0.05)
+        key = subprocess.run(
+            [DAEMON, "key", "create", "--name", "bench", "--scopes", "links:write,links:read,stats:read,admin"] + args,
+            check=True, capture_output=True, text=True,
+        )
+        self.api_key = key.stdout.strip()
+
+    def api(self, method, path, body=None, auth=True, port=None):
+        conn = http.client.HTTPConnection("127.0.0.1", port or self.api_port, timeout=600)
+        headers = {"Content-Type": "application/json"}
+        if auth:
+            headers["X-Api-Key"] = self.api_key
+        conn.request(method, path, json.dumps(body) if body is not None else None, headers)
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        return r.status, data
+
+    def metric(self, name):
+        _, body = self.api("GET", "/metrics")
+        total = 0.0
+        for line in body.decode().splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def create_batch(self, n, offset=0):
+        codes = []
+        for start in range(0, n, 10000):
+            items = [{"url": TARGET.format(offset + i)} for i in range(start, min(n, start + 10000))]
+            status, body = self.api("POST", "/api/v1/links/batch", {"links": items})
+            assert status in (200, 201, 207), (status, body[:300])
+            for item in json.loads(body)["results"]:
+                codes.append(item["link"]["code"])
+        return codes
+
+    def start_nginx(self, zone, map_file=None):
+        self.stop_nginx()
+        user = "user nobody nogroup;\n" if os.getuid() == 0 else ""
+        map_conf = ""
+        map_location = ""
+        if map_file:
+            map_location = "        location /m/ { return 302 $bench_target; }"
+
+            map_conf = (
+                f"    map_hash_max_size 262144;\n    map_hash_bucket_size 256;\n"
+                f"    map $uri $bench_target {{\n        include {map_file};\n    }}\n"
+            )
+        conf = f"""{user}load_module {MODULE};
+worker_processes auto;
+error_log {self.out}/logs/error.log warn;
+pid {self.out}/logs/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 1000000;
+{map_conf}    shortlink_key_file {self.key};
+    shortlink_zone zone=bench:{zone};
+    shortlink_pass unix:{self.out}/ipc.sock;
+    shortlink_spool {self.out}/spool;
+    server {{
+        listen 127.0.0.1:{self.nginx_port} reuseport backlog=4096;
+        location / {{ shortlink on; }}
+        location /nc/ {{ shortlink on; shortlink_clicks off; }}
+        location /z/ {{ shortlink on; shortlink_clicks off; add_header X-Cache $shortlink_cache_status; }}
+        location /r/ {{ return 302 https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id=00000001; }}
+{map_location}
+        location /api/ {{
+            proxy_pass http://unix:{self.out}/api.sock;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header X-Shortlink-Base http://$host;
+        }}
+    }}
+    upstream shortlinkd_keepalive {{ server unix:{self.out}/api.sock; keepalive 32; }}
+    server {{
+        listen 127.0.0.1:{self.nginx_api_port()};
+        location /api/ {{
+            proxy_pass http://shortlinkd_keepalive;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header X-Shortlink-Base http://$host;
+        }}
+    }}
+}}
+"""
+        path = os.path.join(self.out, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        subprocess.run([NGINX, "-p", self.out, "-c", path, "-t", "-q"], check=True)
+        self.nginx = subprocess.Popen([NGINX, "-p", self.out, "-c", path, "-g", "daemon off;"])
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", self.nginx_port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(0.5)  # workers connect and take the alias snapshot
+
+    def nginx_api_port(self):
+        if not hasattr(self, "_nginx_api_port"):
+            self._nginx_api_port = free_port()
+        return self._nginx_api_port
+
+    def workers(self):
+        return children(self.nginx.pid) if self.nginx else []
+
+    def stop_nginx(self):
+        if self.nginx:
+            self.nginx.send_signal(signal.SIGQUIT)
+            try:
+                self.nginx.wait(10)
+            except subprocess.TimeoutExpired:
+                self.nginx.kill()
+            self.nginx = None
+
+    def close(self):
+        self.stop_nginx()
+        self.daemon.send_signal(signal.SIGTERM)
+        try:
+            self.daemon.wait(20)
+        except subprocess.TimeoutExpired:
+            self.daemon.kill()
+
+
+def zone_entries_per_mib(stack, codes, zone_kib):
+    """Fills a zone of `zone_kib` through the edge, then counts the links
+    still cached, newest first (the LRU keeps the most recent)."""
+    stack.start_nginx(f"{zone_kib}k")
+    conn = http.client.HTTPConnection("127.0.0.1", stack.nginx_port, timeout=30)
+
+    def cache_status(code):
+        conn.request("GET", "/z/" + code)
+        r = conn.getresponse()
+        r.read()
+        return r.getheader("X-Cache")
+
+    for code in codes:
+        cache_status(code)
+    held = 0
+    for code in reversed(codes):
+        if cache_status(code) != "HIT":
+            break
+        held += 1
+    return held * 1024 / zone_kib
+
+
+def wrk(url, seconds, connections, script=None, env=None):
+    """Runs wrk; returns rps, p50/p99 ms, requests, errors, wrk's own CPU seconds."""
+    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    if connections < 2:
+        cmd[1] = "-t1"
+    if script:
+        cmd += ["-s", script]
+    cmd.append(url)
+    before = os.times()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
+    after = os.times()
+    wrk_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    lat = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.M))
+    errors = 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        errors += int(m.group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        errors += sum(int(x) for x in m.groups())
+    return {
+        "rps": rps,
+        "p50_ms": parse_duration_ms(lat["50"]),
+        "p99_ms": parse_duration_ms(lat["99"]),
+        "requests": requests,
+        "errors": errors,
+        "wrk_cpu_s": wrk_cpu,
+        "raw": out,
+    }
+
+
+def measured(stack, url, seconds, connections, script=None, env=None):
+    """wrk plus server CPU (nginx workers + daemon) per request."""
+    pids = stack.workers() + [stack.daemon.pid] + (stack.pg_pids() if stack.pg_pids else [])
+    cpu0 = cpu_seconds(pids)
+    r = wrk(url, seconds, connections, script, env)
+    cpu1 = cpu_seconds(pids)
+    r["cpu_us_per_req"] = (cpu1 - cpu0) * 1e6 / max(r["requests"], 1)
+    return r
+
+
+def median_of(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def summarize(name, runs, description, baseline=None, extra=None):
+    res = {
+        "scenario": name,
+        "description": description,
+        "runs": len(runs),
+        "rps": round(median_of(runs, "rps"), 1),
+        "p50_ms": round(median_of(runs, "p50_ms"), 3),
+        "p99_ms": round(median_of(runs, "p99_ms"), 3),
+        "cpu_us_per_req": round(median_of(runs, "cpu_us_per_req"), 2),
+        "wrk_cpu_s": round(median_of(runs, "wrk_cpu_s"), 2),
+        "errors": sum(r["errors"] for r in runs),
+        "rps_runs": [round(r["rps"], 1) for r in runs],
+    }
+    if baseline:
+        res["ratio_vs_return302"] = round(res["rps"] / baseline["rps"], 3)
+        res["cpu_ratio_vs_return302"] = round(res["cpu_us_per_req"] / baseline["cpu_us_per_req"], 3)
+    if extra:
+        res.update(extra)
+    return res
+
+
+def write_codes(path, codes):
+    with open(path, "w") as f:
+        f.write("\n".join(codes) + "\n")
