@@ -30,7 +30,7 @@ lint:
 unit:
 	cargo test --workspace --exclude shortlink-e2e
 	cargo build -p shortlink-testpg --bin with-pg
-	target/debug/with-pg cargo test -p shortlinkd --test '*'
+	target/debug/with-pg cargo test --workspace --exclude shortlink-e2e --test '*'
 
 ## The API against its OpenAPI document: schemathesis, every check, on a
 ## throwaway daemon (scripts/schemathesis.toml names the allowed refusals).

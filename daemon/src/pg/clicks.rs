@@ -69,64 +69,103 @@ pub async fn record_batch(
     if new == 0 {
         return Ok(BatchOutcome::default());
     }
-    let totals = tx
-        .prepare_cached(
-            "UPDATE links SET clicks = clicks + $2, bot_clicks = bot_clicks + $3 WHERE id = $1 \
-             RETURNING max_visits, clicks - bot_clicks, alias",
-        )
-        .await
-        .map_err(PgError::query("preparing click totals"))?;
-    let upsert = tx
-        .prepare_cached(
-            "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (link_id, hour, device, bot, referrer) \
-             DO UPDATE SET count = clicks.count + excluded.count",
-        )
-        .await
-        .map_err(PgError::query("preparing click rows"))?;
+    // Per link: its total and bot deltas, in id order.
+    let mut by_link: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    for d in deltas.iter().filter(|d| d.count > 0) {
+        let Ok(id) = i64::try_from(d.link_id) else {
+            continue;
+        };
+        let t = by_link.entry(id).or_default();
+        t.0 += d.count;
+        if d.bot {
+            t.1 += d.count;
+        }
+    }
     let mut outcome = BatchOutcome {
         counted_now: true,
         ..BatchOutcome::default()
     };
-    // Per link in id order: rows are locked in one order by every node, so
-    // two batches never deadlock.
-    let mut by_link: BTreeMap<u64, Vec<&ClickDelta>> = BTreeMap::new();
-    for d in deltas.iter().filter(|d| d.count > 0) {
-        by_link.entry(d.link_id).or_default().push(d);
+    if by_link.is_empty() {
+        return Ok(outcome);
     }
-    for (link_id, mut rows) in by_link {
-        let Ok(id) = i64::try_from(link_id) else {
+    let ids: Vec<i64> = by_link.keys().copied().collect();
+    let clicks: Vec<i64> = by_link.values().map(|t| t.0).collect();
+    let bots: Vec<i64> = by_link.values().map(|t| t.1).collect();
+    // The rows are locked in id order first, by every node alike, so two
+    // batches never deadlock; then each statement covers the whole batch
+    // (a round trip per statement, not per link or per row).
+    let lock = tx
+        .prepare_cached("SELECT id FROM links WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+        .await
+        .map_err(PgError::query("preparing the click rows' locks"))?;
+    tx.execute(&lock, &[&ids])
+        .await
+        .map_err(PgError::query("locking the links clicked"))?;
+    let totals = tx
+        .prepare_cached(
+            "UPDATE links l SET clicks = l.clicks + d.c, bot_clicks = l.bot_clicks + d.b \
+             FROM unnest($1::int8[], $2::int8[], $3::int8[]) AS d(id, c, b) WHERE l.id = d.id \
+             RETURNING l.id, l.max_visits, l.clicks - l.bot_clicks, l.alias",
+        )
+        .await
+        .map_err(PgError::query("preparing click totals"))?;
+    let updated = tx
+        .query(&totals, &[&ids, &clicks, &bots])
+        .await
+        .map_err(PgError::query("adding click totals"))?;
+    // Links deleted meanwhile (or never known) are not in `updated`.
+    let mut known = std::collections::BTreeSet::new();
+    for row in &updated {
+        let (id, max_visits, humans_after, alias): (i64, Option<i64>, i64, Option<String>) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        known.insert(id);
+        let (c, b) = by_link[&id];
+        outcome.counted += c as u64;
+        let humans_before = humans_after - (c - b);
+        if max_visits.is_some_and(|max| humans_before < max && humans_after >= max) {
+            outcome.exhausted.push((id as u64, alias));
+        }
+    }
+    outcome.exhausted.sort_unstable();
+    for (id, alias) in &outcome.exhausted {
+        changes::append(tx, *id, alias.as_deref(), alias.as_deref()).await?;
+    }
+    // The per-hour rows, one per key (the statement may touch a row only
+    // once) and in key order (one order for every node).
+    let mut keyed: BTreeMap<(i64, i64, i16, bool, &str), i64> = BTreeMap::new();
+    for d in deltas.iter().filter(|d| d.count > 0) {
+        let Ok(id) = i64::try_from(d.link_id) else {
             continue;
         };
-        let clicks: i64 = rows.iter().map(|d| d.count).sum();
-        let bots: i64 = rows.iter().filter(|d| d.bot).map(|d| d.count).sum();
-        let Some(row) = tx
-            .query_opt(&totals, &[&id, &clicks, &bots])
-            .await
-            .map_err(PgError::query("adding click totals"))?
-        else {
-            continue; // unknown or deleted link
-        };
-        rows.sort_by(|a, b| {
-            (a.hour, a.device, a.bot, &a.referrer).cmp(&(b.hour, b.device, b.bot, &b.referrer))
-        });
-        for d in rows {
-            tx.execute(
-                &upsert,
-                &[&id, &d.hour, &d.device, &d.bot, &d.referrer, &d.count],
+        if known.contains(&id) {
+            *keyed
+                .entry((id, d.hour, d.device, d.bot, d.referrer.as_str()))
+                .or_default() += d.count;
+        }
+    }
+    if !keyed.is_empty() {
+        let upsert = tx
+            .prepare_cached(
+                "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
+                 SELECT * FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::bool[], \
+                 $5::text[], $6::int8[]) \
+                 ON CONFLICT (link_id, hour, device, bot, referrer) \
+                 DO UPDATE SET count = clicks.count + excluded.count",
             )
             .await
-            .map_err(PgError::query("adding click rows"))?;
-        }
-        outcome.counted += clicks as u64;
-        let (max_visits, humans_after, alias): (Option<i64>, i64, Option<String>) =
-            (row.get(0), row.get(1), row.get(2));
-        let humans_before = humans_after - (clicks - bots);
-        if max_visits.is_some_and(|max| humans_before < max && humans_after >= max) {
-            changes::append(tx, link_id, alias.as_deref(), alias.as_deref()).await?;
-            outcome.exhausted.push((link_id, alias));
-        }
+            .map_err(PgError::query("preparing click rows"))?;
+        let link_ids: Vec<i64> = keyed.keys().map(|k| k.0).collect();
+        let hours: Vec<i64> = keyed.keys().map(|k| k.1).collect();
+        let devices: Vec<i16> = keyed.keys().map(|k| k.2).collect();
+        let bots: Vec<bool> = keyed.keys().map(|k| k.3).collect();
+        let referrers: Vec<&str> = keyed.keys().map(|k| k.4).collect();
+        let counts: Vec<i64> = keyed.values().copied().collect();
+        tx.execute(
+            &upsert,
+            &[&link_ids, &hours, &devices, &bots, &referrers, &counts],
+        )
+        .await
+        .map_err(PgError::query("adding click rows"))?;
     }
     Ok(outcome)
 }

@@ -60,34 +60,41 @@ fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<u64>) {
     (out, ids)
 }
 
-/// Renews the expiry of link `id`, clicked by a batch acknowledged at
-/// `at`, as the SQLite fold does: only a link with `renew_ttl` and an
+/// Renews the expiry of the links `ids`, clicked by a batch acknowledged
+/// at `at`, as the SQLite fold does: only a link with `renew_ttl` and an
 /// expiry, enabled and live at `at`, and only when the move is worth an
-/// edge refetch (a tenth of the ttl, at least a second). `Some(alias)` when
-/// it was renewed.
+/// edge refetch (a tenth of the ttl, at least a second). The links renewed,
+/// with their aliases, in one statement (their rows are already locked by
+/// the batch, in id order).
 async fn renew(
     tx: &impl GenericClient,
-    id: u64,
+    ids: &[u64],
     at: i64,
-) -> Result<Option<Option<String>>, PgError> {
-    let Ok(id) = i64::try_from(id) else {
-        return Ok(None);
-    };
+) -> Result<Vec<(u64, Option<String>)>, PgError> {
+    let ids: Vec<i64> = ids.iter().filter_map(|&id| i64::try_from(id).ok()).collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let st = tx
         .prepare_cached(
             "UPDATE links SET expires_at = $2 + renew_ttl \
-             WHERE id = $1 AND renew_ttl IS NOT NULL AND expires_at IS NOT NULL \
+             WHERE id = ANY($1) AND renew_ttl IS NOT NULL AND expires_at IS NOT NULL \
              AND NOT disabled AND expires_at > $2 \
              AND $2 + renew_ttl >= expires_at + GREATEST(renew_ttl / 10, 1) \
-             RETURNING alias",
+             RETURNING id, alias",
         )
         .await
         .map_err(PgError::query("preparing an expiry renewal"))?;
-    let row = tx
-        .query_opt(&st, &[&id, &at])
+    let rows = tx
+        .query(&st, &[&ids, &at])
         .await
-        .map_err(PgError::query("renewing a link's expiry"))?;
-    Ok(row.map(|r| r.get(0)))
+        .map_err(PgError::query("renewing links' expiry"))?;
+    let mut renewed: Vec<(u64, Option<String>)> = rows
+        .iter()
+        .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)))
+        .collect();
+    renewed.sort_unstable();
+    Ok(renewed)
 }
 
 impl PgStore {
@@ -103,14 +110,12 @@ impl PgStore {
         let outcome = record_batch(&tx, &batch.batch_id.0, now, &deltas).await?;
         let mut logged = !outcome.exhausted.is_empty();
         if outcome.counted_now {
-            for id in ids {
-                if let Some(alias) = renew(&tx, id, now).await? {
-                    // One change per link, whether exhausted, renewed or both.
-                    if !outcome.exhausted.iter().any(|(e, _)| *e == id) {
-                        changes::append(&tx, id, alias.as_deref(), alias.as_deref()).await?;
-                    }
-                    logged = true;
+            for (id, alias) in renew(&tx, &ids, now).await? {
+                // One change per link, whether exhausted, renewed or both.
+                if !outcome.exhausted.iter().any(|(e, _)| *e == id) {
+                    changes::append(&tx, id, alias.as_deref(), alias.as_deref()).await?;
                 }
+                logged = true;
             }
         }
         tx.commit()
