@@ -115,6 +115,7 @@ impl LinkRules {
             clicks: 0,
             bot_clicks: 0,
             forward_query: req.forward_query,
+            country_targets: Vec::new(),
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),

@@ -31,6 +31,8 @@ pub struct ClickDelta {
     pub bot: bool,
     /// Referrer host key ('' for none).
     pub referrer: String,
+    /// The visitor's country code ('--' for unknown).
+    pub country: String,
     /// Clicks.
     pub count: i64,
 }
@@ -78,9 +80,9 @@ pub async fn record_batch(
         .map_err(PgError::query("preparing click totals"))?;
     let upsert = tx
         .prepare_cached(
-            "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (link_id, hour, device, bot, referrer) \
+            "INSERT INTO clicks (link_id, hour, device, bot, referrer, country, count) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (link_id, hour, device, bot, referrer, country) \
              DO UPDATE SET count = clicks.count + excluded.count",
         )
         .await
@@ -109,12 +111,26 @@ pub async fn record_batch(
             continue; // unknown or deleted link
         };
         rows.sort_by(|a, b| {
-            (a.hour, a.device, a.bot, &a.referrer).cmp(&(b.hour, b.device, b.bot, &b.referrer))
+            (a.hour, a.device, a.bot, &a.referrer, &a.country).cmp(&(
+                b.hour,
+                b.device,
+                b.bot,
+                &b.referrer,
+                &b.country,
+            ))
         });
         for d in rows {
             tx.execute(
                 &upsert,
-                &[&id, &d.hour, &d.device, &d.bot, &d.referrer, &d.count],
+                &[
+                    &id,
+                    &d.hour,
+                    &d.device,
+                    &d.bot,
+                    &d.referrer,
+                    &d.country,
+                    &d.count,
+                ],
             )
             .await
             .map_err(PgError::query("adding click rows"))?;

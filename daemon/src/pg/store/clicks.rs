@@ -54,6 +54,7 @@ fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<u64>) {
             device: i16::from(k.device),
             bot: k.bot,
             referrer: k.referrer.clone(),
+            country: k.country.as_str().to_string(),
             count: *n,
         }));
     }
