@@ -220,6 +220,9 @@ pub(super) fn detail_page(
                             None => "nginx default (shortlink_forward_query)",
                         } }
                         @if let Some(m) = link.max_visits { dt { "Max visits" } dd { (m) } }
+                        @for (country, url) in &link.country_targets {
+                            dt { "Target for " (country) } dd.country-target { (url) }
+                        }
                         @for (device, url) in device_targets(link) {
                             dt { (device) " target" } dd { (url) }
                         }
