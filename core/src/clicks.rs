@@ -4,7 +4,11 @@
 //! so the module cuts its batches to fit them and the daemon refuses what
 //! does not.
 
-use crate::ipc::{ClickBatch, ClickCount};
+use serde::Deserialize;
+
+use crate::country::UNKNOWN;
+use crate::device::DeviceClass;
+use crate::ipc::{decode_payload, BatchId, ClickBatch, ClickCount, FrameError};
 
 /// Most clicks one row of a batch may carry. A worker cuts a batch every
 /// flush interval (a second by default) and splits rows past this, so only
@@ -78,6 +82,49 @@ impl ClickCount {
     }
 }
 
+/// A click row as IPC protocol 4 and spool format 2 wrote it: no country.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct ClickCountV4 {
+    link_id: u64,
+    hour: u32,
+    device: DeviceClass,
+    bot: bool,
+    referrer: Option<String>,
+    count: u32,
+}
+
+/// A click batch as IPC protocol 4 and spool format 2 wrote it.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct ClickBatchV4 {
+    batch_id: BatchId,
+    clicks: Vec<ClickCountV4>,
+}
+
+/// Decodes a payload holding a batch written before clicks had a country
+/// (spool files of format 2, SQLite `click_log` rows of format 1): every
+/// row's country is unknown. Kept so an upgrade loses no click.
+pub fn decode_batch_v4(payload: &[u8]) -> Result<ClickBatch, FrameError> {
+    let old: ClickBatchV4 = decode_payload(payload)?;
+    Ok(ClickBatch {
+        batch_id: old.batch_id,
+        clicks: old
+            .clicks
+            .into_iter()
+            .map(|c| ClickCount {
+                link_id: c.link_id,
+                hour: c.hour,
+                device: c.device,
+                bot: c.bot,
+                referrer: c.referrer,
+                count: c.count,
+                country: UNKNOWN,
+            })
+            .collect(),
+    })
+}
+
 fn check_row(row: usize, c: &ClickCount, from: u32, to: u32) -> Result<(), ClickBatchError> {
     if c.link_id == 0 {
         return Err(ClickBatchError::NoLink { row });
@@ -123,8 +170,6 @@ fn is_referrer_host(host: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::DeviceClass;
-    use crate::ipc::BatchId;
 
     const NOW: i64 = 1_800_000_000;
     const HOUR: u32 = (NOW / 3600) as u32;
@@ -137,7 +182,41 @@ mod tests {
             bot: false,
             referrer: referrer.map(str::to_string),
             count,
+            country: UNKNOWN,
         }
+    }
+
+    #[test]
+    fn batches_from_before_countries_decode_with_the_unknown_country() {
+        let old = ClickBatchV4 {
+            batch_id: BatchId([9; 16]),
+            clicks: vec![ClickCountV4 {
+                link_id: 5,
+                hour: HOUR,
+                device: DeviceClass::Android,
+                bot: true,
+                referrer: Some("a.example".into()),
+                count: 4,
+            }],
+        };
+        let bytes = postcard::to_allocvec(&old).unwrap();
+        let b = decode_batch_v4(&bytes).unwrap();
+        assert_eq!(b.batch_id, BatchId([9; 16]));
+        assert_eq!(
+            b.clicks,
+            vec![ClickCount {
+                link_id: 5,
+                hour: HOUR,
+                device: DeviceClass::Android,
+                bot: true,
+                referrer: Some("a.example".into()),
+                count: 4,
+                country: UNKNOWN,
+            }]
+        );
+        // The current format is not the old one: the difference is seen.
+        let new = postcard::to_allocvec(&b).unwrap();
+        assert!(decode_batch_v4(&new).is_err());
     }
 
     fn batch(rows: Vec<ClickCount>) -> ClickBatch {

@@ -20,6 +20,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::country::{self, Country};
 use crate::device::DeviceClass;
 use crate::handshake::{Nonce, Proof};
 use crate::key::Fingerprint;
@@ -30,8 +31,10 @@ use crate::redirect::RedirectStatus;
 /// the daemon's proof in [`Reply::Welcome`]) and [`Reply::ClicksRefused`];
 /// version 3 the resync by change position ([`Request::Subscribe`]'s
 /// `since`, [`Event::Position`], [`Event::Reset`]); version 4 the link's
-/// `forward_query` and `created_at` in [`EdgeLink`].
-pub const PROTOCOL_VERSION: u16 = 4;
+/// `forward_query` and `created_at` in [`EdgeLink`]; version 5 the
+/// visitor's country in [`ClickCount`] and the link's `country_targets` in
+/// [`EdgeLink`].
+pub const PROTOCOL_VERSION: u16 = 5;
 /// Largest payload either side accepts; bigger frames close the connection.
 pub const MAX_FRAME: usize = 1 << 20;
 /// Bytes of the length prefix.
@@ -140,12 +143,18 @@ pub struct EdgeLink {
     pub forward_query: Option<bool>,
     /// Unix seconds when the link was made, for its preview page.
     pub created_at: i64,
+    /// Targets per visitor country (at most
+    /// [`country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
+    pub country_targets: Vec<(Country, String)>,
 }
 
 impl EdgeLink {
-    /// The target for a device class: the most specific one the link has.
-    pub fn target_for(&self, device: DeviceClass) -> &str {
-        self.targets.for_device(device).unwrap_or(&self.target)
+    /// The target for a visitor: the country's target, else the most
+    /// specific device target the link has, else the main target.
+    pub fn target_for(&self, country: Country, device: DeviceClass) -> &str {
+        country::pick_target(&self.country_targets, country)
+            .or_else(|| self.targets.for_device(device))
+            .unwrap_or(&self.target)
     }
 }
 
@@ -217,6 +226,8 @@ pub struct ClickCount {
     /// Lower-case referrer host, if the request had one.
     pub referrer: Option<String>,
     pub count: u32,
+    /// The visitor's country (`shortlink_country`), `--` when unknown.
+    pub country: Country,
 }
 
 /// Pushed to subscribers.
@@ -359,6 +370,7 @@ mod tests {
                 bot: false,
                 referrer: Some("news.example.com".into()),
                 count: 3,
+                country: Country::parse("NL").unwrap(),
             }],
         }
     }
@@ -531,18 +543,21 @@ mod tests {
             ..EdgeLink::default()
         };
         assert_eq!(
-            link.target_for(DeviceClass::Ios),
+            link.target_for(country::UNKNOWN, DeviceClass::Ios),
             "https://apps.apple.com/x"
         );
         assert_eq!(
-            link.target_for(DeviceClass::Android),
+            link.target_for(country::UNKNOWN, DeviceClass::Android),
             "https://m.example.com/"
         );
         assert_eq!(
-            link.target_for(DeviceClass::Desktop),
+            link.target_for(country::UNKNOWN, DeviceClass::Desktop),
             "https://example.com/"
         );
-        assert_eq!(link.target_for(DeviceClass::Other), "https://example.com/");
+        assert_eq!(
+            link.target_for(country::UNKNOWN, DeviceClass::Other),
+            "https://example.com/"
+        );
         let empty_ios = EdgeLink {
             targets: DeviceTargets {
                 ios: Some(String::new()),
@@ -551,9 +566,36 @@ mod tests {
             ..link.clone()
         };
         assert_eq!(
-            empty_ios.target_for(DeviceClass::Ios),
+            empty_ios.target_for(country::UNKNOWN, DeviceClass::Ios),
             "https://m.example.com/",
             "an empty target counts as unset"
+        );
+    }
+
+    #[test]
+    fn the_country_target_comes_before_the_device_target() {
+        let (de, fr) = (Country::parse("DE").unwrap(), Country::parse("FR").unwrap());
+        let link = EdgeLink {
+            target: "https://example.com/".into(),
+            targets: DeviceTargets {
+                ios: Some("https://apps.apple.com/x".into()),
+                ..DeviceTargets::default()
+            },
+            country_targets: vec![(de, "https://example.de/".into())],
+            ..EdgeLink::default()
+        };
+        assert_eq!(link.target_for(de, DeviceClass::Ios), "https://example.de/");
+        assert_eq!(
+            link.target_for(fr, DeviceClass::Ios),
+            "https://apps.apple.com/x"
+        );
+        assert_eq!(
+            link.target_for(fr, DeviceClass::Desktop),
+            "https://example.com/"
+        );
+        assert_eq!(
+            link.target_for(country::UNKNOWN, DeviceClass::Desktop),
+            "https://example.com/"
         );
     }
 

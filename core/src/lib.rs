@@ -7,6 +7,7 @@
 pub mod alias;
 pub mod clicks;
 pub mod codec;
+pub mod country;
 pub mod device;
 pub mod edge_status;
 pub mod handshake;

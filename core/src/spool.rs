@@ -17,11 +17,16 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::clicks::decode_batch_v4;
 use crate::ipc::{decode_payload, ClickBatch, HEADER_LEN, MAX_FRAME};
 use crate::key::DeploymentKey;
 
-/// First bytes of a sealed spool file (format 2; format 1 had no seal).
-pub const MAGIC: &[u8; 8] = b"SLSPOOL\x02";
+/// First bytes of a sealed spool file (format 3, clicks with a country;
+/// format 1 had no seal).
+pub const MAGIC: &[u8; 8] = b"SLSPOOL\x03";
+/// Format 2: sealed, clicks without a country; still read (the country is
+/// unknown), so spool files left by a module before the upgrade count.
+pub const MAGIC_V2: &[u8; 8] = b"SLSPOOL\x02";
 /// Bytes of the seal at the end of the file.
 pub const SEAL_LEN: usize = 32;
 
@@ -87,7 +92,8 @@ impl SpoolSeal {
         {
             return Err(damage(0, "truncated magic".into()));
         }
-        if &magic != MAGIC {
+        let v2 = &magic == MAGIC_V2;
+        if &magic != MAGIC && !v2 {
             return Err(damage(
                 0,
                 "not a sealed spool file (bad magic; written by an older module or not by one)"
@@ -123,7 +129,9 @@ impl SpoolSeal {
         }
         file.seek(SeekFrom::Start(MAGIC.len() as u64))
             .map_err(|e| damage(MAGIC.len() as u64, format!("seek error: {e}")))?;
-        Ok(SpoolReader::new(file.take(body)))
+        let mut reader = SpoolReader::new(file.take(body));
+        reader.v2 = v2;
+        Ok(reader)
     }
 }
 
@@ -143,6 +151,8 @@ pub struct SpoolReader<R> {
     offset: u64,
     done: bool,
     payload: Vec<u8>,
+    /// A format 2 file: batches without a country.
+    v2: bool,
 }
 
 impl<R: Read> SpoolReader<R> {
@@ -153,6 +163,7 @@ impl<R: Read> SpoolReader<R> {
             offset: 0,
             done: false,
             payload: Vec::new(),
+            v2: false,
         }
     }
 
@@ -212,6 +223,7 @@ impl<R: Read> Iterator for SpoolReader<R> {
         let got = read_full(&mut self.inner, &mut payload);
         let outcome = match got {
             Ok(n) if n < len => Err(format!("truncated frame ({n} of {len} bytes)")),
+            Ok(_) if self.v2 => decode_batch_v4(&payload).map_err(|e| e.to_string()),
             Ok(_) => decode_payload::<ClickBatch>(&payload).map_err(|e| e.to_string()),
             Err(e) => Err(format!("read error: {e}")),
         };
@@ -317,6 +329,57 @@ mod tests {
             sealed.len() as u64 + 10,
         );
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn format_2_files_still_count_with_the_unknown_country() {
+        use crate::country::{Country, UNKNOWN};
+        use crate::device::DeviceClass;
+        use crate::ipc::{decode_payload, frame, ClickCount};
+        let seal = SpoolSeal::new(&DeploymentKey::from_bytes([1; 32]));
+        let batch = ClickBatch {
+            batch_id: BatchId([4; 16]),
+            clicks: vec![ClickCount {
+                link_id: 3,
+                hour: 400_000,
+                device: DeviceClass::Desktop,
+                bot: false,
+                referrer: None,
+                count: 2,
+                country: Country::parse("DE").unwrap(),
+            }],
+        };
+        // Format 2 wrote the same frame without the row's country, its
+        // last two bytes.
+        let mut old = frame(&batch).unwrap();
+        old.truncate(old.len() - 2);
+        let len = (old.len() - HEADER_LEN) as u32;
+        old[..HEADER_LEN].copy_from_slice(&len.to_be_bytes());
+        assert!(decode_payload::<ClickBatch>(&old[HEADER_LEN..]).is_err());
+        let mut sealed = seal.seal(&old);
+        sealed[..8].copy_from_slice(MAGIC_V2);
+        // Re-seal over the old magic.
+        let body_end = sealed.len() - SEAL_LEN;
+        let mut mac = seal.mac();
+        mac.update(&sealed[..body_end]);
+        let tag = mac.finalize().into_bytes();
+        sealed[body_end..].copy_from_slice(&tag);
+        let got: Vec<_> = seal
+            .open(std::io::Cursor::new(sealed.clone()), sealed.len() as u64)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut want = batch.clone();
+        want.clicks[0].country = UNKNOWN;
+        assert_eq!(got, vec![want]);
+        // The current format keeps the country.
+        let new = seal.seal(&frame(&batch).unwrap());
+        let got: Vec<_> = seal
+            .open(std::io::Cursor::new(new.clone()), new.len() as u64)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got, vec![batch]);
     }
 
     #[test]

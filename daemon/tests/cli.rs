@@ -251,7 +251,8 @@ async fn import_and_export_through_the_daemon() {
             "target_mobile",
             "target_ios",
             "target_android",
-            "forward_query"
+            "forward_query",
+            "country_targets"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();

@@ -201,7 +201,11 @@ async fn the_cli_sets_it_and_the_export_file_carries_it() {
     assert!(out.status.success(), "{}", stderr(&out));
     let csv_text = stdout(&out);
     assert!(
-        csv_text.lines().next().unwrap().ends_with(",forward_query"),
+        csv_text
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",forward_query,country_targets"),
         "{csv_text}"
     );
 

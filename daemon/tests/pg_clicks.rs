@@ -19,6 +19,7 @@ fn delta(link_id: u64, hour: i64, bot: bool, referrer: &str, count: i64) -> Clic
         device: 1,
         bot,
         referrer: referrer.into(),
+        country: "--".into(),
         count,
     }
 }

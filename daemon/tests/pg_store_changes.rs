@@ -214,6 +214,7 @@ async fn prune_forgets_old_batch_ids_and_signatures() {
             bot: false,
             referrer: None,
             count: 1,
+            country: shortlink_core::country::UNKNOWN,
         }],
     };
     store.append_clicks(vec![batch(1)], 100).await.unwrap();

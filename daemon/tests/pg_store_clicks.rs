@@ -31,6 +31,15 @@ fn click(
         bot,
         referrer: referrer.map(String::from),
         count,
+        country: shortlink_core::country::UNKNOWN,
+    }
+}
+
+/// `c` from visitors of `country`.
+fn from(country: &str, c: ClickCount) -> ClickCount {
+    ClickCount {
+        country: shortlink_core::country::Country::parse(country).unwrap(),
+        ..c
     }
 }
 
@@ -247,10 +256,19 @@ async fn stats_answer_as_sqlite_answers() {
         batch(
             1,
             vec![
-                click(1, 100, DeviceClass::Desktop, false, Some("a.example"), 3),
-                click(1, 101, DeviceClass::Mobile, false, Some("B.example"), 2),
+                from(
+                    "DE",
+                    click(1, 100, DeviceClass::Desktop, false, Some("a.example"), 3),
+                ),
+                from(
+                    "fr",
+                    click(1, 101, DeviceClass::Mobile, false, Some("B.example"), 2),
+                ),
                 click(1, 101, DeviceClass::Mobile, true, None, 4),
-                click(2, 100, DeviceClass::Ios, false, Some("a.example"), 9),
+                from(
+                    "DE",
+                    click(2, 100, DeviceClass::Ios, false, Some("a.example"), 9),
+                ),
                 click(3, 130, DeviceClass::Android, false, None, 6),
             ],
         ),
@@ -295,8 +313,21 @@ async fn stats_answer_as_sqlite_answers() {
         one.referrers,
         [("a.example".to_string(), 4), ("b.example".to_string(), 2)]
     );
+    let code = |c: &[(shortlink_core::country::Country, i64)]| {
+        c.iter()
+            .map(|(c, n)| (c.as_str().to_string(), *n))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        code(&one.countries),
+        [("--".into(), 5), ("DE".to_string(), 3), ("FR".into(), 2)]
+    );
     let (site, top) = pg.site_stats(0, 200, false, 2).await.unwrap();
     assert_eq!(site.top, [(3, 13), (1, 10)]);
+    assert_eq!(
+        code(&site.countries),
+        [("--".into(), 27), ("DE".to_string(), 12), ("FR".into(), 2)]
+    );
     let top: Vec<(u64, &str, i64)> = top
         .iter()
         .map(|(l, n)| (l.id, l.url.as_str(), *n))

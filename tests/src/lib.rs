@@ -449,8 +449,69 @@ pub fn send_request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Result<TcpStream, String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))
+    let s = TcpStream::connect(("127.0.0.1", port))
         .map_err(|e| format!("connect to port {port}: {e}"))?;
+    write_request(s, method, target, headers, body)
+}
+
+/// As [`http`], from the loopback address `source` (all of 127.0.0.0/8 is
+/// local): the client socket is bound to it before it connects, so nginx
+/// sees it as `$remote_addr` (for `geo` and the like).
+pub fn http_from(
+    source: std::net::Ipv4Addr,
+    port: u16,
+    method: &[u8],
+    target: &[u8],
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let s = connect_from(source, port)
+        .unwrap_or_else(|e| panic!("connect from {source} to port {port}: {e}"));
+    let s = write_request(s, method, target, headers, body).unwrap_or_else(|e| panic!("{e}"));
+    read_response(s, method).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A TCP connection to 127.0.0.1:`port` from `source`.
+fn connect_from(source: std::net::Ipv4Addr, port: u16) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket(2); the descriptor is owned by the stream below
+    // (or closed on error).
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a new socket we own.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let local = sockaddr(source, 0);
+    let remote = sockaddr(std::net::Ipv4Addr::LOCALHOST, port);
+    // SAFETY: valid sockaddr_in values of `len` bytes, a live socket.
+    if unsafe { libc::bind(fd, std::ptr::addr_of!(local).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::connect(fd, std::ptr::addr_of!(remote).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(stream)
+}
+
+/// Writes one request on `s` (`Connection: close`).
+fn write_request(
+    mut s: TcpStream,
+    method: &[u8],
+    target: &[u8],
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<TcpStream, String> {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut req = Vec::new();
     req.extend_from_slice(method);

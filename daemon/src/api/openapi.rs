@@ -34,7 +34,7 @@ use super::{error, health, keys, links, qr, stats, users};
         crate::links::TimeInput, crate::links::RenewInput, crate::links::TargetsInput,
         links::BatchRequest, links::BatchResponse, links::BatchItem, links::LinkPage,
         crate::stats::StatsView, crate::stats::Point, crate::stats::DeviceCounts,
-        crate::stats::ReferrerCount, crate::stats::Granularity,
+        crate::stats::ReferrerCount, crate::stats::CountryCount, crate::stats::Granularity,
         crate::stats::SiteStatsView, crate::stats::LinkCount, qr::QrFormat,
         keys::NewCredential, keys::KeyView, keys::CreatedKey, keys::KeyList,
         keys::AppView, keys::CreatedApp, keys::AppList,

@@ -80,7 +80,7 @@ pub enum AdminCommand {
     Key(KeyCommand),
     /// Short links.
     #[command(subcommand)]
-    Link(LinkCommand),
+    Link(Box<LinkCommand>),
     /// Apps that sign requests.
     #[command(subcommand)]
     App(AppCommand),
@@ -174,6 +174,10 @@ pub enum LinkCommand {
         /// location decides.
         #[arg(long, value_enum)]
         forward_query: Option<ForwardQuery>,
+        /// Target for visitors from a country, as `CC=URL` (an ISO 3166-1
+        /// alpha-2 code; repeat, at most 16); chosen before device targets.
+        #[arg(long = "country-target", value_name = "CC=URL", value_parser = country_target)]
+        country_targets: Vec<(String, String)>,
     },
     /// Show a link (JSON).
     Get {
@@ -256,6 +260,23 @@ pub struct UpdateArgs {
     /// to `shortlink_forward_query` (`location`).
     #[arg(long, value_enum)]
     pub forward_query: Option<ForwardQuery>,
+    /// Targets per visitor country as `CC=URL`, replacing the link's
+    /// (repeat, at most 16).
+    #[arg(
+        long = "country-target",
+        value_name = "CC=URL",
+        value_parser = country_target,
+        conflicts_with = "no_country_targets"
+    )]
+    pub country_targets: Vec<(String, String)>,
+    /// Remove every country target.
+    #[arg(long)]
+    pub no_country_targets: bool,
+}
+
+/// One `--country-target CC=URL`.
+fn country_target(v: &str) -> Result<(String, String), String> {
+    crate::links::csv_format::parse_country_target(v)
 }
 
 /// `--forward-query`: the link's own choice, or the location's.

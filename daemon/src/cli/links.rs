@@ -23,6 +23,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
             tags,
             dedupe,
             forward_query,
+            country_targets,
         } => {
             let req = CreateLink {
                 url,
@@ -32,6 +33,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
                 tags: (!tags.is_empty()).then_some(tags),
                 dedupe: dedupe.then_some(true),
                 forward_query: forward_query.and_then(|f| f.value()),
+                country_targets: country_map(country_targets)?,
                 ..CreateLink::default()
             };
             let link = client.create_link(&req).await?;
@@ -75,6 +77,24 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
     Ok(())
 }
 
+/// `--country-target` pairs as the API's map; `None` when none was given.
+/// A country named twice is refused here (the map would keep one).
+fn country_map(
+    pairs: Vec<(String, String)>,
+) -> Result<Option<std::collections::BTreeMap<String, String>>> {
+    if pairs.is_empty() {
+        return Ok(None);
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (code, url) in pairs {
+        let key = code.to_ascii_uppercase();
+        if out.insert(key.clone(), url).is_some() {
+            bail!("--country-target: {key} is given twice");
+        }
+    }
+    Ok(Some(out))
+}
+
 /// After an edit: the link as JSON with `--json`, else a line on stderr.
 fn done(out: &mut Output, link: &LinkView, message: &str) -> Result<()> {
     if out.json {
@@ -98,6 +118,11 @@ async fn patch_body(client: &Client, a: UpdateArgs) -> Result<Value> {
     }
     if let Some(f) = a.forward_query {
         body.insert("forward_query".into(), json!(f.value()));
+    }
+    if let Some(t) = country_map(a.country_targets)? {
+        body.insert("country_targets".into(), json!(t));
+    } else if a.no_country_targets {
+        body.insert("country_targets".into(), Value::Null);
     }
     if let Some(e) = a.expires {
         let t = parse_time(&e).map_err(|m| anyhow::anyhow!("--expires: {m}"))?;

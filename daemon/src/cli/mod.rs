@@ -104,7 +104,7 @@ async fn dispatch(
         AdminCommand::Key(c) => credentials::key(client, c, out).await?,
         AdminCommand::App(c) => credentials::app(client, c, out).await?,
         AdminCommand::User(c) => credentials::user(client, c, out).await?,
-        AdminCommand::Link(c) => links::link(client, c, out).await?,
+        AdminCommand::Link(c) => links::link(client, *c, out).await?,
         AdminCommand::Stats {
             code,
             from,

@@ -54,6 +54,15 @@ pub async fn stats(
         "devices:     desktop {}, mobile {}, ios {}, android {}, other {}",
         d.desktop, d.mobile, d.ios, d.android, d.other
     )?;
+    if !s.countries.is_empty() {
+        let countries: Vec<String> = s
+            .countries
+            .iter()
+            .take(10)
+            .map(|c| format!("{} {}", c.country, c.clicks))
+            .collect();
+        writeln!(out, "countries:   {}", countries.join(", "))?;
+    }
     if s.referrers.is_empty() {
         writeln!(out, "referrers:   none")?;
     } else {

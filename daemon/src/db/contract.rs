@@ -155,6 +155,7 @@ async fn ids_and_clicks(store: &Store) {
             bot: false,
             referrer: None,
             count: 3,
+            country: shortlink_core::country::Country::parse("DE").unwrap(),
         }],
     };
     let counted = store

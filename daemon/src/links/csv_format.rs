@@ -7,7 +7,7 @@ use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 16] = [
+pub const HEADER: [&str; 17] = [
     "code",
     "url",
     "alias",
@@ -24,7 +24,47 @@ pub const HEADER: [&str; 16] = [
     "target_ios",
     "target_android",
     "forward_query",
+    "country_targets",
 ];
+
+/// A link's country targets as one cell (and as the CLI's
+/// `--country-target` takes them one by one): `CC=URL` pairs separated by
+/// spaces (a stored URL never holds a space).
+pub fn country_targets_cell(t: &std::collections::BTreeMap<String, String>) -> String {
+    t.iter()
+        .map(|(c, u)| format!("{c}={u}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One `CC=URL` pair: split at the first `=`; the daemon judges the code
+/// and the URL.
+pub fn parse_country_target(pair: &str) -> Result<(String, String), String> {
+    match pair.split_once('=') {
+        Some((code, url)) if !code.trim().is_empty() && !url.trim().is_empty() => {
+            Ok((code.trim().to_string(), url.trim().to_string()))
+        }
+        _ => Err(format!(
+            "{:?} is not CC=URL (a country code, =, and a URL)",
+            pair.chars().take(80).collect::<String>()
+        )),
+    }
+}
+
+/// A `country_targets` cell read back: the pairs, or why not (a code given
+/// twice is left to the daemon's check).
+pub fn parse_country_targets_cell(
+    cell: &str,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for pair in cell.split_whitespace() {
+        let (code, url) = parse_country_target(pair)?;
+        if out.insert(code.clone(), url).is_some() {
+            return Err(format!("{code} is given twice"));
+        }
+    }
+    Ok(out)
+}
 
 /// RFC 3339 of a time, empty when absent or out of range.
 fn rfc3339(t: Option<Timestamp>) -> String {
@@ -32,7 +72,7 @@ fn rfc3339(t: Option<Timestamp>) -> String {
 }
 
 /// One link as an export record, in [`HEADER`]'s order.
-pub fn record(l: &LinkView) -> [String; 16] {
+pub fn record(l: &LinkView) -> [String; 17] {
     let opt = |s: &Option<String>| s.clone().unwrap_or_default();
     [
         l.generated_code.clone(),
@@ -51,6 +91,7 @@ pub fn record(l: &LinkView) -> [String; 16] {
         opt(&l.targets.ios),
         opt(&l.targets.android),
         l.forward_query.map(|f| f.to_string()).unwrap_or_default(),
+        country_targets_cell(&l.country_targets),
     ]
 }
 
@@ -95,6 +136,11 @@ mod tests {
             bot_clicks: 1,
             created_by: Some("key:1".into()),
             forward_query: Some(false),
+            country_targets: [
+                ("DE".to_string(), "https://example.de/a=b".to_string()),
+                ("FR".to_string(), "https://example.fr/".to_string()),
+            ]
+            .into(),
         }
     }
 
@@ -107,7 +153,8 @@ mod tests {
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
-             2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false"
+             2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false,\
+             DE=https://example.de/a=b FR=https://example.fr/"
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();
@@ -128,6 +175,7 @@ mod tests {
         assert_eq!(extra.max_visits, Some(5));
         assert!(extra.disabled);
         assert_eq!(extra.forward_query, Some(false));
+        assert_eq!(extra.country_targets, Some(view().country_targets));
         assert_eq!(
             extra
                 .created_at

@@ -2,6 +2,8 @@
 //! `POST /api/v1/links` and `PATCH /api/v1/links/{code}` and their parts.
 //! Shapes only; [`super::rules`] judges the values.
 
+use std::collections::BTreeMap;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -201,6 +203,49 @@ pub struct CreateLink {
     /// absent or `null`: the location decides.
     #[schema(value_type = Option<bool>, nullable)]
     pub forward_query: Option<bool>,
+    /// Targets per visitor country: ISO 3166-1 alpha-2 code (lower case is
+    /// taken as upper case) to URL, at most 16, each judged like `url`.
+    /// Chosen at the edge, from nginx's `shortlink_country` variable,
+    /// before the device targets.
+    #[schema(schema_with = country_targets_schema)]
+    pub country_targets: Option<BTreeMap<String, String>>,
+}
+
+/// `country_targets`: an object of two-letter codes to URLs; `nullable`
+/// for an edit, where `null` removes them all.
+fn country_targets_object(nullable: bool) -> Schema {
+    let types = if nullable {
+        SchemaType::from_iter([Type::Object, Type::Null])
+    } else {
+        SchemaType::new(Type::Object)
+    };
+    ObjectBuilder::new()
+        .schema_type(types)
+        .property_names(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[A-Za-z]{2}$")),
+        ))
+        .additional_properties(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1)),
+        ))
+        .max_properties(Some(shortlink_core::country::MAX_COUNTRY_TARGETS))
+        .description(Some(
+            "Targets per visitor country: ISO 3166-1 alpha-2 code (assigned; lower case is \
+             taken as upper case) to URL, at most 16, chosen at the edge before the device \
+             targets",
+        ))
+        .into()
+}
+
+fn country_targets_schema() -> Schema {
+    country_targets_object(false)
+}
+
+fn country_targets_or_null_schema() -> Schema {
+    country_targets_object(true)
 }
 
 /// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
@@ -311,4 +356,8 @@ pub struct UpdateLink {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<bool>, nullable)]
     pub forward_query: Option<Option<bool>>,
+    /// Replaces all country targets; `null` (or `{}`) removes them.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(schema_with = country_targets_or_null_schema)]
+    pub country_targets: Option<Option<BTreeMap<String, String>>>,
 }

@@ -32,6 +32,7 @@ pub fn edge_result(link: &Link, now: i64) -> LookupResult {
             disabled: false,
             forward_query: link.forward_query,
             created_at: link.created_at,
+            country_targets: link.country_targets.clone(),
         }),
         _ => LookupResult::Gone,
     }

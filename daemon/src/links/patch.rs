@@ -8,6 +8,7 @@
 //! new lifetime takes the link's remaining one. The error reported is the
 //! one of the first bad field, in the order of [`UpdateLink`]'s fields.
 
+use shortlink_core::country::CountryTargets;
 use shortlink_core::ipc::DeviceTargets;
 
 use super::error::LinkError;
@@ -50,6 +51,8 @@ pub struct CheckedPatch {
     disabled: Option<bool>,
     /// `Some(None)` leaves the choice to the location again.
     forward_query: Option<Option<bool>>,
+    /// Replaces the country targets (empty: removes them).
+    country_targets: Option<CountryTargets>,
     /// New targets that are short URLs if their alias exists: the write
     /// checks (see [`CheckedPatch::take_alias_targets`]).
     alias_targets: Vec<AliasTarget>,
@@ -120,6 +123,12 @@ impl LinkRules {
         }
         out.disabled = patch.disabled;
         out.forward_query = patch.forward_query;
+        if let Some(t) = &patch.country_targets {
+            out.country_targets = Some(match t {
+                Some(t) => self.check_country_targets(t, &mut out.alias_targets)?,
+                None => Vec::new(),
+            });
+        }
         Ok(())
     }
 }
@@ -186,6 +195,9 @@ impl CheckedPatch {
         }
         if let Some(f) = self.forward_query {
             link.forward_query = f;
+        }
+        if let Some(t) = self.country_targets {
+            link.country_targets = t;
         }
         link.updated_at = now;
         Ok(())

@@ -2,7 +2,10 @@
 //! writer thread: target URLs, aliases, expiry, visit limits, redirect
 //! statuses, device targets and tags, and the defaults a create fills in.
 
+use std::collections::BTreeMap;
+
 use sha2::{Digest, Sha256};
+use shortlink_core::country::{Country, CountryTargets, MAX_COUNTRY_TARGETS};
 use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
 
@@ -97,6 +100,10 @@ impl LinkRules {
             None => DeviceTargets::default(),
         };
         let tags = check_tags(req.tags.as_deref().unwrap_or_default())?;
+        let country_targets = match &req.country_targets {
+            Some(t) => self.check_country_targets(t, &mut alias_targets)?,
+            None => Vec::new(),
+        };
         let disabled = req.disabled.unwrap_or(false);
         let link = Link {
             id: 0,
@@ -115,6 +122,7 @@ impl LinkRules {
             clicks: 0,
             bot_clicks: 0,
             forward_query: req.forward_query,
+            country_targets,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),
@@ -173,6 +181,61 @@ impl LinkRules {
     }
 }
 
+impl LinkRules {
+    /// Country targets: at most [`MAX_COUNTRY_TARGETS`], each code an
+    /// assigned ISO 3166-1 alpha-2 code (lower case taken as upper case,
+    /// one target per country), each URL under the rules of `url`; errors
+    /// name the code. In code order.
+    pub(crate) fn check_country_targets(
+        &self,
+        t: &BTreeMap<String, String>,
+        aliases: &mut Vec<AliasTarget>,
+    ) -> Result<CountryTargets, LinkError> {
+        const FIELD: &str = "country_targets";
+        if t.len() > MAX_COUNTRY_TARGETS {
+            return Err(invalid(
+                FIELD,
+                "too_many_country_targets",
+                format!(
+                    "country_targets has {} entries, more than the maximum of {MAX_COUNTRY_TARGETS}",
+                    t.len()
+                ),
+            ));
+        }
+        let mut out: CountryTargets = Vec::with_capacity(t.len());
+        for (code, url) in t {
+            let country = Country::parse(code)
+                .map_err(|e| invalid(FIELD, "invalid_country", format!("country_targets: {e}")))?;
+            if out.iter().any(|(c, _)| *c == country) {
+                return Err(invalid(
+                    FIELD,
+                    "invalid_country",
+                    format!(
+                        "country_targets: {country} is given twice (codes are case-insensitive)"
+                    ),
+                ));
+            }
+            let url = self
+                .check_target(FIELD, url, aliases)
+                .map_err(|e| match e {
+                    LinkError::Invalid {
+                        field,
+                        code,
+                        message,
+                    } => LinkError::Invalid {
+                        field,
+                        code,
+                        message: format!("{message} (the target for {country})"),
+                    },
+                    other => other,
+                })?;
+            out.push((country, url));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
 /// The hash `dedupe` compares: the normalized URL and every option of a
 /// prepared create.
 fn dedupe_hash(req: &CreateLink, link: &Link) -> [u8; 32] {
@@ -198,11 +261,18 @@ fn dedupe_hash(req: &CreateLink, link: &Link) -> [u8; 32] {
         &sorted_tags,
         link.disabled,
     );
-    // A link that leaves `forward_query` to the location hashes as before
-    // the field existed; one that sets it hashes the value too.
-    let canonical = match link.forward_query {
-        None => serde_json::to_vec(&fields),
-        Some(f) => serde_json::to_vec(&(fields, f)),
+    // A link that leaves `forward_query` to the location and has no
+    // country targets hashes as before those fields existed; one that sets
+    // them hashes their values too.
+    let countries: Vec<(&str, &str)> = link
+        .country_targets
+        .iter()
+        .map(|(c, u)| (c.as_str(), u.as_str()))
+        .collect();
+    let canonical = match (link.forward_query, countries.is_empty()) {
+        (None, true) => serde_json::to_vec(&fields),
+        (Some(f), true) => serde_json::to_vec(&(fields, f)),
+        (f, false) => serde_json::to_vec(&(fields, f, countries)),
     }
     .expect("plain values serialize");
     Sha256::digest(&canonical).into()

@@ -1,5 +1,7 @@
 //! A link as the API shows it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use shortlink_core::Codec;
 use utoipa::ToSchema;
@@ -55,6 +57,10 @@ pub struct LinkView {
     /// target; absent: the location's `shortlink_forward_query` decides.
     #[serde(default)]
     pub forward_query: Option<bool>,
+    /// Targets per visitor country (ISO 3166-1 alpha-2 code to URL),
+    /// chosen at the edge before the device targets; `{}` for none.
+    #[serde(default)]
+    pub country_targets: BTreeMap<String, String>,
 }
 
 impl LinkView {
@@ -87,6 +93,11 @@ impl LinkView {
             bot_clicks: link.bot_clicks,
             created_by: link.created_by.clone(),
             forward_query: link.forward_query,
+            country_targets: link
+                .country_targets
+                .iter()
+                .map(|(c, u)| (c.as_str().to_string(), u.clone()))
+                .collect(),
         }
     }
 }

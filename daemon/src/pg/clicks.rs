@@ -31,6 +31,8 @@ pub struct ClickDelta {
     pub bot: bool,
     /// Referrer host key ('' for none).
     pub referrer: String,
+    /// The visitor's country code ('--' for unknown).
+    pub country: String,
     /// Clicks.
     pub count: i64,
 }
@@ -132,24 +134,32 @@ pub async fn record_batch(
     }
     // The per-hour rows, one per key (the statement may touch a row only
     // once) and in key order (one order for every node).
-    let mut keyed: BTreeMap<(i64, i64, i16, bool, &str), i64> = BTreeMap::new();
+    type Key<'a> = (i64, i64, i16, bool, &'a str, &'a str);
+    let mut keyed: BTreeMap<Key<'_>, i64> = BTreeMap::new();
     for d in deltas.iter().filter(|d| d.count > 0) {
         let Ok(id) = i64::try_from(d.link_id) else {
             continue;
         };
         if known.contains(&id) {
             *keyed
-                .entry((id, d.hour, d.device, d.bot, d.referrer.as_str()))
+                .entry((
+                    id,
+                    d.hour,
+                    d.device,
+                    d.bot,
+                    d.referrer.as_str(),
+                    d.country.as_str(),
+                ))
                 .or_default() += d.count;
         }
     }
     if !keyed.is_empty() {
         let upsert = tx
             .prepare_cached(
-                "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
+                "INSERT INTO clicks (link_id, hour, device, bot, referrer, country, count) \
                  SELECT * FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::bool[], \
-                 $5::text[], $6::int8[]) \
-                 ON CONFLICT (link_id, hour, device, bot, referrer) \
+                 $5::text[], $6::text[], $7::int8[]) \
+                 ON CONFLICT (link_id, hour, device, bot, referrer, country) \
                  DO UPDATE SET count = clicks.count + excluded.count",
             )
             .await
@@ -159,10 +169,13 @@ pub async fn record_batch(
         let devices: Vec<i16> = keyed.keys().map(|k| k.2).collect();
         let bots: Vec<bool> = keyed.keys().map(|k| k.3).collect();
         let referrers: Vec<&str> = keyed.keys().map(|k| k.4).collect();
+        let countries: Vec<&str> = keyed.keys().map(|k| k.5).collect();
         let counts: Vec<i64> = keyed.values().copied().collect();
         tx.execute(
             &upsert,
-            &[&link_ids, &hours, &devices, &bots, &referrers, &counts],
+            &[
+                &link_ids, &hours, &devices, &bots, &referrers, &countries, &counts,
+            ],
         )
         .await
         .map_err(PgError::query("adding click rows"))?;

@@ -25,19 +25,24 @@ CREATE TABLE links (
     clicks          bigint NOT NULL DEFAULT 0,
     bot_clicks      bigint NOT NULL DEFAULT 0,
     -- NULL: the location's shortlink_forward_query decides.
-    forward_query   boolean
+    forward_query   boolean,
+    -- Targets per visitor country: a JSON object of ISO 3166-1 alpha-2
+    -- code to URL; NULL for none.
+    country_targets text
 );
 CREATE INDEX links_dedupe ON links (dedupe_hash) WHERE dedupe_hash IS NOT NULL;
 
--- Click counts per link, hour and visitor kind; referrer '' means none.
+-- Click counts per link, hour and visitor kind; referrer '' means none,
+-- country '--' unknown (else an ISO 3166-1 alpha-2 code).
 CREATE TABLE clicks (
     link_id   bigint NOT NULL REFERENCES links (id) ON DELETE CASCADE,
     hour      bigint NOT NULL,
     device    smallint NOT NULL,
     bot       boolean NOT NULL,
     referrer  text NOT NULL,
+    country   text NOT NULL DEFAULT '--',
     count     bigint NOT NULL,
-    PRIMARY KEY (link_id, hour, device, bot, referrer)
+    PRIMARY KEY (link_id, hour, device, bot, referrer, country)
 );
 CREATE INDEX clicks_by_hour ON clicks (hour);
 

@@ -22,8 +22,8 @@ use crate::store::{unix_now, StoreResult};
 mod query;
 
 pub use query::{
-    query, site_query, DeviceCounts, Granularity, LinkCount, Point, ReferrerCount, SiteStatsView,
-    StatsView, MAX_BUCKETS, MAX_TOP,
+    query, site_query, CountryCount, DeviceCounts, Granularity, LinkCount, Point, ReferrerCount,
+    SiteStatsView, StatsView, MAX_BUCKETS, MAX_TOP,
 };
 
 /// Longest time acknowledged clicks wait to be folded into the tables (and

@@ -44,6 +44,29 @@ pub struct ReferrerCount {
     pub clicks: i64,
 }
 
+/// Clicks from one visitor country.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CountryCount {
+    /// ISO 3166-1 alpha-2 code, upper case, from nginx's
+    /// `shortlink_country` variable; `--` when unknown (no variable, or a
+    /// value that is not an assigned code).
+    #[schema(example = "DE")]
+    pub country: String,
+    /// Clicks from it in the range, bots included.
+    pub clicks: i64,
+}
+
+/// The countries of a tally as the API shows them, most clicks first.
+fn country_counts(counts: Vec<(shortlink_core::country::Country, i64)>) -> Vec<CountryCount> {
+    counts
+        .into_iter()
+        .map(|(c, clicks)| CountryCount {
+            country: c.as_str().to_string(),
+            clicks,
+        })
+        .collect()
+}
+
 /// Clicks per device class.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct DeviceCounts {
@@ -80,6 +103,8 @@ pub struct StatsView {
     pub devices: DeviceCounts,
     /// Top referrer hosts in the range.
     pub referrers: Vec<ReferrerCount>,
+    /// Clicks in the range by visitor country, most first.
+    pub countries: Vec<CountryCount>,
     /// Clicks since the link was created, bots included.
     pub total_all_time: i64,
     /// Bot clicks since the link was created.
@@ -206,6 +231,7 @@ pub async fn query(
             .into_iter()
             .map(|(host, clicks)| ReferrerCount { host, clicks })
             .collect(),
+        countries: country_counts(r.countries),
         total_all_time: link.clicks,
         bots_all_time: link.bot_clicks,
     })
@@ -239,6 +265,8 @@ pub struct SiteStatsView {
     pub series: Vec<Point>,
     /// The most clicked links in the range, most first.
     pub top_links: Vec<LinkCount>,
+    /// Clicks on every link in the range by visitor country, most first.
+    pub countries: Vec<CountryCount>,
 }
 
 /// Stats of every link over `[from, to)`, with the `top` most clicked
@@ -262,6 +290,7 @@ pub async fn site_query(
         total: r.total,
         bots: r.bots,
         series: range.series(r.series),
+        countries: country_counts(r.countries),
         top_links: top
             .into_iter()
             .map(|(link, clicks)| LinkCount {

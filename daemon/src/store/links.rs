@@ -1,6 +1,7 @@
 //! The `links` table.
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
+use shortlink_core::country::{Country, CountryTargets};
 use shortlink_core::ipc::DeviceTargets;
 
 use super::{changes, StoreError, StoreResult};
@@ -50,6 +51,49 @@ pub struct Link {
     /// Append the visit's query string to the target: `None` leaves it to
     /// the location's `shortlink_forward_query`, a value wins over it.
     pub forward_query: Option<bool>,
+    /// Targets per visitor country, chosen at the edge before the device
+    /// targets (checked by `links::rules`; stored as a JSON object).
+    pub country_targets: CountryTargets,
+}
+
+/// Country targets as stored: a JSON object of code to URL, `None` for
+/// none. The one stored form for both stores.
+pub fn country_targets_to_stored(targets: &CountryTargets) -> Option<String> {
+    if targets.is_empty() {
+        return None;
+    }
+    let map: serde_json::Map<String, serde_json::Value> = targets
+        .iter()
+        .map(|(c, url)| {
+            (
+                c.as_str().to_string(),
+                serde_json::Value::String(url.clone()),
+            )
+        })
+        .collect();
+    Some(serde_json::Value::Object(map).to_string())
+}
+
+/// Country targets from their stored form; entries that do not make sense
+/// (a code not assigned, a value not a string: a row edited by hand) are
+/// left out, so a read never fails on them.
+pub fn country_targets_from_stored(text: Option<&str>) -> CountryTargets {
+    let Some(text) = text else {
+        return Vec::new();
+    };
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Vec::new();
+    };
+    let mut out: CountryTargets = map
+        .into_iter()
+        .filter_map(|(code, url)| match (Country::parse(&code), url) {
+            (Ok(c), serde_json::Value::String(url)) => Some((c, url)),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
 }
 
 /// Whether a link answers, and if not why.
@@ -101,7 +145,7 @@ macro_rules! columns {
     () => {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-         created_by, clicks, bot_clicks, forward_query"
+         created_by, clicks, bot_clicks, forward_query, country_targets"
     };
 }
 const COLUMNS: &str = columns!();
@@ -136,6 +180,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
         clicks: row.get(16)?,
         bot_clicks: row.get(17)?,
         forward_query: row.get(18)?,
+        country_targets: country_targets_from_stored(row.get::<_, Option<String>>(19)?.as_deref()),
     })
 }
 
@@ -155,8 +200,9 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
     let mut st = conn.prepare_cached(
         "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
          max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-         disabled, tags, created_by, dedupe_hash, forward_query) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+         disabled, tags, created_by, dedupe_hash, forward_query, country_targets) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+         ?19)",
     )?;
     st.execute(params![
         link.id as i64,
@@ -177,6 +223,7 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         link.created_by,
         dedupe_hash,
         link.forward_query,
+        country_targets_to_stored(&link.country_targets),
     ])
     .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if link.alias.is_some() {
@@ -196,7 +243,8 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
             "UPDATE links SET alias = ?2, url = ?3, updated_at = ?4, expires_at = ?5, \
              renew_ttl = ?6, max_visits = ?7, redirect = ?8, target_desktop = ?9, \
              target_mobile = ?10, target_ios = ?11, target_android = ?12, disabled = ?13, \
-             tags = ?14, forward_query = ?15, dedupe_hash = NULL WHERE id = ?1",
+             tags = ?14, forward_query = ?15, country_targets = ?16, dedupe_hash = NULL \
+             WHERE id = ?1",
         )?
         .execute(params![
             link.id as i64,
@@ -214,6 +262,7 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
             link.disabled,
             serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into()),
             link.forward_query,
+            country_targets_to_stored(&link.country_targets),
         ])
         .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if n == 0 {

@@ -1,5 +1,5 @@
 //! `ClickBook`: a worker's click counts, per (link, hour, device class, bot
-//! flag, referrer host), kept in pages of a slot of the `shortlink_clicks`
+//! flag, referrer host, country), kept in pages of a slot of the `shortlink_clicks`
 //! zone, so a worker killed by any signal loses no counted click: the
 //! worker that takes its slot (or adopts it) delivers what it left.
 //!
@@ -20,6 +20,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use std::path::PathBuf;
 
 use rustc_hash::FxHashMap;
+use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::spool::SpoolSeal;
@@ -84,6 +85,7 @@ struct OwnedKey {
     device: DeviceClass,
     bot: bool,
     referrer: Option<Box<[u8]>>,
+    country: Country,
 }
 
 /// What starting the book found, for the worker to log.
@@ -243,6 +245,7 @@ impl ClickBook {
             device: key.device,
             bot: key.bot,
             referrer: key.referrer.map(|r| r.to_ascii_lowercase().into()),
+            country: key.country,
         };
         let c = self.overflow.entry(owned).or_insert(0);
         *c = c.saturating_add(n);
@@ -265,6 +268,7 @@ impl ClickBook {
                 device: k.device,
                 bot: k.bot,
                 referrer: k.referrer.as_deref(),
+                country: k.country,
             };
             // Large counts go in parts a row can take.
             let mut left = count;
@@ -411,6 +415,7 @@ impl ClickBook {
                         .as_deref()
                         .map(|r| String::from_utf8_lossy(r).into_owned()),
                     count,
+                    country: k.country,
                 }
                 .split()
             })

@@ -1,5 +1,5 @@
 //! A page of click counts: a fixed open-addressing table of rows (link,
-//! hour, device class, bot flag, referrer host → count) and an arena for the
+//! hour, device class, bot flag, referrer host, country → count) and an arena for the
 //! referrer bytes, in memory that outlives the worker (a slot of the
 //! `shortlink_clicks` zone, see `slots.rs`).
 //!
@@ -13,6 +13,7 @@
 use core::ptr;
 
 use shortlink_core::clicks::MAX_ROW_COUNT;
+use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
@@ -34,11 +35,18 @@ struct Row {
     hour: u32,
     count: u32,
     ref_off: u32,
-    /// 0: no referrer.
-    ref_len: u16,
-    device: u8,
-    bot: u8,
+    /// 0: no referrer (a referrer host is at most 253 bytes).
+    ref_len: u8,
+    /// The device class, with [`BOT`] set for a bot.
+    visitor: u8,
+    /// The country's two bytes (`--`: unknown); the row stays 24 bytes.
+    country: [u8; 2],
 }
+
+/// The bot flag in [`Row::visitor`].
+const BOT: u8 = 0x80;
+
+const _: () = assert!(core::mem::size_of::<Row>() == 24);
 
 /// A page as laid out in the zone.
 #[repr(C)]
@@ -66,6 +74,7 @@ pub struct Key<'a> {
     pub device: DeviceClass,
     pub bot: bool,
     pub referrer: Option<&'a [u8]>,
+    pub country: Country,
 }
 
 impl<'a> Key<'a> {
@@ -78,6 +87,7 @@ impl<'a> Key<'a> {
         device: DeviceClass,
         bot: bool,
         referer: Option<&'a [u8]>,
+        country: Country,
     ) -> Option<Self> {
         (link_id != 0).then(|| Key {
             link_id,
@@ -85,20 +95,31 @@ impl<'a> Key<'a> {
             device,
             bot,
             referrer: referer.and_then(shortlink_core::device::referrer_host),
+            country,
         })
     }
 }
 
 impl Key<'_> {
+    /// The device class and bot flag as a row stores them.
+    #[inline]
+    fn visitor(&self) -> u8 {
+        self.device as u8 | if self.bot { BOT } else { 0 }
+    }
+
     /// FxHash-style mix of the key, the referrer lower-cased.
     #[inline]
     fn hash(&self) -> u64 {
         const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
         let mix = |h: u64, v: u64| (h.rotate_left(5) ^ v).wrapping_mul(K);
         let mut h = mix(0, self.link_id);
+        let [c0, c1] = self.country.bytes();
         h = mix(
             h,
-            u64::from(self.hour) << 16 | (self.device as u64) << 8 | u64::from(self.bot),
+            u64::from(self.hour) << 32
+                | u64::from(c0) << 24
+                | u64::from(c1) << 16
+                | u64::from(self.visitor()),
         );
         for &b in self.referrer.unwrap_or_default() {
             h = mix(h, u64::from(b.to_ascii_lowercase()));
@@ -198,6 +219,7 @@ impl PageRef {
     pub fn add(&self, key: &Key<'_>, n: u32) -> Result<(), PageFull> {
         let p = self.page();
         let referrer = key.referrer.unwrap_or_default();
+        let (visitor, country) = (key.visitor(), key.country.bytes());
         let mut at = key.hash() as usize & (ROWS - 1);
         loop {
             let row = &mut p.rows[at];
@@ -206,8 +228,8 @@ impl PageRef {
             }
             if row.link_id == key.link_id
                 && row.hour == key.hour
-                && row.device == key.device as u8
-                && row.bot == u8::from(key.bot)
+                && row.visitor == visitor
+                && row.country == country
                 && usize::from(row.ref_len) == referrer.len()
                 && p.arena[row.ref_off as usize..][..referrer.len()]
                     .iter()
@@ -240,10 +262,10 @@ impl PageRef {
         let row = &mut p.rows[at];
         row.link_id = key.link_id;
         row.hour = key.hour;
-        row.device = key.device as u8;
-        row.bot = u8::from(key.bot);
+        row.visitor = visitor;
+        row.country = country;
         row.ref_off = off as u32;
-        row.ref_len = referrer.len() as u16;
+        row.ref_len = referrer.len() as u8;
         // SAFETY: as above; the count goes last, making the row visible.
         unsafe { ptr::write_volatile(&mut row.count, n) };
         Ok(())
@@ -268,10 +290,11 @@ impl PageRef {
                 Some(ClickCount {
                     link_id: r.link_id,
                     hour: r.hour,
-                    device: device_of(r.device)?,
-                    bot: r.bot != 0,
+                    device: device_of(r.visitor & !BOT)?,
+                    bot: r.visitor & BOT != 0,
                     referrer,
                     count: r.count,
+                    country: Country::from_edge(&r.country),
                 })
             })
             .collect();

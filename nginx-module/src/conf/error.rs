@@ -44,6 +44,8 @@ pub enum ConfError {
     Fallback(#[from] TargetError),
     #[error("value must be printable ASCII")]
     NotPrintable,
+    #[error("takes a variable such as \"$geoip2_country_code\" or \"off\", not \"{0}\"")]
+    CountryVariable(String),
     #[error("{0}")]
     PreviewSuffix(#[from] shortlink_core::preview::SuffixError),
     #[error("\"shortlink on\" in {file}:{line} needs \"shortlink_key_file\" in the http block")]

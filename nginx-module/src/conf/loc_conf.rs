@@ -4,7 +4,10 @@
 
 use core::ffi::{c_char, c_void};
 
-use nginx_sys::{ngx_command_t, ngx_conf_t, ngx_flag_t, ngx_uint_t, NGX_CONF_UNSET};
+use nginx_sys::{
+    ngx_command_t, ngx_conf_t, ngx_flag_t, ngx_http_get_variable_index, ngx_int_t, ngx_str_t,
+    ngx_uint_t, NGX_CONF_UNSET, NGX_ERROR,
+};
 use shortlink_core::target::is_header_safe;
 use shortlink_core::{validate_target, RedirectStatus, TargetRules};
 
@@ -34,6 +37,9 @@ pub struct LocConf {
     /// `shortlink_preview_suffix`: `/<code><suffix>` answers the link's
     /// preview page (`shortlink_core::preview`); `Some(None)` is `off`.
     pub preview_suffix: Option<Option<String>>,
+    /// `shortlink_country $variable|off`: the index of the variable that
+    /// holds the visitor's country code; `Some(None)` is `off`.
+    pub country: Option<Option<ngx_uint_t>>,
     /// `shortlink_status`: this location answers the edge's figures (not
     /// inherited, as `stub_status`).
     pub status: bool,
@@ -50,6 +56,7 @@ impl Default for LocConf {
             clicks: UNSET_FLAG,
             forward_query: UNSET_FLAG,
             preview_suffix: None,
+            country: None,
             status: false,
         }
     }
@@ -72,6 +79,12 @@ impl LocConf {
             .as_ref()
             .and_then(|s| s.as_deref())
             .map(str::as_bytes)
+    }
+
+    /// The index of the `shortlink_country` variable, unless it is `off`
+    /// or unset.
+    pub fn country_variable(&self) -> Option<ngx_uint_t> {
+        self.country.flatten()
     }
 
     /// The `shortlink_cache_control` value, unless it is `off` or unset.
@@ -222,6 +235,43 @@ fn preview_suffix(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError>
     Ok(())
 }
 
+/// `shortlink_country $variable|off`.
+pub extern "C" fn set_country(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    // SAFETY: as for set_enabled: a LocConf.
+    unsafe { run_directive(cf, conf, country) }
+}
+
+fn country(d: &Directive<'_>, lcf: &mut LocConf) -> Result<(), ConfError> {
+    if lcf.country.is_some() {
+        return Err(ConfError::Duplicate);
+    }
+    let value = d.value();
+    let bytes = value.as_bytes();
+    if bytes == b"off" {
+        lcf.country = Some(None);
+        return Ok(());
+    }
+    let name = match bytes {
+        [b'$', name @ ..] if !name.is_empty() => name,
+        _ => return Err(ConfError::CountryVariable(value.to_string())),
+    };
+    let mut name = ngx_str_t {
+        len: name.len(),
+        data: name.as_ptr().cast_mut(),
+    };
+    // SAFETY: cf is the configuration being parsed; nginx copies the name.
+    let index = unsafe { ngx_http_get_variable_index(d.cf(), &mut name) };
+    if index == NGX_ERROR as ngx_int_t {
+        return Err(ConfError::Logged);
+    }
+    lcf.country = Some(Some(index as ngx_uint_t));
+    Ok(())
+}
+
 /// `merge_loc_conf`: a location's settings over its parent's; a `shortlink
 /// on` location needs the key.
 pub extern "C" fn merge_loc_conf(
@@ -279,6 +329,9 @@ fn merge(conf: &mut LocConf, prev: &LocConf) {
     }
     if conf.preview_suffix.is_none() {
         conf.preview_suffix = Some(prev.preview_suffix.clone().flatten());
+    }
+    if conf.country.is_none() {
+        conf.country = Some(prev.country.flatten());
     }
 }
 

@@ -59,7 +59,7 @@ const MAIN_OFFSET: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const LOC_OFFSET: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 /// The directives, terminated by nginx's null command.
-pub static mut COMMANDS: [ngx_command_t; 16] = [
+pub static mut COMMANDS: [ngx_command_t; 17] = [
     command(
         ngx_string!("shortlink_key_file"),
         MAIN | NGX_CONF_TAKE1,
@@ -148,6 +148,13 @@ pub static mut COMMANDS: [ngx_command_t; 16] = [
         ngx_string!("shortlink_preview_suffix"),
         ANY | NGX_CONF_TAKE1,
         loc_conf::set_preview_suffix,
+        LOC_OFFSET,
+        0,
+    ),
+    command(
+        ngx_string!("shortlink_country"),
+        ANY | NGX_CONF_TAKE1,
+        loc_conf::set_country,
         LOC_OFFSET,
         0,
     ),

@@ -20,7 +20,7 @@ use crate::conf::LocConf;
 use crate::net::with_link;
 use crate::page::send_page;
 use crate::pool::pool_fill;
-use crate::request::{CacheStatus, RequestCtx};
+use crate::request::{country_of, CacheStatus, RequestCtx};
 
 /// 410 (nginx has no constant for it).
 const NGX_HTTP_GONE: u32 = 410;
@@ -83,7 +83,10 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 r.header_only() || r.as_ref().method as u32 == nginx_sys::NGX_HTTP_HEAD;
             if lcf.clicks == 1 && !header_only {
                 let v = ctx.visitor(r);
-                if let Some(key) = clicks::Key::of(hit.id, now, v.device, v.bot, v.referer()) {
+                let country = country_of(r, lcf);
+                if let Some(key) =
+                    clicks::Key::of(hit.id, now, v.device, v.bot, v.referer(), country)
+                {
                     if !clicks::count_fast(&key) {
                         with_link(|l| l.clicks().record(&key));
                     }

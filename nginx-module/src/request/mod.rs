@@ -11,7 +11,7 @@ use crate::Module;
 
 mod visitor;
 
-pub use visitor::Visitor;
+pub use visitor::{country_of, Visitor};
 
 /// How the edge answered, for `$shortlink_cache_status`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

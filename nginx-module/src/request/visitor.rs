@@ -1,14 +1,39 @@
 //! Who is asking: the device class and bot flag from `User-Agent` (through
 //! a per-worker cache of classifications) and the `Referer`, read from the
-//! request's headers once, when an answer first needs them.
+//! request's headers once, when an answer first needs them; the country
+//! from the `shortlink_country` variable.
 
 use core::cell::RefCell;
 
 use nginx_sys::ngx_str_t;
 use ngx::http::Request;
+use shortlink_core::country::{self, Country};
 use shortlink_core::device::{classify, DeviceClass};
 
 use super::RequestCtx;
+use crate::conf::LocConf;
+
+/// The visitor's country: the `shortlink_country` variable's value when it
+/// is an assigned ISO 3166-1 alpha-2 code (any case), else unknown (also
+/// when the location has no `shortlink_country`).
+#[inline]
+pub fn country_of(r: &Request, lcf: &LocConf) -> Country {
+    let Some(index) = lcf.country_variable() else {
+        return country::UNKNOWN;
+    };
+    let r: *const nginx_sys::ngx_http_request_t = r.as_ref();
+    // SAFETY: a live request; the index was made by
+    // ngx_http_get_variable_index for this configuration. nginx returns
+    // null or a value owned by the request.
+    let v = unsafe { nginx_sys::ngx_http_get_indexed_variable(r.cast_mut(), index).as_ref() };
+    match v {
+        Some(v) if v.not_found() == 0 && v.len() == 2 && !v.data.is_null() => {
+            // SAFETY: a found value of len bytes at data.
+            Country::from_edge(unsafe { core::slice::from_raw_parts(v.data, 2) })
+        }
+        _ => country::UNKNOWN,
+    }
+}
 
 /// Who is asking, read from the request headers once per request.
 #[derive(Clone, Copy)]

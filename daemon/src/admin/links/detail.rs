@@ -129,6 +129,20 @@ fn breakdown(s: &StatsView) -> Markup {
             (host, r.clicks)
         })
         .collect();
+    // `--`: nginx's `shortlink_country` variable was unset or not a code.
+    let countries: Vec<(String, i64)> = s
+        .countries
+        .iter()
+        .take(20)
+        .map(|c| {
+            let name = if c.country == "--" {
+                "(unknown)".to_string()
+            } else {
+                c.country.clone()
+            };
+            (name, c.clicks)
+        })
+        .collect();
     let visitors = vec![
         ("Humans".to_string(), s.total - s.bots),
         ("Bots".to_string(), s.bots),
@@ -138,6 +152,11 @@ fn breakdown(s: &StatsView) -> Markup {
             div.card {
                 h3 { "Devices" }
                 table.share { tbody { (share_rows(&devices, s.total)) } }
+            }
+            div.card {
+                h3 { "Countries" }
+                @if countries.is_empty() { p.empty { "No clicks in this range." } }
+                @else { table.share id="countries" { tbody { (share_rows(&countries, s.total)) } } }
             }
             div.card {
                 h3 { "Referrers" }
@@ -201,6 +220,9 @@ pub(super) fn detail_page(
                             None => "nginx default (shortlink_forward_query)",
                         } }
                         @if let Some(m) = link.max_visits { dt { "Max visits" } dd { (m) } }
+                        @for (country, url) in &link.country_targets {
+                            dt { "Target for " (country) } dd.country-target { (url) }
+                        }
                         @for (device, url) in device_targets(link) {
                             dt { (device) " target" } dd { (url) }
                         }

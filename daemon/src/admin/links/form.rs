@@ -35,6 +35,8 @@ pub struct LinkForm {
     pub tags: String,
     /// `on`, `off`, or empty for the location's `shortlink_forward_query`.
     pub forward_query: String,
+    /// Country targets, `CC=URL` per line (or separated by spaces).
+    pub country_targets: String,
 }
 
 /// What [`LinkForm::numbers`] reads from the form's text.
@@ -42,6 +44,7 @@ struct Numbers {
     redirect: Option<u16>,
     max_visits: Option<u64>,
     forward_query: Option<bool>,
+    country_targets: std::collections::BTreeMap<String, String>,
 }
 
 /// The choices of the query-forwarding select: value, label.
@@ -66,6 +69,7 @@ impl LinkForm {
             android: f.get("targets.android"),
             tags: f.get("tags"),
             forward_query: f.get("forward_query"),
+            country_targets: f.get("country_targets"),
         }
     }
 
@@ -88,6 +92,12 @@ impl LinkForm {
                 Some(true) => "on".into(),
                 Some(false) => "off".into(),
             },
+            country_targets: l
+                .country_targets
+                .iter()
+                .map(|(c, u)| format!("{c}={u}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
         }
     }
 
@@ -156,11 +166,20 @@ impl LinkForm {
                 }
             },
         };
+        let country_targets =
+            match crate::links::csv_format::parse_country_targets_cell(&self.country_targets) {
+                Ok(t) => t,
+                Err(m) => {
+                    errors.insert("country_targets".into(), format!("country_targets: {m}"));
+                    Default::default()
+                }
+            };
         if errors.is_empty() {
             Ok(Numbers {
                 redirect,
                 max_visits,
                 forward_query,
+                country_targets,
             })
         } else {
             Err(errors)
@@ -173,6 +192,7 @@ impl LinkForm {
             redirect,
             max_visits,
             forward_query,
+            country_targets,
         } = self.numbers()?;
         Ok(CreateLink {
             url: self.url.clone(),
@@ -184,6 +204,7 @@ impl LinkForm {
             targets: self.targets(),
             tags: Some(self.tags()),
             forward_query,
+            country_targets: (!country_targets.is_empty()).then_some(country_targets),
             ..CreateLink::default()
         })
     }
@@ -195,6 +216,7 @@ impl LinkForm {
             redirect,
             max_visits,
             forward_query,
+            country_targets,
         } = self.numbers()?;
         let shown = current
             .expires_at
@@ -214,6 +236,7 @@ impl LinkForm {
             targets: Some(self.targets()),
             tags: Some(self.tags()),
             forward_query: Some(forward_query),
+            country_targets: Some((!country_targets.is_empty()).then_some(country_targets)),
             ..UpdateLink::default()
         })
     }
@@ -294,6 +317,13 @@ pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
                 (view::text_input("iOS", "targets.ios", &form.ios, "url", None, errors))
                 (view::text_input("Android", "targets.android", &form.android, "url", None, errors))
             }
+        }
+        div.field.invalid[errors.contains_key("country_targets")] {
+            label for="f-country-targets" { "Country targets (optional)" }
+            textarea id="f-country-targets" name="country_targets" rows="3" spellcheck="false"
+                placeholder="DE=https://example.de/" { (form.country_targets) }
+            p.hint { "One " code { "CC=URL" } " per line (ISO 3166-1 alpha-2 code, at most 16), from nginx's " code { "shortlink_country" } "; chosen before the device targets." }
+            (view::field_error(errors, "country_targets"))
         }
         (view::text_input("Tags (optional)", "tags", &form.tags, "text", Some("Separated by commas."), errors))
     }

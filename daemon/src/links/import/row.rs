@@ -37,6 +37,9 @@ pub struct ImportExtra {
     /// The link's own `forward_query`; absent: the location decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_query: Option<bool>,
+    /// Targets per visitor country (code to URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country_targets: Option<std::collections::BTreeMap<String, String>>,
     /// When the link was first made (Unix seconds or RFC 3339; not in the
     /// future); absent: now.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,11 +1,12 @@
 //! Click stats on PostgreSQL, answering exactly as the SQLite store
 //! (`store/clicks/range.rs`, `store/clicks/site.rs`): the same buckets,
-//! device counts, referrers and top links, read from the `clicks` table
+//! device counts, countries, referrers and top links, read from the `clicks` table
 //! alone (every acknowledged batch is in it already).
 
 use std::collections::HashMap;
 
 use deadpool_postgres::GenericClient;
+use shortlink_core::country::Country;
 use tokio_postgres::IsolationLevel;
 
 use super::rows::{columns, from_row};
@@ -28,7 +29,7 @@ pub(super) async fn link_stats(
     };
     let st = c
         .prepare_cached(
-            "SELECT hour, device, bot, referrer, count FROM clicks \
+            "SELECT hour, device, bot, referrer, count, country FROM clicks \
              WHERE link_id = $1 AND hour BETWEEN $2 AND $3",
         )
         .await
@@ -41,7 +42,15 @@ pub(super) async fn link_stats(
     for r in &rows {
         let device: i16 = r.get(1);
         let referrer: &str = r.get(3);
-        tally.add(r.get(0), device as u8, r.get(2), referrer, r.get(4));
+        let country = Country::from_stored(r.get(5));
+        tally.add(
+            r.get(0),
+            device as u8,
+            r.get(2),
+            referrer,
+            country,
+            r.get(4),
+        );
     }
     Ok(tally.finish())
 }
@@ -65,8 +74,8 @@ pub(super) async fn site_stats(
         .map_err(PgError::query("starting a stats read"))?;
     let st = tx
         .prepare_cached(
-            "SELECT link_id, hour, bot, sum(count)::bigint FROM clicks \
-             WHERE hour BETWEEN $1 AND $2 GROUP BY link_id, hour, bot",
+            "SELECT link_id, hour, bot, country, sum(count)::bigint FROM clicks \
+             WHERE hour BETWEEN $1 AND $2 GROUP BY link_id, hour, bot, country",
         )
         .await
         .map_err(PgError::query("preparing site stats"))?;
@@ -76,8 +85,9 @@ pub(super) async fn site_stats(
         .map_err(PgError::query("reading site stats"))?;
     let mut tally = SiteTally::new(daily);
     for r in &rows {
-        let (link, hour, bot, n): (i64, i64, bool, i64) = (r.get(0), r.get(1), r.get(2), r.get(3));
-        tally.add(link as u64, hour, bot, n);
+        let (link, hour, bot, n): (i64, i64, bool, i64) = (r.get(0), r.get(1), r.get(2), r.get(4));
+        let country = Country::from_stored(r.get(3));
+        tally.add(link as u64, hour, bot, country, n);
     }
     let out = tally.finish(top);
     let top = top_links(&tx, &out.top).await?;

@@ -54,6 +54,7 @@ fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<u64>) {
             device: i16::from(k.device),
             bot: k.bot,
             referrer: k.referrer.clone(),
+            country: k.country.as_str().to_string(),
             count: *n,
         }));
     }
@@ -71,7 +72,10 @@ async fn renew(
     ids: &[u64],
     at: i64,
 ) -> Result<Vec<(u64, Option<String>)>, PgError> {
-    let ids: Vec<i64> = ids.iter().filter_map(|&id| i64::try_from(id).ok()).collect();
+    let ids: Vec<i64> = ids
+        .iter()
+        .filter_map(|&id| i64::try_from(id).ok())
+        .collect();
     if ids.is_empty() {
         return Ok(Vec::new());
     }

@@ -1,8 +1,9 @@
 //! The in-memory sum of acknowledged clicks: per link, totals and counts
-//! per `clicks` row (hour, device, bot flag, referrer).
+//! per `clicks` row (hour, device, bot flag, referrer, country).
 
 use std::collections::HashMap;
 
+use shortlink_core::country::Country;
 use shortlink_core::ipc::ClickBatch;
 
 /// Longest referrer host kept (a DNS name is at most 253 bytes).
@@ -19,6 +20,8 @@ pub struct RowKey {
     pub bot: bool,
     /// Lower-case referrer host, `""` for none.
     pub referrer: String,
+    /// The visitor's country (`--`: unknown).
+    pub country: Country,
 }
 
 /// Clicks of one link not yet in the tables.
@@ -97,7 +100,11 @@ impl Aggregate {
             let referrer = referrer_key(c.referrer.as_deref());
             let (hour, device) = (c.hour as i64, c.device as u8);
             match l.rows.iter_mut().find(|(k, _)| {
-                k.hour == hour && k.device == device && k.bot == c.bot && k.referrer == referrer
+                k.hour == hour
+                    && k.device == device
+                    && k.bot == c.bot
+                    && k.country == c.country
+                    && k.referrer == referrer
             }) {
                 Some((_, count)) => *count += n,
                 None => {
@@ -108,6 +115,7 @@ impl Aggregate {
                             device,
                             bot: c.bot,
                             referrer: referrer.into_owned(),
+                            country: c.country,
                         },
                         n,
                     ));

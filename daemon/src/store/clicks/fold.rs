@@ -60,9 +60,9 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
          RETURNING max_visits, clicks - bot_clicks, renew_ttl, expires_at, alias, disabled",
     )?;
     let mut upsert = conn.prepare_cached(
-        "INSERT INTO clicks (link_id, hour, device, bot, referrer, count) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-         ON CONFLICT (link_id, hour, device, bot, referrer) \
+        "INSERT INTO clicks (link_id, hour, device, bot, referrer, country, count) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         ON CONFLICT (link_id, hour, device, bot, referrer, country) \
          DO UPDATE SET count = count + excluded.count",
     )?;
     let mut ids: Vec<u64> = agg.links.keys().copied().collect();
@@ -102,6 +102,7 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
                 k.device as i64,
                 k.bot,
                 k.referrer,
+                k.country.as_str(),
                 n
             ])?;
         }

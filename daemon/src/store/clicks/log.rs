@@ -2,7 +2,8 @@
 //! O(1) pages before its ack, recovery of unfolded rows at open, pruning.
 
 use rusqlite::{params, Connection};
-use shortlink_core::ipc::{self, ClickBatch};
+use shortlink_core::clicks::decode_batch_v4;
+use shortlink_core::ipc::{self, ClickBatch, HEADER_LEN};
 
 use super::pending::{folded_through, PendingClicks};
 use crate::store::error::{StoreError, StoreResult};
@@ -19,8 +20,8 @@ pub fn append_batches(
     let mut seen = conn.prepare_cached(
         "INSERT OR IGNORE INTO click_batches (batch_id, seen_at) VALUES (?1, ?2)",
     )?;
-    let mut log =
-        conn.prepare_cached("INSERT INTO click_log (received_at, batch) VALUES (?1, ?2)")?;
+    let mut log = conn
+        .prepare_cached("INSERT INTO click_log (received_at, batch, format) VALUES (?1, ?2, 2)")?;
     let mut out = Vec::with_capacity(batches.len());
     for batch in batches {
         if seen.execute(params![&batch.batch_id.0[..], now])? == 0 {
@@ -36,11 +37,13 @@ pub fn append_batches(
 
 /// At open: puts the log rows a crash left (acknowledged, not folded) back
 /// into memory, for the next fold. A row that does not decode is logged and
-/// left in the log (never counted, never deleted).
+/// left in the log (never counted, never deleted). Rows of format 1 (before
+/// clicks had a country) count with the unknown country.
 pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
     let through = folded_through(conn)?;
-    let mut st =
-        conn.prepare("SELECT seq, received_at, batch FROM click_log WHERE seq > ?1 ORDER BY seq")?;
+    let mut st = conn.prepare(
+        "SELECT seq, received_at, batch, format FROM click_log WHERE seq > ?1 ORDER BY seq",
+    )?;
     let mut rows = st.query([through])?;
     let mut s = pending.lock();
     s.open_through = s.open_through.max(through);
@@ -52,7 +55,17 @@ pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
             .get_ref(2)?
             .as_blob()
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        match ipc::read_frame::<ClickBatch>(bytes) {
+        let format: i64 = row.get(3)?;
+        let decoded = if format == 1 {
+            bytes
+                .get(HEADER_LEN..)
+                .ok_or_else(|| ipc::FrameError::Malformed("short frame".into()))
+                .and_then(decode_batch_v4)
+                .map(|b| Some((b, bytes.len())))
+        } else {
+            ipc::read_frame::<ClickBatch>(bytes)
+        };
+        match decoded {
             Ok(Some((batch, _))) => {
                 s.open.add_batch(&batch, at);
                 s.open_through = s.open_through.max(seq);

@@ -32,6 +32,9 @@ pub use range::{range_stats, RangeStats, RangeTally};
 pub use site::{site_stats, SiteStats, SiteTally};
 
 #[cfg(test)]
+mod country_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::links::{self, Link};
@@ -48,6 +51,7 @@ mod tests {
             bot,
             referrer: referrer.map(str::to_string),
             count,
+            country: shortlink_core::country::UNKNOWN,
         }
     }
 

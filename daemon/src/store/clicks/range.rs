@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{params, Connection};
+use shortlink_core::country::Country;
 
 use super::pending::ClickOverlay;
 use crate::store::error::StoreResult;
@@ -24,11 +25,13 @@ pub struct RangeStats {
     pub devices: Vec<(u8, i64)>,
     /// Top referrer hosts.
     pub referrers: Vec<(String, i64)>,
+    /// Clicks per visitor country (`--`: unknown), most first.
+    pub countries: Vec<(Country, i64)>,
 }
 
-/// One link's stats summed from `(hour, device, bot, referrer, clicks)`
-/// rows: the one rule for buckets, devices and the top referrers, whatever
-/// store the rows come from.
+/// One link's stats summed from `(hour, device, bot, referrer, country,
+/// clicks)` rows: the one rule for buckets, devices, countries and the top
+/// referrers, whatever store the rows come from.
 #[derive(Debug)]
 pub struct RangeTally {
     bucket_hours: i64,
@@ -37,6 +40,7 @@ pub struct RangeTally {
     series: BTreeMap<i64, i64>,
     devices: BTreeMap<u8, i64>,
     referrers: HashMap<String, i64>,
+    countries: BTreeMap<Country, i64>,
 }
 
 impl RangeTally {
@@ -49,13 +53,23 @@ impl RangeTally {
             series: BTreeMap::new(),
             devices: BTreeMap::new(),
             referrers: HashMap::new(),
+            countries: BTreeMap::new(),
         }
     }
 
     /// Adds `n` clicks in `hour` (hours since the epoch); an empty referrer
     /// is none.
-    pub fn add(&mut self, hour: i64, device: u8, bot: bool, referrer: &str, n: i64) {
+    pub fn add(
+        &mut self,
+        hour: i64,
+        device: u8,
+        bot: bool,
+        referrer: &str,
+        country: Country,
+        n: i64,
+    ) {
         self.total += n;
+        *self.countries.entry(country).or_default() += n;
         if bot {
             self.bots += n;
         }
@@ -80,6 +94,8 @@ impl RangeTally {
         let mut referrers: Vec<(String, i64)> = self.referrers.into_iter().collect();
         referrers.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         referrers.truncate(TOP_REFERRERS);
+        let mut countries: Vec<(Country, i64)> = self.countries.into_iter().collect();
+        countries.sort_by_key(|c| std::cmp::Reverse(c.1));
         let bucket = self.bucket_hours * 3600;
         RangeStats {
             total: self.total,
@@ -91,6 +107,7 @@ impl RangeTally {
                 .collect(),
             devices: self.devices.into_iter().collect(),
             referrers,
+            countries,
         }
     }
 }
@@ -109,19 +126,27 @@ pub fn range_stats(
     let mut tally = RangeTally::new(daily);
     {
         let mut st = conn.prepare_cached(
-            "SELECT hour, device, bot, referrer, count FROM clicks \
+            "SELECT hour, device, bot, referrer, count, country FROM clicks \
              WHERE link_id = ?1 AND hour BETWEEN ?2 AND ?3",
         )?;
         let mut rows = st.query(params![id, from_hour, to_hour])?;
         while let Some(r) = rows.next()? {
             let device: i64 = r.get(1)?;
             let referrer = r.get_ref(3)?.as_str().unwrap_or("");
-            tally.add(r.get(0)?, device as u8, r.get(2)?, referrer, r.get(4)?);
+            let country = Country::from_stored(r.get_ref(5)?.as_str().unwrap_or(""));
+            tally.add(
+                r.get(0)?,
+                device as u8,
+                r.get(2)?,
+                referrer,
+                country,
+                r.get(4)?,
+            );
         }
     }
     for (k, n) in overlay.rows(link_id) {
         if (from_hour..=to_hour).contains(&k.hour) {
-            tally.add(k.hour, k.device, k.bot, &k.referrer, n);
+            tally.add(k.hour, k.device, k.bot, &k.referrer, k.country, n);
         }
     }
     Ok(tally.finish())

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{params, Connection};
+use shortlink_core::country::Country;
 
 use super::pending::ClickOverlay;
 use crate::store::error::StoreResult;
@@ -20,17 +21,20 @@ pub struct SiteStats {
     /// `(link id, clicks)` of the `top` most clicked links, most first
     /// (ties: lower id first).
     pub top: Vec<(u64, i64)>,
+    /// Clicks per visitor country (`--`: unknown), most first.
+    pub countries: Vec<(Country, i64)>,
 }
 
-/// Site stats summed from `(link, hour, bot, clicks)` rows: the one rule
-/// for buckets and the ranking of top links, whatever store the rows come
-/// from.
+/// Site stats summed from `(link, hour, bot, country, clicks)` rows: the
+/// one rule for buckets, countries and the ranking of top links, whatever
+/// store the rows come from.
 #[derive(Debug)]
 pub struct SiteTally {
     bucket_hours: i64,
     out: SiteStats,
     series: BTreeMap<i64, i64>,
     links: HashMap<u64, i64>,
+    countries: BTreeMap<Country, i64>,
 }
 
 impl SiteTally {
@@ -41,12 +45,14 @@ impl SiteTally {
             out: SiteStats::default(),
             series: BTreeMap::new(),
             links: HashMap::new(),
+            countries: BTreeMap::new(),
         }
     }
 
     /// Adds `n` clicks of `link` in `hour` (hours since the epoch).
-    pub fn add(&mut self, link: u64, hour: i64, bot: bool, n: i64) {
+    pub fn add(&mut self, link: u64, hour: i64, bot: bool, country: Country, n: i64) {
         self.out.total += n;
+        *self.countries.entry(country).or_default() += n;
         if bot {
             self.out.bots += n;
         }
@@ -70,6 +76,9 @@ impl SiteTally {
         ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(top);
         out.top = ranked;
+        let mut countries: Vec<(Country, i64)> = self.countries.into_iter().collect();
+        countries.sort_by_key(|c| std::cmp::Reverse(c.1));
+        out.countries = countries;
         out
     }
 }
@@ -87,17 +96,24 @@ pub fn site_stats(
     let mut tally = SiteTally::new(daily);
     {
         let mut st = conn.prepare_cached(
-            "SELECT link_id, hour, bot, sum(count) FROM clicks \
-             WHERE hour BETWEEN ?1 AND ?2 GROUP BY link_id, hour, bot",
+            "SELECT link_id, hour, bot, country, sum(count) FROM clicks \
+             WHERE hour BETWEEN ?1 AND ?2 GROUP BY link_id, hour, bot, country",
         )?;
         let mut rows = st.query(params![from_hour, to_hour])?;
         while let Some(r) = rows.next()? {
-            tally.add(r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?, r.get(3)?);
+            let country = Country::from_stored(r.get_ref(3)?.as_str().unwrap_or(""));
+            tally.add(
+                r.get::<_, i64>(0)? as u64,
+                r.get(1)?,
+                r.get(2)?,
+                country,
+                r.get(4)?,
+            );
         }
     }
     for (link, k, n) in overlay.all_rows() {
         if (from_hour..=to_hour).contains(&k.hour) {
-            tally.add(link, k.hour, k.bot, n);
+            tally.add(link, k.hour, k.bot, k.country, n);
         }
     }
     Ok(tally.finish(top))
@@ -114,8 +130,8 @@ mod tests {
         let plan: Vec<String> = store
             .read(|c| {
                 let mut st = c.prepare(
-                    "EXPLAIN QUERY PLAN SELECT link_id, hour, bot, sum(count) FROM clicks \
-                     WHERE hour BETWEEN 1 AND 2 GROUP BY link_id, hour, bot",
+                    "EXPLAIN QUERY PLAN SELECT link_id, hour, bot, country, sum(count) FROM clicks \
+                     WHERE hour BETWEEN 1 AND 2 GROUP BY link_id, hour, bot, country",
                 )?;
                 let rows = st.query_map([], |r| r.get::<_, String>(3))?;
                 Ok(rows.collect::<Result<_, _>>()?)

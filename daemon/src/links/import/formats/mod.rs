@@ -165,6 +165,8 @@ pub struct Columns {
     disabled: Option<Col>,
     /// The link's own `forward_query` (empty: the location decides).
     forward_query: Option<Col>,
+    /// `CC=URL` pairs separated by spaces.
+    country_targets: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
 }
@@ -196,6 +198,7 @@ impl Columns {
             "max_visits" => self.max_visits.as_ref(),
             "disabled" => self.disabled.as_ref(),
             "forward_query" => self.forward_query.as_ref(),
+            "country_targets" => self.country_targets.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -262,6 +265,12 @@ impl Columns {
         }
         if let Some((c, f)) = cell(record, &self.forward_query) {
             extra.forward_query = Some(flag(f).ok_or_else(|| error(&c.name, not_a_flag(f)))?);
+        }
+        if let Some((c, t)) = cell(record, &self.country_targets) {
+            extra.country_targets = Some(
+                crate::links::csv_format::parse_country_targets_cell(t)
+                    .map_err(|m| error(&c.name, m))?,
+            );
         }
         let [desktop, mobile, ios, android] = self
             .targets
