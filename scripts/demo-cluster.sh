@@ -13,6 +13,8 @@
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# shellcheck source=scripts/demo-nginx.sh
+. "$root/scripts/demo-nginx.sh"
 port=${PORT:-8080}
 dir=$root/var/demo-cluster
 nginx=$root/build/sbin/nginx
@@ -131,56 +133,7 @@ start_node() {
   [ -n "$healthy" ] || fail "shortlinkd of node $n did not answer on $d/api.sock within 10 s"
 
   at "writing and checking $d/nginx.conf" "$d/logs/error.log"
-  local user=""
-  [ "$(id -u)" -eq 0 ] && user="user nobody nogroup;"
-  cat > "$d/nginx.conf" <<CONF
-$user
-load_module $root/build/modules/ngx_http_shortlink_module.so;
-worker_processes 1;
-error_log logs/error.log info;
-pid logs/nginx.pid;
-events { worker_connections 1024; }
-http {
-    log_format shortlink '\$remote_addr "\$request" \$status \$shortlink_cache_status code=\$shortlink_code id=\$shortlink_id -> \$shortlink_target';
-    access_log logs/access.log shortlink;
-
-    shortlink_key_file $dir/key;
-    shortlink_zone     zone=links:16m ttl=10m negative_ttl=30s;
-    shortlink_pass     unix:$d/ipc.sock;
-    shortlink_spool    $d/spool;
-
-    server {
-        listen 127.0.0.1:$p;
-
-        location / {
-            shortlink on;
-        }
-        location /api/ {
-            proxy_pass http://unix:$d/api.sock;
-            proxy_set_header X-Shortlink-Base http://\$host:\$server_port;
-            client_max_body_size 32m;
-            error_page 413 = @shortlink_api_too_large;
-            error_page 502 503 504 = @shortlink_api_unavailable;
-        }
-        include $root/conf/nginx/shortlink-api-errors.conf;
-        location = /metrics {
-            allow 127.0.0.1;
-            deny all;
-            proxy_pass http://unix:$d/api.sock;
-        }
-        location = /admin {
-            return 301 /admin/;
-        }
-        location /admin/ {
-            client_max_body_size 32m;
-            proxy_pass http://unix:$d/api.sock;
-            proxy_set_header X-Shortlink-Base http://\$host:\$server_port;
-            proxy_set_header X-Forwarded-Proto \$scheme;
-            proxy_set_header X-Real-IP \$remote_addr;
-        }
-    }
-}
-CONF
+  write_nginx_conf "$d/nginx.conf" 1 "$dir/key" "$d" "$p"
   "$nginx" -p "$d" -c "$d/nginx.conf" -t -q
   at "starting nginx of node $n on 127.0.0.1:$p" "$d/logs/error.log"
   "$nginx" -p "$d" -c "$d/nginx.conf"
