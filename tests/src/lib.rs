@@ -21,6 +21,7 @@ mod cluster;
 mod daemon;
 pub mod load;
 mod stack;
+pub mod tally;
 pub use browser::Browser;
 pub use cluster::{Cluster, Node};
 pub use daemon::{give_to_workers, workers_ids, Daemon};

@@ -10,23 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use shortlink_e2e::load::{Conn, Load, Tally};
-use shortlink_e2e::{Cluster, Daemon, Node};
-
-/// Creates `n` links through `d`; their codes.
-fn links(d: &Daemon, n: usize, tag: &str) -> Vec<String> {
-    let body = json!({ "links": (0..n)
-        .map(|i| json!({ "url": format!("https://example.com/{tag}/{i}") }))
-        .collect::<Vec<_>>() });
-    let r = d.api("POST", "/api/v1/links/batch", Some(&body));
-    assert_eq!(r.status, 200, "batch: {}", r.body_text());
-    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["link"]["code"].as_str().unwrap().to_string())
-        .collect()
-}
+use shortlink_e2e::tally::{add, by_status, links, settle};
+use shortlink_e2e::{Cluster, Node};
 
 /// Requests each code once on `node` (into its zone); those clicks.
 fn warm(node: &Node, codes: &[String], sent: &mut HashMap<String, u64>) {
@@ -34,46 +19,6 @@ fn warm(node: &Node, codes: &[String], sent: &mut HashMap<String, u64>) {
         assert_eq!(node.get(c).status, 302, "warming {c}");
         *sent.entry(c.clone()).or_default() += 1;
     }
-}
-
-fn add(into: &mut HashMap<String, u64>, from: &HashMap<String, u64>) {
-    for (k, v) in from {
-        *into.entry(k.clone()).or_default() += v;
-    }
-}
-
-/// Waits until `d` counts what was sent (at most `within`), then 2.5 s more
-/// (nothing may be counted twice); (sent, counted, time to settle).
-fn settle(d: &Daemon, sent: &HashMap<String, u64>, within: Duration) -> (u64, u64, Duration) {
-    let total: u64 = sent.values().sum();
-    let counted = |d: &Daemon| {
-        let all = d.clicks_by_code();
-        sent.keys()
-            .map(|c| all.get(c).copied().unwrap_or(0))
-            .sum::<u64>()
-    };
-    let started = Instant::now();
-    while started.elapsed() < within && counted(d) != total {
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    let took = started.elapsed();
-    std::thread::sleep(Duration::from_millis(2500));
-    (total, counted(d), took)
-}
-
-fn report(name: &str, lines: &[(&str, String)]) {
-    println!("multi-node faults: {name}");
-    for (k, v) in lines {
-        println!("  {k:<48} {v}");
-    }
-}
-
-fn by_status(t: &Tally) -> HashMap<u16, u64> {
-    let mut m = HashMap::new();
-    for ((_, s), n) in &t.others {
-        *m.entry(*s).or_default() += n;
-    }
-    m
 }
 
 /// Waits until every node's daemon answers health 200 again.
@@ -88,6 +33,10 @@ fn healthy(c: &Cluster, within: Duration) -> Duration {
         std::thread::sleep(Duration::from_millis(100));
     }
     started.elapsed()
+}
+
+fn report(name: &str, lines: &[(&str, String)]) {
+    shortlink_e2e::tally::report("multi-node faults", name, lines);
 }
 
 #[test]
