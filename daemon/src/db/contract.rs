@@ -1,6 +1,6 @@
 //! What every implementation of the store interface promises, checked
-//! through [`Store`] alone: run [`check_all`] against a fresh, empty store
-//! of each implementation.
+//! through [`Store`] alone: [`check_all`] runs against a fresh, empty store
+//! of each implementation, SQLite and PostgreSQL (a private cluster).
 
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
@@ -192,6 +192,24 @@ pub async fn check_all(store: &Store) {
 async fn sqlite_keeps_the_contract() {
     let (_dir, sqlite) = crate::store::tests::temp_store();
     let store = Store::from(sqlite);
+    check_all(&store).await;
+    store.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keeps_the_contract() {
+    let cluster = testpg::PgCluster::start("contract");
+    let url = cluster.create_db("contract");
+    let config = crate::config::Config {
+        database: Some(crate::config::DatabaseUrl::parse(&url).unwrap()),
+        database_password_file: Some(cluster.password_file()),
+        ..crate::config::Config::default()
+    };
+    let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
+    let pg = crate::pg::store::PgStore::open(&config, &key)
+        .await
+        .unwrap();
+    let store = Store::new(std::sync::Arc::new(pg));
     check_all(&store).await;
     store.close();
 }
