@@ -5,7 +5,7 @@
 //! are logged at debug level by whoever met them (a minute down under load
 //! is thousands of failed lookups, not thousands of error lines).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -16,6 +16,9 @@ pub struct Reach {
     down: Mutex<Option<(Instant, String)>>,
     /// Operations that failed because of it since then.
     failed: AtomicU64,
+    /// `down` is set: read by every answered operation without the lock,
+    /// which only the changes of state take.
+    is_down: AtomicBool,
 }
 
 impl Reach {
@@ -31,6 +34,7 @@ impl Reach {
                  codes and writes answer 503, clicks are held, until it answers again"
             );
             *down = Some((Instant::now(), error.to_string()));
+            self.is_down.store(true, Ordering::Release);
         } else {
             tracing::debug!(url, error = %error, "PostgreSQL still cannot be reached");
         }
@@ -38,7 +42,11 @@ impl Reach {
 
     /// An operation reached `url`.
     pub fn answered(&self, url: &str) {
+        if !self.is_down.load(Ordering::Acquire) {
+            return;
+        }
         let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        self.is_down.store(false, Ordering::Release);
         if let Some((since, _)) = down.take() {
             // Outside the macro: its arguments run only when info is on.
             let failed = self.failed.swap(0, Ordering::Relaxed);
