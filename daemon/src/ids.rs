@@ -33,6 +33,9 @@ pub struct IdSegments {
 #[derive(Default)]
 struct State {
     segments: VecDeque<Range<u64>>,
+    /// Ends of leases whose ids are all handed out or dropped, for the
+    /// store to forget with the next lease.
+    used_up: Vec<u64>,
     refilling: bool,
     /// Ids up to this one are taken by an import ([`IdSegments::reserve_through`]):
     /// a lease that lands later is cut above it.
@@ -45,6 +48,8 @@ impl State {
         let start = range.start.max(self.reserved_through.saturating_add(1));
         if start < range.end {
             self.segments.push_back(start..range.end);
+        } else {
+            self.used_up.push(range.end);
         }
     }
 }
@@ -105,7 +110,9 @@ impl IdSegments {
                     out.extend(front.start..end);
                     front.start = end;
                     if front.start == front.end {
+                        let end = front.end;
                         st.segments.pop_front();
+                        st.used_up.push(end);
                     }
                 }
                 if out.len() == n {
@@ -134,14 +141,18 @@ impl IdSegments {
     /// next lease starts after it, and the ids in memory up to it are
     /// dropped, so no later create is handed one of them.
     pub async fn reserve_through(self: &Arc<Self>, last: u64) -> StoreResult<()> {
-        self.store.reserve_ids_through(last).await?;
-        let mut st = self.state.lock().expect("id state");
-        st.reserved_through = st.reserved_through.max(last);
-        let held = std::mem::take(&mut st.segments);
-        for range in held {
-            st.push(range);
+        // Memory first: no create is handed one of them while the store
+        // records the reservation.
+        {
+            let mut st = self.state.lock().expect("id state");
+            st.reserved_through = st.reserved_through.max(last);
+            let held = std::mem::take(&mut st.segments);
+            for range in held {
+                st.push(range);
+            }
         }
-        self.maybe_refill(&mut st);
+        self.store.reserve_ids_through(last).await?;
+        self.maybe_refill(&mut self.state.lock().expect("id state"));
         Ok(())
     }
 
@@ -171,7 +182,15 @@ impl IdSegments {
 
     async fn lease(&self, size: u64) -> StoreResult<Range<u64>> {
         let floor = self.floor;
-        let range = self.store.lease_ids(floor, size).await?;
+        let used_up = std::mem::take(&mut self.state.lock().expect("id state").used_up);
+        let range = match self.store.lease_ids(floor, size, used_up.clone()).await {
+            Ok(range) => range,
+            Err(e) => {
+                // Forgotten with a later lease instead.
+                self.state.lock().expect("id state").used_up.extend(used_up);
+                return Err(e);
+            }
+        };
         self.leased.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(start = range.start, end = range.end, "leased id segment");
         Ok(range)

@@ -25,7 +25,11 @@ async fn concurrent_leases_are_disjoint_and_contiguous() {
                 gate.wait().await;
                 let mut got = Vec::with_capacity(SEGMENTS);
                 for _ in 0..SEGMENTS {
-                    got.push(ids::lease(&client, "links", FLOOR, SIZE).await.unwrap());
+                    got.push(
+                        ids::lease(&client, "links", FLOOR, SIZE, 1, &[])
+                            .await
+                            .unwrap(),
+                    );
                 }
                 got
             })
@@ -51,20 +55,79 @@ async fn the_floor_and_imported_ids_move_leases_up_never_back() {
     let cluster = PgCluster::start("floor");
     let pg = migrated(&cluster, "floor").await;
     let c = pg.get().await.unwrap();
-    assert_eq!(ids::lease(&c, "links", 100, 10).await.unwrap(), 100..110);
-    assert_eq!(ids::lease(&c, "links", 100, 10).await.unwrap(), 110..120);
-    assert_eq!(ids::lease(&c, "links", 1000, 5).await.unwrap(), 1000..1005);
-    assert_eq!(ids::lease(&c, "links", 100, 5).await.unwrap(), 1005..1010);
+    assert_eq!(
+        ids::lease(&c, "links", 100, 10, 1, &[]).await.unwrap(),
+        100..110
+    );
+    assert_eq!(
+        ids::lease(&c, "links", 100, 10, 1, &[]).await.unwrap(),
+        110..120
+    );
+    assert_eq!(
+        ids::lease(&c, "links", 1000, 5, 1, &[]).await.unwrap(),
+        1000..1005
+    );
+    assert_eq!(
+        ids::lease(&c, "links", 100, 5, 1, &[]).await.unwrap(),
+        1005..1010
+    );
     ids::advance_past(&c, "links", 5000).await.unwrap();
     ids::advance_past(&c, "links", 2000).await.unwrap();
-    assert_eq!(ids::lease(&c, "links", 100, 5).await.unwrap(), 5001..5006);
+    assert_eq!(
+        ids::lease(&c, "links", 100, 5, 1, &[]).await.unwrap(),
+        5001..5006
+    );
     // Names are separate counters.
-    assert_eq!(ids::lease(&c, "other", 1, 2).await.unwrap(), 1..3);
-    let err = ids::lease(&c, "links", 1, 0).await.unwrap_err().to_string();
+    assert_eq!(ids::lease(&c, "other", 1, 2, 1, &[]).await.unwrap(), 1..3);
+    let err = ids::lease(&c, "links", 1, 0, 1, &[])
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("at least one id"), "{err}");
-    let err = ids::lease(&c, "links", u64::MAX, 1)
+    let err = ids::lease(&c, "links", u64::MAX, 1, 1, &[])
         .await
         .unwrap_err()
         .to_string();
     assert!(err.contains("bigint"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_leases_are_recorded_until_used_up_or_trimmed() {
+    let cluster = PgCluster::start("records");
+    let pg = migrated(&cluster, "records").await;
+    let c = pg.get().await.unwrap();
+    let (a, b) = (7, 8);
+    assert_eq!(
+        ids::lease(&c, "links", 100, 10, a, &[]).await.unwrap(),
+        100..110
+    );
+    assert_eq!(
+        ids::lease(&c, "links", 100, 10, b, &[]).await.unwrap(),
+        110..120
+    );
+    assert_eq!(
+        ids::lease(&c, "links", 100, 10, a, &[]).await.unwrap(),
+        120..130
+    );
+    let live = |id| ids::leased(&c, "links", id);
+    assert!(live(100).await.unwrap() && live(119).await.unwrap() && live(129).await.unwrap());
+    assert!(!live(99).await.unwrap() && !live(130).await.unwrap());
+    // Another name's counter holds none of these.
+    assert!(!ids::leased(&c, "other", 105).await.unwrap());
+    // A reports its first lease used up with its next one.
+    assert_eq!(
+        ids::lease(&c, "links", 100, 10, a, &[110]).await.unwrap(),
+        130..140
+    );
+    assert!(!live(105).await.unwrap(), "A's used-up lease is forgotten");
+    assert!(live(115).await.unwrap(), "B's lease is B's to report");
+    // A's own import took ids through 134 out of A's memory.
+    ids::trim_leases(&c, "links", a, 134).await.unwrap();
+    assert!(!live(125).await.unwrap() && !live(134).await.unwrap());
+    assert!(live(135).await.unwrap() && live(115).await.unwrap());
+    let rows = cluster.psql(
+        "records",
+        "SELECT string_agg(holder || ':' || start || '-' || stop, ',' ORDER BY start) FROM id_leases",
+    );
+    assert_eq!(rows, "8:110-120,7:135-140");
 }

@@ -63,7 +63,7 @@ async fn imports_keep_free_ids_and_count_what_is_there() {
         "the kept code and the alias are logged"
     );
     // The allocator moved past the kept id in the import's transaction.
-    assert!(store.lease_ids(1, 10).await.unwrap().start > 500);
+    assert!(store.lease_ids(1, 10, vec![]).await.unwrap().start > 500);
 
     // Again: everything is there already, nothing is written.
     let again = store.import_links(rows(), 0).await.unwrap();
@@ -99,7 +99,7 @@ async fn leases_from_two_stores_never_overlap() {
             tokio::spawn(async move {
                 let mut got = Vec::new();
                 for _ in 0..10 {
-                    got.push(store.lease_ids(100, 7).await.unwrap());
+                    got.push(store.lease_ids(100, 7, vec![]).await.unwrap());
                 }
                 got
             })
@@ -116,11 +116,11 @@ async fn leases_from_two_stores_never_overlap() {
         assert_eq!(w[0].end, w[1].start, "{:?} then {:?}", w[0], w[1]);
     }
     b.reserve_ids_through(5000).await.unwrap();
-    assert_eq!(a.lease_ids(100, 10).await.unwrap(), 5001..5011);
+    assert_eq!(a.lease_ids(100, 10, vec![]).await.unwrap(), 5001..5011);
     // Never back.
     a.reserve_ids_through(10).await.unwrap();
-    assert_eq!(b.lease_ids(100, 1).await.unwrap(), 5011..5012);
-    let err = a.lease_ids(100, 0).await.unwrap_err().to_string();
+    assert_eq!(b.lease_ids(100, 1, vec![]).await.unwrap(), 5011..5012);
+    let err = a.lease_ids(100, 0, vec![]).await.unwrap_err().to_string();
     assert!(err.contains("at least one id"), "{err}");
 }
 

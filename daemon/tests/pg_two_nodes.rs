@@ -313,3 +313,55 @@ async fn with_notifications_off_changes_travel_by_the_poll_alone() {
     );
     on.sigterm();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_never_keeps_an_id_another_node_is_about_to_hand_out() {
+    let cluster = PgCluster::start("lease-import");
+    let url = cluster.create_db("links");
+    let a = node(&cluster, &url).await;
+    let b = node(&cluster, &url).await;
+    // B's first create: the ids after it sit in B's leased segment.
+    let first = b.create(json!({"url": "https://e.com/b-first"})).await;
+    let at = first["id"].as_u64().unwrap();
+    let codec = b.codec();
+    let ahead = codec.encode(at + 3).to_string();
+    // An export from elsewhere carries that very code; A imports it.
+    a.create(json!({"url": "https://e.com/template"})).await;
+    let out = a.cli(&["export", "-"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let csv = common::stdout(&out);
+    let (header, row) = csv.split_once('\n').unwrap();
+    let template = row.split(',').next().unwrap();
+    let row = row.replacen(template, &ahead, 1).replacen(
+        "https://e.com/template",
+        "https://e.com/imported",
+        1,
+    );
+    let file = a.data_dir().join("foreign.csv");
+    std::fs::write(&file, format!("{header}\n{row}")).unwrap();
+    let out = a.cli(&["--json", "import", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+
+    // B hands out its segment: every create succeeds, each code its own.
+    let mut codes = vec![first["code"].as_str().unwrap().to_string()];
+    for i in 0..8 {
+        let (s, made) = b
+            .req(
+                "POST",
+                "/api/v1/links",
+                Some(json!({"url": format!("https://e.com/b-{i}")})),
+            )
+            .await;
+        assert_eq!(s, 201, "create {i} on B: {made}");
+        codes.push(code(&made));
+    }
+    assert!(codes.contains(&ahead), "B handed out {ahead}: {codes:?}");
+    // The imported link got a code of its own, and says so.
+    let (s, got) = a.req("GET", &format!("/api/v1/links/{ahead}"), None).await;
+    assert_eq!((s, got["url"].as_str()), (200, Some("https://e.com/b-2")));
+    let (s, list) = a.req("GET", "/api/v1/links?q=e.com%2Fimported", None).await;
+    assert_eq!(s, 200, "{list}");
+    let imported = &list["links"][0];
+    assert_eq!(imported["url"], "https://e.com/imported", "{list}");
+    assert_ne!(imported["code"].as_str(), Some(ahead.as_str()));
+}

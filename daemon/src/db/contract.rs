@@ -141,11 +141,11 @@ async fn changes(store: &Store) {
 /// Leases never overlap; clicks count once per batch id, visible before
 /// and after the fold.
 async fn ids_and_clicks(store: &Store) {
-    let a = store.lease_ids(100, 10).await.unwrap();
-    let b = store.lease_ids(100, 10).await.unwrap();
+    let a = store.lease_ids(100, 10, vec![]).await.unwrap();
+    let b = store.lease_ids(100, 10, vec![]).await.unwrap();
     assert!(a.start >= 100 && a.end <= b.start, "{a:?} {b:?}");
     store.reserve_ids_through(500).await.unwrap();
-    assert!(store.lease_ids(100, 10).await.unwrap().start > 500);
+    assert!(store.lease_ids(100, 10, vec![]).await.unwrap().start > 500);
     let batch = ClickBatch {
         batch_id: BatchId([1; 16]),
         clicks: vec![ClickCount {

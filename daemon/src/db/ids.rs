@@ -10,9 +10,13 @@ use crate::store::StoreResult;
 #[async_trait]
 pub trait IdStore: Send + Sync {
     /// Leases the next `size` ids at or above `floor`, in one transaction:
-    /// two leases never overlap.
-    async fn lease_ids(&self, floor: u64, size: u64) -> StoreResult<Range<u64>>;
+    /// two leases never overlap. `used_up` names (by their end) earlier
+    /// leases of this store handle whose ids are all handed out or dropped:
+    /// a store that records live leases (for [`crate::db::ImportStore`]'s
+    /// kept ids) forgets them.
+    async fn lease_ids(&self, floor: u64, size: u64, used_up: Vec<u64>) -> StoreResult<Range<u64>>;
 
-    /// Moves the next lease past `last` (an import kept ids up to it).
+    /// Moves the next lease past `last` (an import kept ids up to it), and
+    /// takes the ids up to it out of this handle's recorded leases.
     async fn reserve_ids_through(&self, last: u64) -> StoreResult<()>;
 }

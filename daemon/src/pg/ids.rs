@@ -5,6 +5,14 @@
 //! returns the range it moved over. PostgreSQL locks the row for the
 //! update, so concurrent leases from every node queue on it and each gets
 //! its own range; none fails on a conflict, none retries.
+//!
+//! The same statement records the range in `id_leases` under the daemon's
+//! holder number, until the daemon reports it used up with a later lease.
+//! An import that keeps exported ids checks them there ([`leased`]): an id
+//! inside another node's live lease gets a new code instead, so that node
+//! never hands out an id an import took. A daemon that stops leaves its
+//! records behind; they only cost an import the exported code of an id in
+//! them, never a collision.
 
 use std::ops::Range;
 
@@ -13,27 +21,43 @@ use deadpool_postgres::GenericClient;
 use super::PgError;
 
 /// Leases `size` ids of `name` at or above `floor` (a larger minimum code
-/// length moves the floor up; `next` never goes back).
+/// length moves the floor up; `next` never goes back) for `holder`, and
+/// records the range in `id_leases` in the same statement, forgetting the
+/// holder's leases that end at one of `used_up`.
 pub async fn lease(
     client: &impl GenericClient,
     name: &str,
     floor: u64,
     size: u64,
+    holder: i64,
+    used_up: &[u64],
 ) -> Result<Range<u64>, PgError> {
     let (floor, size) = (as_bigint(floor, "floor")?, as_bigint(size, "size")?);
     if size == 0 {
         return Err(PgError::Invalid("an id lease needs at least one id".into()));
     }
+    let used_up = used_up
+        .iter()
+        .map(|&stop| as_bigint(stop, "lease end"))
+        .collect::<Result<Vec<_>, _>>()?;
     let st = client
         .prepare_cached(
-            "INSERT INTO id_alloc AS a (name, next) VALUES ($1::text, $2::bigint + $3::bigint) \
-             ON CONFLICT (name) DO UPDATE SET next = greatest(a.next, $2::bigint) + $3::bigint \
-             RETURNING next - $3::bigint, next",
+            "WITH moved AS ( \
+                 INSERT INTO id_alloc AS a (name, next) VALUES ($1::text, $2::bigint + $3::bigint) \
+                 ON CONFLICT (name) DO UPDATE SET next = greatest(a.next, $2::bigint) + $3::bigint \
+                 RETURNING next - $3::bigint AS start, next AS stop), \
+             recorded AS ( \
+                 INSERT INTO id_leases (name, holder, start, stop) \
+                 SELECT $1::text, $4::bigint, start, stop FROM moved), \
+             forgotten AS ( \
+                 DELETE FROM id_leases \
+                 WHERE name = $1::text AND holder = $4::bigint AND stop = ANY($5::bigint[])) \
+             SELECT start, stop FROM moved",
         )
         .await
         .map_err(PgError::query("preparing an id lease"))?;
     let row = client
-        .query_one(&st, &[&name, &floor, &size])
+        .query_one(&st, &[&name, &floor, &size, &holder, &used_up])
         .await
         .map_err(PgError::query("leasing ids"))?;
     Ok(row.get::<_, i64>(0) as u64..row.get::<_, i64>(1) as u64)
@@ -58,6 +82,49 @@ pub async fn advance_past(
         .await
         .map_err(PgError::query("advancing the id allocator"))?;
     Ok(())
+}
+
+/// Takes the ids up to `last` out of `holder`'s recorded leases (its own
+/// import dropped them from its memory): a lease wholly below is forgotten,
+/// one across it starts after it.
+pub async fn trim_leases(
+    client: &impl GenericClient,
+    name: &str,
+    holder: i64,
+    last: u64,
+) -> Result<(), PgError> {
+    let after = as_bigint(last.saturating_add(1), "id")?;
+    let st = client
+        .prepare_cached(
+            "WITH forgotten AS ( \
+                 DELETE FROM id_leases WHERE name = $1 AND holder = $2 AND stop <= $3) \
+             UPDATE id_leases SET start = $3 \
+             WHERE name = $1 AND holder = $2 AND start < $3 AND stop > $3",
+        )
+        .await
+        .map_err(PgError::query("preparing a lease trim"))?;
+    client
+        .execute(&st, &[&name, &holder, &after])
+        .await
+        .map_err(PgError::query("trimming the recorded id leases"))?;
+    Ok(())
+}
+
+/// True when a running daemon's lease holds `id`: it may hand it out to a
+/// new link at any moment, so an import must not keep it.
+pub async fn leased(client: &impl GenericClient, name: &str, id: u64) -> Result<bool, PgError> {
+    let id = as_bigint(id, "id")?;
+    let st = client
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM id_leases WHERE name = $1 AND start <= $2 AND $2 < stop)",
+        )
+        .await
+        .map_err(PgError::query("preparing a lease check"))?;
+    let row = client
+        .query_one(&st, &[&name, &id])
+        .await
+        .map_err(PgError::query("checking the recorded id leases"))?;
+    Ok(row.get(0))
 }
 
 fn as_bigint(value: u64, what: &str) -> Result<i64, PgError> {

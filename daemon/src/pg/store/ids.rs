@@ -1,12 +1,14 @@
 //! [`IdStore`] over PostgreSQL: each lease is one statement on the shared
 //! `id_alloc` row (`pg::ids::lease`), so leases taken by every node never
-//! overlap.
+//! overlap, and each is recorded under this handle's holder number until
+//! it is used up.
 
 use std::ops::Range;
 
 use async_trait::async_trait;
 
 use super::links::counted;
+use super::rows::failed;
 use super::PgStore;
 use crate::db::IdStore;
 use crate::pg::ids;
@@ -17,10 +19,10 @@ pub(super) const LINK_IDS: &str = "links";
 
 #[async_trait]
 impl IdStore for PgStore {
-    async fn lease_ids(&self, floor: u64, size: u64) -> StoreResult<Range<u64>> {
+    async fn lease_ids(&self, floor: u64, size: u64, used_up: Vec<u64>) -> StoreResult<Range<u64>> {
         let result = async {
             let client = self.pg().get().await?;
-            Ok(ids::lease(&client, LINK_IDS, floor, size).await?)
+            Ok(ids::lease(&client, LINK_IDS, floor, size, self.holder, &used_up).await?)
         }
         .await;
         counted(self.stats(), result)
@@ -28,8 +30,17 @@ impl IdStore for PgStore {
 
     async fn reserve_ids_through(&self, last: u64) -> StoreResult<()> {
         let result = async {
-            let client = self.pg().get().await?;
-            Ok(ids::advance_past(&client, LINK_IDS, last).await?)
+            let mut client = self.pg().get().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting an id reservation"))?;
+            ids::advance_past(&tx, LINK_IDS, last).await?;
+            ids::trim_leases(&tx, LINK_IDS, self.holder, last).await?;
+            tx.commit()
+                .await
+                .map_err(failed("committing an id reservation"))?;
+            Ok(())
         }
         .await;
         counted(self.stats(), result)

@@ -3,7 +3,9 @@
 //! in one transaction of their own; a row already stored (its exported
 //! code or alias with the same URL, or a live link of the same URL and
 //! options) is `Present`, so importing a file twice stores it once; a row
-//! keeps its exported code's id when that id is free. The id allocator is
+//! keeps its exported code's id when that id is free and no running
+//! daemon's recorded lease holds it (`pg::ids::leased`; the importing
+//! daemon took the kept ids out of its own first). The id allocator is
 //! moved past every id kept in the same transaction
 //! (`pg::ids::advance_past`), so no node leases a kept id from then on.
 //!
@@ -98,6 +100,8 @@ async fn write_rows(
         let mut moved = false;
         if let Some(k) = keep_id {
             match KeptId::of(&n.link.url, by_id(&*tx, k).await?.as_ref()) {
+                // Another node may hand it out at any moment.
+                KeptId::Free if ids::leased(&*tx, LINK_IDS, k).await? => moved = true,
                 KeptId::Free => {
                     n.link.id = k;
                     kept = true;

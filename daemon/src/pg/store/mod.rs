@@ -51,6 +51,8 @@ pub struct PgStore {
     /// The change-log version when the store was opened: the live feed to
     /// the workers starts after it.
     opened_at: u64,
+    /// This handle's number on the id leases it records (`pg::ids`).
+    holder: i64,
 }
 
 impl PgStore {
@@ -64,6 +66,7 @@ impl PgStore {
             clicks_counted: AtomicU64::new(0),
             outlasted: AtomicU64::new(0),
             opened_at,
+            holder: lease_holder()?,
             pg,
             identity,
             seal: SecretSeal::new(key),
@@ -137,6 +140,15 @@ impl Database for PgStore {
     fn close(&self) {
         self.pg.close();
     }
+}
+
+/// A random holder number: one per store handle, so each daemon process
+/// (and each restart) records its id leases apart from the others'.
+fn lease_holder() -> Result<i64, PgError> {
+    let mut bytes = [0u8; 8];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|e| PgError::Invalid(format!("no randomness for the id lease holder: {e}")))?;
+    Ok(i64::from_le_bytes(bytes))
 }
 
 impl From<PgStore> for Store {
