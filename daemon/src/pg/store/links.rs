@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
 
-use super::rows::{bigint, by_alias, by_code, by_dedupe_hash, columns, failed, from_row};
+use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
 use super::{list, name_locks, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
@@ -331,14 +331,8 @@ impl LinkStore for PgStore {
     }
 
     async fn find_links(&self, codes: Vec<CodeRef>) -> StoreResult<Vec<Option<Link>>> {
-        let mut client = self.pg().get().await?;
-        let tx = list::read_tx(&mut client).await?;
-        let mut out = Vec::with_capacity(codes.len());
-        for code in &codes {
-            out.push(by_code(&tx, code).await?);
-        }
-        tx.commit().await.map_err(failed("ending a link read"))?;
-        Ok(out)
+        let client = self.pg().get().await?;
+        by_codes(&client, &codes).await
     }
 
     async fn list_links(&self, query: ListQuery) -> StoreResult<Page> {

@@ -112,6 +112,52 @@ pub(super) async fn by_code(c: &impl GenericClient, code: &CodeRef) -> StoreResu
     }
 }
 
+/// The links behind `codes`, in their order, read by one statement (a
+/// burst of edge misses costs one round trip, not one per code).
+pub(super) async fn by_codes(
+    c: &impl GenericClient,
+    codes: &[CodeRef],
+) -> StoreResult<Vec<Option<Link>>> {
+    let mut ids = Vec::new();
+    let mut aliases: Vec<&str> = Vec::new();
+    for code in codes {
+        match code {
+            CodeRef::Id(id) => ids.push(bigint(*id)?),
+            CodeRef::Alias(alias) => aliases.push(alias),
+            CodeRef::Invalid => {}
+        }
+    }
+    if ids.is_empty() && aliases.is_empty() {
+        return Ok(codes.iter().map(|_| None).collect());
+    }
+    let st = c
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE id = ANY($1) OR alias = ANY($2)"
+        ))
+        .await
+        .map_err(failed("preparing a link read by codes"))?;
+    let rows = c
+        .query(&st, &[&ids, &aliases])
+        .await
+        .map_err(failed("reading links by codes"))?;
+    let found = rows.iter().map(from_row).collect::<StoreResult<Vec<_>>>()?;
+    Ok(codes
+        .iter()
+        .map(|code| {
+            found
+                .iter()
+                .find(|l| match code {
+                    CodeRef::Id(id) => l.id == *id,
+                    CodeRef::Alias(alias) => l.alias.as_deref() == Some(alias.as_str()),
+                    CodeRef::Invalid => false,
+                })
+                .cloned()
+        })
+        .collect())
+}
+
 /// A live link created from the same request (for `dedupe: true`).
 pub(super) async fn by_dedupe_hash(
     c: &impl GenericClient,
