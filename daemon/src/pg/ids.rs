@@ -8,7 +8,7 @@
 //!
 //! The same statement records the range in `id_leases` under the daemon's
 //! holder number, until the daemon reports it used up with a later lease.
-//! An import that keeps exported ids checks them there ([`leased`]): an id
+//! An import that keeps exported ids checks them there ([`live_leases`]): an id
 //! inside another node's live lease gets a new code instead, so that node
 //! never hands out an id an import took. A daemon that stops leaves its
 //! records behind; they only cost an import the exported code of an id in
@@ -110,21 +110,26 @@ pub async fn trim_leases(
     Ok(())
 }
 
-/// True when a running daemon's lease holds `id`: it may hand it out to a
-/// new link at any moment, so an import must not keep it.
-pub async fn leased(client: &impl GenericClient, name: &str, id: u64) -> Result<bool, PgError> {
-    let id = as_bigint(id, "id")?;
+/// The ranges running daemons hold leased under `name` (a few per daemon):
+/// an id in one may be handed out to a new link at any moment, so an
+/// import must not keep it. Read once per import: leases taken after the
+/// import reserved its ids start above them.
+pub async fn live_leases(
+    client: &impl GenericClient,
+    name: &str,
+) -> Result<Vec<Range<u64>>, PgError> {
     let st = client
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM id_leases WHERE name = $1 AND start <= $2 AND $2 < stop)",
-        )
+        .prepare_cached("SELECT start, stop FROM id_leases WHERE name = $1")
         .await
-        .map_err(PgError::query("preparing a lease check"))?;
-    let row = client
-        .query_one(&st, &[&name, &id])
+        .map_err(PgError::query("preparing a lease read"))?;
+    let rows = client
+        .query(&st, &[&name])
         .await
-        .map_err(PgError::query("checking the recorded id leases"))?;
-    Ok(row.get(0))
+        .map_err(PgError::query("reading the recorded id leases"))?;
+    Ok(rows
+        .iter()
+        .map(|r| r.get::<_, i64>(0) as u64..r.get::<_, i64>(1) as u64)
+        .collect())
 }
 
 fn as_bigint(value: u64, what: &str) -> Result<i64, PgError> {

@@ -4,7 +4,7 @@
 //! code or alias with the same URL, or a live link of the same URL and
 //! options) is `Present`, so importing a file twice stores it once; a row
 //! keeps its exported code's id when that id is free and no running
-//! daemon's recorded lease holds it (`pg::ids::leased`; the importing
+//! daemon's recorded lease holds it (`pg::ids::live_leases`; the importing
 //! daemon took the kept ids out of its own first). The id allocator is
 //! moved past every id kept in the same transaction
 //! (`pg::ids::advance_past`), so no node leases a kept id from then on.
@@ -84,6 +84,11 @@ async fn write_rows(
         names.push(name_locks::Name::Url(&r.new.dedupe_hash));
     }
     name_locks::lock(&*tx, names).await?;
+    let leased = if rows.iter().any(|r| r.keep_id.is_some()) {
+        ids::live_leases(&*tx, LINK_IDS).await?
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::with_capacity(rows.len());
     let mut logged = false;
     let mut highest_kept: Option<u64> = None;
@@ -101,7 +106,7 @@ async fn write_rows(
         if let Some(k) = keep_id {
             match KeptId::of(&n.link.url, by_id(&*tx, k).await?.as_ref()) {
                 // Another node may hand it out at any moment.
-                KeptId::Free if ids::leased(&*tx, LINK_IDS, k).await? => moved = true,
+                KeptId::Free if leased.iter().any(|r| r.contains(&k)) => moved = true,
                 KeptId::Free => {
                     n.link.id = k;
                     kept = true;
