@@ -194,3 +194,32 @@ async fn imports_answer_row_for_row_as_sqlite_does() {
     assert!(want.len() > 30, "{} links", want.len());
     sqlite.close();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_of_twenty_thousand_rows_fits_postgresqls_lock_table() {
+    // The CLI sends imports in chunks of 20,000 rows; each row's alias and
+    // URL are names the write locks. A lock per name overflowed the shared
+    // lock table ("out of shared memory") at default settings.
+    let cluster = PgCluster::start("bulk");
+    let store = open(&config_for(&cluster, "bulk")).await;
+    let rows: Vec<ImportLink> = (0..20_000u64)
+        .map(|i| {
+            let alias = format!("bulk-{i}");
+            import_row(
+                10_000 + i,
+                None,
+                Some(&alias),
+                &format!("https://e.com/b/{i}"),
+            )
+        })
+        .collect();
+    let out = store.import_links(rows, 0).await.unwrap();
+    assert!(out.iter().all(|o| matches!(
+        o,
+        Imported::Written {
+            outcome: Inserted::New(_),
+            ..
+        }
+    )));
+    assert_eq!(store.count_links().await.unwrap(), 20_000);
+}
