@@ -231,7 +231,7 @@ def main():
         with open(os.path.join(HERE, "results.json" if edge else "results-stores.json"), "w") as f:
             json.dump(doc, f, indent=2)
     check(doc, edge)
-    pg.check(pg_results)
+    pg.check(pg_results, smoke)
     with open(os.path.join(out, "logs/error.log")) as f:
         log = f.read()
     assert "exited on signal" not in log, "an nginx worker crashed: see " + out + "/logs/error.log"

@@ -127,6 +127,8 @@ def click_ingest(nodes, pg, codes_file, seconds, runs, conns, smoke):
         requests = sum(p["requests"] for p in parts)
         t0 = time.monotonic()
         counted = clicks_counted(nodes) - before
+        # What the daemons wrote while the load ran: their ingest rate.
+        during = counted
         while counted < requests and time.monotonic() - t0 < 60:
             time.sleep(0.2)
             counted = clicks_counted(nodes) - before
@@ -142,6 +144,7 @@ def click_ingest(nodes, pg, codes_file, seconds, runs, conns, smoke):
             "cpu_us_per_req": (cpu1 - cpu0) * 1e6 / max(requests, 1),
             "clicks_counted": counted,
             "counted_within_s": within,
+            "ingest_per_s": during / seconds,
         })
     return out
 
@@ -240,6 +243,7 @@ def run(out_base, smoke, seconds, runs, conns, csv_path, miss_n, sqlite_results)
         ci["clicks_counted"] = [round(r["clicks_counted"]) for r in ci_runs]
         ci["requests"] = [r["requests"] for r in ci_runs]
         ci["counted_within_s"] = round(max(r["counted_within_s"] for r in ci_runs), 2)
+        ci["ingest_per_s"] = round(statistics.median(r["ingest_per_s"] for r in ci_runs), 1)
         results.append(ci)
         for n in nodes:
             with open(os.path.join(n.out, "logs/error.log")) as f:
@@ -256,7 +260,7 @@ def run(out_base, smoke, seconds, runs, conns, csv_path, miss_n, sqlite_results)
     return [with_ratios(r, by_name) for r in results]
 
 
-def check(results):
+def check(results, smoke):
     """Sanity of the PostgreSQL rows (not of speeds)."""
     names = {r["scenario"] for r in results}
     for required in SQLITE_OF:
@@ -272,10 +276,16 @@ def check(results):
         else:
             assert r["items_per_s"] > 0, r
     ci = next(r for r in results if r["scenario"] == "pg_clicks_2nodes")
-    for counted, requests in zip(ci["clicks_counted"], ci["requests"]):
-        # Every answered request counted once; a few more that wrk cut off
-        # while in flight may be counted too (at most one per connection).
-        assert requests <= counted <= requests + 256, f"clicks counted {counted} for {requests} requests: {ci}"
+    # Never counted twice: a few more than wrk saw answered may be counted
+    # (cut off in flight when wrk stopped, at most one per connection).
+    slack = 256 * len(ci["requests"])
+    assert sum(ci["clicks_counted"]) <= sum(ci["requests"]) + slack, f"clicks counted twice: {ci}"
+    if smoke:
+        # Seconds of load: the daemons count every click before the check.
+        for counted, requests in zip(ci["clicks_counted"], ci["requests"]):
+            assert requests <= counted <= requests + 256, f"clicks counted {counted} for {requests} requests: {ci}"
+    # A full run measures capacity: past the daemons' ingest rate the edges
+    # hold clicks and spool them (counted later); markdown() states it.
 
 
 def markdown(results, doc, how):
@@ -313,7 +323,10 @@ def markdown(results, doc, how):
   requests. The edges held the rest and wrote them to their spools ("clicks
   held too long … written to the spool" in nginx's error log), to be sent
   again later; a later run's count also holds the backlog of the runs
-  before it. The req/s figure is the edge's, not the ingest's.""")
+  before it. The req/s figure is the edge's; the daemons wrote
+  {ci['ingest_per_s']:,.0f} clicks/s to PostgreSQL while the load ran
+  (median of the runs), the ingest capacity of this 2-core machine with
+  nginx, wrk and both daemons beside the database.""")
     return f"""## PostgreSQL
 
 Produced by `{how}` at commit `{doc['commit']}` on {doc['date']}
