@@ -323,10 +323,12 @@ def markdown(results, doc, how):
   requests. The edges held the rest and wrote them to their spools ("clicks
   held too long … written to the spool" in nginx's error log), to be sent
   again later; a later run's count also holds the backlog of the runs
-  before it. The req/s figure is the edge's; the daemons wrote
-  {ci['ingest_per_s']:,.0f} clicks/s to PostgreSQL while the load ran
-  (median of the runs), the ingest capacity of this 2-core machine with
-  nginx, wrk and both daemons beside the database.""")
+  before it; over all runs {sum(ci['clicks_counted']):,} of
+  {sum(ci['requests']):,} were counted by the end, none twice. The req/s
+  figure is the edge's; while wrk ran, the daemons wrote
+  {ci['ingest_per_s']:,.0f} clicks/s to PostgreSQL (median of the runs),
+  sharing the two cores with wrk, four nginx workers and the database, and
+  caught up after the load.""")
     return f"""## PostgreSQL
 
 Produced by `{how}` at commit `{doc['commit']}` on {doc['date']}
