@@ -9,6 +9,7 @@ pub mod clicks;
 pub mod codec;
 pub mod country;
 pub mod device;
+pub mod edge_cookie;
 pub mod edge_status;
 pub mod handshake;
 pub mod ipc;
