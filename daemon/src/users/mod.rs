@@ -11,6 +11,7 @@ mod sign_in;
 
 pub use client::{ApiPeer, ClientAddr};
 pub use lockout::LoginThrottle;
+pub(crate) use password::hash_with;
 pub use password::{account_version, verify_password};
 pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
