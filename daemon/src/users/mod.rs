@@ -11,8 +11,8 @@ mod sign_in;
 
 pub use client::{ApiPeer, ClientAddr};
 pub use lockout::LoginThrottle;
-pub(crate) use password::hash_with;
 pub use password::{account_version, verify_password};
+pub(crate) use password::{hash_with, verify_with};
 pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::app::App;

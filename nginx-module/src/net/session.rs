@@ -123,6 +123,10 @@ impl DaemonLink {
                 self.inflight.remove(&id);
             }
             Reply::Event(event) => self.apply(event),
+            // Not asked by this module yet (the password form comes next).
+            Reply::Password { id, .. } => {
+                self.inflight.remove(&id);
+            }
         }
     }
 
