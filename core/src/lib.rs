@@ -14,6 +14,7 @@ pub mod edge_status;
 pub mod handshake;
 pub mod ipc;
 pub mod key;
+pub mod password_page;
 pub mod preview;
 pub mod query;
 pub mod redirect;

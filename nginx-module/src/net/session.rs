@@ -123,10 +123,7 @@ impl DaemonLink {
                 self.inflight.remove(&id);
             }
             Reply::Event(event) => self.apply(event),
-            // Not asked by this module yet (the password form comes next).
-            Reply::Password { id, .. } => {
-                self.inflight.remove(&id);
-            }
+            Reply::Password { id, result } => self.password_answered(id, result),
         }
     }
 
