@@ -135,3 +135,51 @@ async fn protected_links_are_never_deduplicated_and_reads_need_links_read() {
     assert_eq!((s, &v["protected"]), (200, &json!(true)), "{v}");
     assert_no_secret(&v.to_string(), "pw1");
 }
+
+#[tokio::test]
+async fn the_cli_takes_the_password_from_a_file_or_stdin_never_the_command_line() {
+    let d = Daemon::start().await;
+    let file = d.data_dir().join("pw.txt");
+    std::fs::write(&file, "from a file\nignored second line\n").unwrap();
+    let out = d.cli(&[
+        "link",
+        "create",
+        "https://e.com/cli",
+        "--alias",
+        "clipw",
+        "--password-file",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let (_, v) = d.req("GET", "/api/v1/links/clipw", None).await;
+    assert_eq!(v["protected"], json!(true), "{v}");
+    let out = d.cli(&["link", "update", "clipw", "--no-password"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let (_, v) = d.req("GET", "/api/v1/links/clipw", None).await;
+    assert_eq!(v["protected"], json!(false), "{v}");
+    let out = d.cli_stdin(
+        &["link", "update", "clipw", "--password-file", "-"],
+        "typed in\n",
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let (_, v) = d.req("GET", "/api/v1/links/clipw", None).await;
+    assert_eq!(v["protected"], json!(true), "{v}");
+    // No option takes the password itself.
+    let out = d.cli(&["link", "create", "https://e.com/x", "--password", "hunter2"]);
+    assert!(!out.status.success());
+    let empty = d.data_dir().join("empty.txt");
+    std::fs::write(&empty, "\n").unwrap();
+    let out = d.cli(&[
+        "link",
+        "create",
+        "https://e.com/y",
+        "--password-file",
+        empty.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        common::stderr(&out).contains("first line is empty"),
+        "{}",
+        common::stderr(&out)
+    );
+}
