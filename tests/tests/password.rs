@@ -162,3 +162,40 @@ fn a_big_form_body_is_refused_before_it_is_read() {
     assert_eq!(r.status, 413, "{}", r.body_text());
     s.nginx.assert_clean_log();
 }
+
+#[test]
+fn wrong_passwords_are_throttled_per_client_address() {
+    let s = stack("password-throttle");
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/t", "password": "right one"}));
+    let from = |ip: [u8; 4], body: &str| {
+        shortlink_e2e::http_from(
+            std::net::Ipv4Addr::from(ip),
+            s.nginx.port,
+            b"POST",
+            format!("/{code}").as_bytes(),
+            &[FORM],
+            body.as_bytes(),
+        )
+    };
+    for i in 0..5 {
+        let r = from([127, 0, 0, 2], "password=wrong");
+        assert!(
+            r.body_text().contains("Wrong password"),
+            "try {i}: {}",
+            r.body_text()
+        );
+    }
+    // The sixth from that address is not checked, not even the right one.
+    let r = from([127, 0, 0, 2], "password=right+one");
+    assert_eq!(r.status, 429, "{}", r.body_text());
+    assert!(r
+        .header("Retry-After")
+        .is_some_and(|v| v.parse::<u32>().is_ok_and(|n| n >= 1)));
+    assert!(r.body_text().contains("Too many wrong passwords"));
+    // Another address is not locked out.
+    let r = from([127, 0, 0, 3], "password=right+one");
+    assert_eq!(r.status, 303, "{}", r.body_text());
+    assert_eq!(settled_clicks(&s, &code, 1), 1);
+}
