@@ -183,3 +183,21 @@ async fn the_cli_takes_the_password_from_a_file_or_stdin_never_the_command_line(
         common::stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_states_the_password_rules() {
+    let d = Daemon::start().await;
+    let (s, doc) = d.req("GET", "/api/v1/openapi.json", None).await;
+    assert_eq!(s, 200);
+    for shape in ["CreateLink", "UpdateLink"] {
+        let p = &doc["components"]["schemas"][shape]["properties"]["password"];
+        assert_eq!(p["writeOnly"], json!(true), "{shape}: {p}");
+        assert_eq!(p["minLength"], json!(1), "{shape}: {p}");
+        assert_eq!(p["maxLength"], json!(1024), "{shape}: {p}");
+        let pattern = p["pattern"].as_str().unwrap_or_default();
+        assert!(pattern.contains("\\u0000-\\u001F"), "{shape}: {p}");
+    }
+    let view = &doc["components"]["schemas"]["LinkView"]["properties"];
+    assert_eq!(view["protected"]["type"], json!("boolean"), "{view}");
+    assert!(view.get("password").is_none() && view.get("password_hash").is_none());
+}

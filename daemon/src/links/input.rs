@@ -213,7 +213,8 @@ pub struct CreateLink {
     /// bytes, no control characters). Stored as an argon2id hash and never
     /// returned; reads show `protected`. A protected link is never
     /// deduplicated.
-    #[schema(value_type = Option<String>, write_only, min_length = 1, max_length = 1024)]
+    #[schema(value_type = Option<String>, write_only, min_length = 1, max_length = 1024,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub password: Option<super::password::LinkPassword>,
 }
 
@@ -368,6 +369,7 @@ pub struct UpdateLink {
     pub country_targets: Option<Option<BTreeMap<String, String>>>,
     /// A new password for visitors (1 to 1024 bytes); `null` removes it.
     #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>, nullable, write_only, min_length = 1, max_length = 1024)]
+    #[schema(value_type = Option<String>, nullable, write_only, min_length = 1, max_length = 1024,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub password: Option<Option<super::password::LinkPassword>>,
 }
