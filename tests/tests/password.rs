@@ -199,3 +199,72 @@ fn wrong_passwords_are_throttled_per_client_address() {
     assert_eq!(r.status, 303, "{}", r.body_text());
     assert_eq!(settled_clicks(&s, &code, 1), 1);
 }
+
+#[test]
+fn over_https_the_cookie_is_secure() {
+    let scratch_port = shortlink_e2e::free_port();
+    let dir = tempfile_dir();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let s = Stack::start_edited("password-https", 1, "2s", |http| {
+        format!(
+            "{http}\n    server {{\n        listen 127.0.0.1:{scratch_port} ssl;\n        ssl_certificate {};\n        ssl_certificate_key {};\n        location / {{\n            shortlink on;\n        }}\n    }}",
+            cert.display(),
+            key.display()
+        )
+    });
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/tls", "password": "over tls"}));
+    let out = std::process::Command::new("curl")
+        .args([
+            "-k",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-D",
+            "-",
+            "--data",
+            "password=over+tls",
+        ])
+        .arg(format!("https://127.0.0.1:{scratch_port}/{code}"))
+        .output()
+        .expect("curl");
+    let head = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(head.starts_with("HTTP/1.1 303"), "{head}");
+    let set = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .unwrap_or_else(|| panic!("no cookie: {head}"));
+    assert!(set.trim_end().ends_with("; Secure"), "{set}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory for the test's certificate.
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("shortlink-pw-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
