@@ -33,8 +33,14 @@ use crate::redirect::RedirectStatus;
 /// `since`, [`Event::Position`], [`Event::Reset`]); version 4 the link's
 /// `forward_query` and `created_at` in [`EdgeLink`]; version 5 the
 /// visitor's country in [`ClickCount`] and the link's `country_targets` in
-/// [`EdgeLink`].
-pub const PROTOCOL_VERSION: u16 = 5;
+/// [`EdgeLink`]; version 6 password-protected links ([`EdgeLink`]'s
+/// `protected`, [`Request::CheckPassword`], [`Reply::Password`]).
+pub const PROTOCOL_VERSION: u16 = 6;
+/// Longest password the edge sends to be checked (the daemon refuses
+/// longer ones at the API too).
+pub const MAX_PASSWORD: usize = 1024;
+/// Longest client address the edge sends with a password check.
+pub const MAX_CLIENT_ADDR: usize = 64;
 /// Largest payload either side accepts; bigger frames close the connection.
 pub const MAX_FRAME: usize = 1 << 20;
 /// Bytes of the length prefix.
@@ -64,6 +70,15 @@ pub enum Request {
     /// of the key over both nonces and its pid
     /// ([`crate::handshake::LinkAuth::edge_proof`]).
     Auth { nonce: Nonce, proof: Proof },
+    /// A visitor of the protected link `code`, at client address `client`
+    /// (nginx's `$remote_addr`; throttling counts per link and per
+    /// address), gave `password`; answered with [`Reply::Password`].
+    CheckPassword {
+        id: u32,
+        code: String,
+        password: String,
+        client: String,
+    },
 }
 
 /// The client's half of the handshake.
@@ -112,6 +127,28 @@ pub enum Reply {
         batch_id: BatchId,
         reason: String,
     },
+    /// Answer to [`Request::CheckPassword`].
+    Password { id: u32, result: PasswordResult },
+}
+
+/// Result of a password check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PasswordResult {
+    /// The password is right (or the link no longer has one): redirect,
+    /// count the click, and set the edge cookie.
+    Granted(EdgeLink),
+    /// The password is wrong: show the form again, count nothing.
+    Wrong,
+    /// Too many wrong passwords for this link from this address (or for
+    /// the link, or from the address): not checked; try after this many
+    /// seconds.
+    Throttled { retry_after: u32 },
+    /// Every password check is taken; not checked, try again shortly.
+    Busy,
+    /// No such code or alias.
+    NotFound,
+    /// It existed but is deleted, expired, disabled or used up.
+    Gone,
 }
 
 /// Result of a lookup.
@@ -146,6 +183,10 @@ pub struct EdgeLink {
     /// Targets per visitor country (at most
     /// [`country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
     pub country_targets: Vec<(Country, String)>,
+    /// Visitors must give a password (checked by the daemon with
+    /// [`Request::CheckPassword`], then remembered in a signed cookie,
+    /// [`crate::edge_cookie`]); the hash never leaves the daemon.
+    pub protected: bool,
 }
 
 impl EdgeLink {
@@ -420,6 +461,15 @@ mod tests {
                 },
                 5,
             ),
+            (
+                Request::CheckPassword {
+                    id: 3,
+                    code: "pw".into(),
+                    password: "open sesame".into(),
+                    client: "127.0.0.1".into(),
+                },
+                6,
+            ),
         ];
         for (req, i) in reqs {
             assert_eq!(index(frame(&req).unwrap()), i, "{req:?}");
@@ -447,6 +497,13 @@ mod tests {
                     reason: "count".into(),
                 },
                 9,
+            ),
+            (
+                Reply::Password {
+                    id: 2,
+                    result: PasswordResult::Throttled { retry_after: 30 },
+                },
+                10,
             ),
         ];
         for (reply, i) in replies {

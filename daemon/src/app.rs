@@ -114,6 +114,8 @@ pub struct App {
     /// The shared PostgreSQL database when the store is PostgreSQL: the
     /// server follows its change log (`pg::feed`). `None` on SQLite.
     pub shared: Option<Pg>,
+    /// Checks of protected links' passwords: bounded and throttled.
+    pub link_passwords: crate::ipc::PasswordGate,
 }
 
 impl std::fmt::Debug for App {
@@ -184,6 +186,7 @@ impl App {
             metrics: Metrics::default(),
             auth: AuthCache::default(),
             started: Instant::now(),
+            link_passwords: crate::ipc::PasswordGate::default(),
             shared,
             config,
         })

@@ -234,3 +234,80 @@ async fn admin_forms_set_and_show_forward_query() {
         "{page}"
     );
 }
+
+#[tokio::test]
+async fn admin_forms_set_replace_and_remove_a_link_password() {
+    let d = Daemon::start().await;
+    let admin = sign_in(&d).await;
+    // A refused password is reported next to its field and not shown back.
+    let (s, page) = admin
+        .post(
+            &d,
+            "/admin/links",
+            &[("url", "https://ok.example/pw"), ("password", "tab\there")],
+        )
+        .await;
+    assert_eq!(s, 422, "{page}");
+    assert!(
+        page.contains("password holds a control character"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("tab\there") && !page.contains("tab&#9;here"),
+        "{page}"
+    );
+    let (s, page) = admin
+        .post(
+            &d,
+            "/admin/links",
+            &[
+                ("url", "https://ok.example/pw"),
+                ("alias", "admin-pw"),
+                ("password", "s3cret words"),
+            ],
+        )
+        .await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-pw", None).await;
+    assert_eq!(got["protected"], true, "{got}");
+    let (_, _, edit) = send(
+        &d,
+        "GET",
+        "/admin/links/admin-pw",
+        &[("cookie", &admin.cookie)],
+        None,
+    )
+    .await;
+    let edit = edit.as_str().unwrap_or_default().to_string();
+    assert!(edit.contains("This link is protected"), "{edit}");
+    assert!(edit.contains("name=\"remove_password\""), "{edit}");
+    assert!(!edit.contains("s3cret"), "{edit}");
+    // Saving the form without a new password keeps it; the box removes it.
+    let (s, page) = admin
+        .post(
+            &d,
+            "/admin/links/admin-pw",
+            &[("url", "https://ok.example/pw2"), ("alias", "admin-pw")],
+        )
+        .await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-pw", None).await;
+    assert_eq!(
+        (&got["protected"], &got["url"]),
+        (&json!(true), &json!("https://ok.example/pw2"))
+    );
+    let (s, page) = admin
+        .post(
+            &d,
+            "/admin/links/admin-pw",
+            &[
+                ("url", "https://ok.example/pw2"),
+                ("alias", "admin-pw"),
+                ("remove_password", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-pw", None).await;
+    assert_eq!(got["protected"], false, "{got}");
+}

@@ -1,13 +1,26 @@
-//! A `200` with a body made by the module (the `shortlink_status` figures,
-//! a link's preview page), sent from the precontent phase.
+//! A page made by the module (the `shortlink_status` figures, a link's
+//! preview page, a protected link's password form), sent from the
+//! precontent phase.
 
-use nginx_sys::{ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR};
+use nginx_sys::{ngx_int_t, ngx_str_t, ngx_uint_t, NGX_HTTP_INTERNAL_SERVER_ERROR};
 use ngx::http::Request;
 
 /// Sends `body` as `content_type` with `headers`, and finishes the
 /// request: the phase handler returns what this returns.
 pub fn send_page(
     r: &mut Request,
+    content_type: &'static str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> ngx_int_t {
+    send_page_with_status(r, 200, content_type, headers, body)
+}
+
+/// [`send_page`] with another status (a password form refused with 429 or
+/// 503).
+pub fn send_page_with_status(
+    r: &mut Request,
+    status: ngx_uint_t,
     content_type: &'static str,
     headers: &[(&str, &str)],
     body: &[u8],
@@ -35,7 +48,7 @@ pub fn send_page(
     let rc = unsafe {
         let mut cv: nginx_sys::ngx_http_complex_value_t = core::mem::zeroed();
         cv.value = value;
-        nginx_sys::ngx_http_send_response(r.as_mut(), 200, &mut ct, &mut cv)
+        nginx_sys::ngx_http_send_response(r.as_mut(), status, &mut ct, &mut cv)
     };
     // Answered from the precontent phase: finish here, or the phase engine
     // would go on to the content phase after an NGX_OK.

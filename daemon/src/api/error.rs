@@ -189,6 +189,11 @@ impl From<LinkError> for ApiError {
                 ),
             )
             .field("links"),
+            LinkError::Hashing(m) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "password_hashing",
+                format!("link password hashing failed: {m}"),
+            ),
             LinkError::Store(e) => e.into(),
         }
     }

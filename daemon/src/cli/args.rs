@@ -178,6 +178,11 @@ pub enum LinkCommand {
         /// alpha-2 code; repeat, at most 16); chosen before device targets.
         #[arg(long = "country-target", value_name = "CC=URL", value_parser = country_target)]
         country_targets: Vec<(String, String)>,
+        /// Protect the link with the password on the first line of FILE;
+        /// `-` prompts for it (twice, without echo) on a terminal, else
+        /// reads stdin's first line. Never give it on the command line.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<std::path::PathBuf>,
     },
     /// Show a link (JSON).
     Get {
@@ -272,6 +277,12 @@ pub struct UpdateArgs {
     /// Remove every country target.
     #[arg(long)]
     pub no_country_targets: bool,
+    /// A new password from the first line of FILE (`-`: prompt, or stdin).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_password")]
+    pub password_file: Option<std::path::PathBuf>,
+    /// Remove the link's password.
+    #[arg(long)]
+    pub no_password: bool,
 }
 
 /// One `--country-target CC=URL`.

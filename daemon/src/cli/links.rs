@@ -10,7 +10,7 @@ use super::client::Client;
 use super::output::Output;
 use super::table::{when, Table};
 use crate::api::links::ListParams;
-use crate::links::{parse_time, CreateLink, LinkView, TimeInput};
+use crate::links::{parse_time, CreateLink, LinkPassword, LinkView, TimeInput};
 
 /// Runs a `link` command; `create` prints the short URL, `get` the JSON.
 pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Result<()> {
@@ -24,7 +24,13 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
             dedupe,
             forward_query,
             country_targets,
+            password_file,
         } => {
+            let password = password_file
+                .as_deref()
+                .map(link_password)
+                .transpose()?
+                .map(LinkPassword::new);
             let req = CreateLink {
                 url,
                 alias,
@@ -34,6 +40,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
                 dedupe: dedupe.then_some(true),
                 forward_query: forward_query.and_then(|f| f.value()),
                 country_targets: country_map(country_targets)?,
+                password,
                 ..CreateLink::default()
             };
             let link = client.create_link(&req).await?;
@@ -95,6 +102,24 @@ fn country_map(
     Ok(Some(out))
 }
 
+/// A link's password from `--password-file`: the file's first line, or
+/// for `-` a prompt (twice, no echo) or stdin's first line.
+fn link_password(file: &std::path::Path) -> Result<String> {
+    if file.as_os_str() == "-" {
+        return super::password::read_password("the link");
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("--password-file {}: {e}", file.display()))?;
+    let line = text.lines().next().unwrap_or("").to_string();
+    if line.is_empty() {
+        bail!(
+            "--password-file {}: the first line is empty",
+            file.display()
+        );
+    }
+    Ok(line)
+}
+
 /// After an edit: the link as JSON with `--json`, else a line on stderr.
 fn done(out: &mut Output, link: &LinkView, message: &str) -> Result<()> {
     if out.json {
@@ -123,6 +148,11 @@ async fn patch_body(client: &Client, a: UpdateArgs) -> Result<Value> {
         body.insert("country_targets".into(), json!(t));
     } else if a.no_country_targets {
         body.insert("country_targets".into(), Value::Null);
+    }
+    if let Some(file) = a.password_file.as_deref() {
+        body.insert("password".into(), link_password(file)?.into());
+    } else if a.no_password {
+        body.insert("password".into(), Value::Null);
     }
     if let Some(e) = a.expires {
         let t = parse_time(&e).map_err(|m| anyhow::anyhow!("--expires: {m}"))?;

@@ -11,10 +11,15 @@
 //! * `clicks.rs`: click batches, checked against the click bounds before
 //!   anything is counted.
 //! * `subscription.rs`: the alias snapshot and live events.
+//! * `password.rs`: password checks of protected links, bounded and
+//!   throttled.
 
 mod clicks;
 mod handshake;
+mod password;
 mod subscription;
+
+pub use password::PasswordGate;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -293,6 +298,24 @@ impl Conn {
                 });
             }
             Request::Auth { .. } => return Err(ConnError::SecondAuth),
+            Request::CheckPassword {
+                id,
+                code,
+                password,
+                client,
+            } => {
+                let permit = Arc::clone(&self.in_flight)
+                    .acquire_owned()
+                    .await
+                    .expect("semaphore open");
+                let app = Arc::clone(&self.app);
+                let out = self.out.clone();
+                tokio::spawn(async move {
+                    let reply = password::check(&app, id, code, password, client).await;
+                    send(&out, &reply).await;
+                    drop(permit);
+                });
+            }
         }
         Ok(())
     }

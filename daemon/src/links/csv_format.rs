@@ -7,7 +7,7 @@ use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 17] = [
+pub const HEADER: [&str; 18] = [
     "code",
     "url",
     "alias",
@@ -25,6 +25,7 @@ pub const HEADER: [&str; 17] = [
     "target_android",
     "forward_query",
     "country_targets",
+    "protected",
 ];
 
 /// A link's country targets as one cell (and as the CLI's
@@ -72,7 +73,11 @@ fn rfc3339(t: Option<Timestamp>) -> String {
 }
 
 /// One link as an export record, in [`HEADER`]'s order.
-pub fn record(l: &LinkView) -> [String; 17] {
+///
+/// A protected link's password is never exported (only its hash is stored,
+/// and that stays in the database): `protected` says `true`, and an import
+/// refuses such a row rather than make the link open to everyone.
+pub fn record(l: &LinkView) -> [String; 18] {
     let opt = |s: &Option<String>| s.clone().unwrap_or_default();
     [
         l.generated_code.clone(),
@@ -92,6 +97,7 @@ pub fn record(l: &LinkView) -> [String; 17] {
         opt(&l.targets.android),
         l.forward_query.map(|f| f.to_string()).unwrap_or_default(),
         country_targets_cell(&l.country_targets),
+        if l.protected { "true" } else { "" }.to_string(),
     ]
 }
 
@@ -141,7 +147,28 @@ mod tests {
                 ("FR".to_string(), "https://example.fr/".to_string()),
             ]
             .into(),
+            protected: false,
         }
+    }
+
+    #[test]
+    fn a_protected_link_exports_as_protected_and_its_row_is_refused_on_import() {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(HEADER).unwrap();
+        w.write_record(record(&LinkView {
+            protected: true,
+            ..view()
+        }))
+        .unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(text.lines().nth(1).unwrap().ends_with(",true"), "{text}");
+        let mut r = reader(text.as_bytes());
+        let header = r.headers().unwrap().clone();
+        let cols = Format::detect(&header).unwrap().columns(&header).unwrap();
+        let rec = r.records().next().unwrap().unwrap();
+        let e = cols.read(2, &rec).unwrap_err();
+        assert_eq!(e.column, "protected");
+        assert!(e.message.contains("password"), "{}", e.message);
     }
 
     #[test]
@@ -154,7 +181,7 @@ mod tests {
             text.lines().nth(1).unwrap(),
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
              2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false,\
-             DE=https://example.de/a=b FR=https://example.fr/"
+             DE=https://example.de/a=b FR=https://example.fr/,"
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();

@@ -27,6 +27,9 @@ pub enum LinkError {
     /// Too many items in one batch.
     #[error("a batch holds at most {MAX_BATCH} links; this one has {0}")]
     BatchTooLarge(usize),
+    /// A link password could not be hashed (not a bad password).
+    #[error("link password hashing failed: {0}")]
+    Hashing(String),
     /// Storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -209,6 +209,13 @@ pub struct CreateLink {
     /// before the device targets.
     #[schema(schema_with = country_targets_schema)]
     pub country_targets: Option<BTreeMap<String, String>>,
+    /// A password visitors must give before the redirect (1 to 1024
+    /// bytes, no control characters). Stored as an argon2id hash and never
+    /// returned; reads show `protected`. A protected link is never
+    /// deduplicated.
+    #[schema(value_type = Option<String>, write_only, min_length = 1, max_length = 1024,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
+    pub password: Option<super::password::LinkPassword>,
 }
 
 /// `country_targets`: an object of two-letter codes to URLs; `nullable`
@@ -360,4 +367,9 @@ pub struct UpdateLink {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(schema_with = country_targets_or_null_schema)]
     pub country_targets: Option<Option<BTreeMap<String, String>>>,
+    /// A new password for visitors (1 to 1024 bytes); `null` removes it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>, nullable, write_only, min_length = 1, max_length = 1024,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
+    pub password: Option<Option<super::password::LinkPassword>>,
 }

@@ -60,7 +60,10 @@ impl Links<'_> {
         created_by: Option<&str>,
     ) -> Result<Created, LinkError> {
         let now = unix_now();
-        let prepared = self.rules.prepare(req, created_by, now)?;
+        let mut prepared = self.rules.prepare(req, created_by, now)?;
+        if let Some(p) = &req.password {
+            prepared.link.password_hash = Some(p.hash().await?);
+        }
         let id = self.ids.next().await?;
         let (new, targets) = new_link(id, prepared);
         let inserted = self.store.insert_links(vec![new], now).await?;
@@ -85,10 +88,18 @@ impl Links<'_> {
             return Err(LinkError::BatchTooLarge(items.len()));
         }
         let now = unix_now();
-        let prepared: Vec<Result<Prepared, LinkError>> = items
+        let mut prepared: Vec<Result<Prepared, LinkError>> = items
             .iter()
             .map(|req| self.rules.prepare(req, created_by, now))
             .collect();
+        for (p, req) in prepared.iter_mut().zip(items) {
+            if let (Ok(ready), Some(password)) = (&mut *p, &req.password) {
+                match password.hash().await {
+                    Ok(h) => ready.link.password_hash = Some(h),
+                    Err(e) => *p = Err(e),
+                }
+            }
+        }
         let valid = prepared.iter().filter(|p| p.is_ok()).count();
         let ids = self.ids.take(valid).await?;
         let mut ids = ids.into_iter();
@@ -149,6 +160,9 @@ impl Links<'_> {
         let id = self.resolve_id(code).await?;
         let now = unix_now();
         let mut checked = self.rules.check_patch(&patch, now);
+        if let (false, Some(Some(p))) = (checked.is_refused(), &patch.password) {
+            checked.set_password_hash(p.hash().await?);
+        }
         let alias_targets = checked.take_alias_targets();
         let served = self.rules.served.clone();
         let targets = alias_targets.clone();

@@ -53,12 +53,28 @@ pub struct CheckedPatch {
     forward_query: Option<Option<bool>>,
     /// Replaces the country targets (empty: removes them).
     country_targets: Option<CountryTargets>,
+    /// A new password hash (`Some(None)` removes the password); hashed
+    /// by [`CheckedPatch::set_password_hash`] after the rules pass.
+    password_hash: Option<Option<String>>,
     /// New targets that are short URLs if their alias exists: the write
     /// checks (see [`CheckedPatch::take_alias_targets`]).
     alias_targets: Vec<AliasTarget>,
     /// The first field refused; the fields after it were not judged. It is
     /// reported after the link-dependent checks of the fields before it.
     refused: Option<LinkError>,
+}
+
+impl CheckedPatch {
+    /// Whether the edit passed the rules so far (a new password is only
+    /// hashed for an edit that did).
+    pub fn is_refused(&self) -> bool {
+        self.refused.is_some()
+    }
+
+    /// The hash of the edit's new password.
+    pub fn set_password_hash(&mut self, hash: String) {
+        self.password_hash = Some(Some(hash));
+    }
 }
 
 impl LinkRules {
@@ -129,6 +145,11 @@ impl LinkRules {
                 None => Vec::new(),
             });
         }
+        match &patch.password {
+            Some(Some(p)) => p.check()?,
+            Some(None) => out.password_hash = Some(None),
+            None => {}
+        }
         Ok(())
     }
 }
@@ -198,6 +219,9 @@ impl CheckedPatch {
         }
         if let Some(t) = self.country_targets {
             link.country_targets = t;
+        }
+        if let Some(h) = self.password_hash {
+            link.password_hash = h;
         }
         link.updated_at = now;
         Ok(())

@@ -104,6 +104,9 @@ impl LinkRules {
             Some(t) => self.check_country_targets(t, &mut alias_targets)?,
             None => Vec::new(),
         };
+        if let Some(p) = &req.password {
+            p.check()?;
+        }
         let disabled = req.disabled.unwrap_or(false);
         let link = Link {
             id: 0,
@@ -123,11 +126,14 @@ impl LinkRules {
             bot_clicks: 0,
             forward_query: req.forward_query,
             country_targets,
+            // Hashed by the caller (in the argon2 pool, off this task).
+            password_hash: None,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),
             link,
-            dedupe: req.dedupe.unwrap_or(false),
+            // Another link with the same URL has another password (or none).
+            dedupe: req.dedupe.unwrap_or(false) && req.password.is_none(),
             alias_targets,
         })
     }

@@ -61,6 +61,10 @@ pub struct LinkView {
     /// chosen at the edge before the device targets; `{}` for none.
     #[serde(default)]
     pub country_targets: BTreeMap<String, String>,
+    /// Visitors must give a password before the redirect (the password
+    /// itself is never shown).
+    #[serde(default)]
+    pub protected: bool,
 }
 
 impl LinkView {
@@ -98,6 +102,7 @@ impl LinkView {
                 .iter()
                 .map(|(c, u)| (c.as_str().to_string(), u.clone()))
                 .collect(),
+            protected: link.password_hash.is_some(),
         }
     }
 }

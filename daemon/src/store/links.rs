@@ -54,6 +54,9 @@ pub struct Link {
     /// Targets per visitor country, chosen at the edge before the device
     /// targets (checked by `links::rules`; stored as a JSON object).
     pub country_targets: CountryTargets,
+    /// Argon2id hash of the password visitors must give; `None`: no
+    /// password. Never leaves the daemon (views show `protected`).
+    pub password_hash: Option<String>,
 }
 
 /// Country targets as stored: a JSON object of code to URL, `None` for
@@ -145,7 +148,7 @@ macro_rules! columns {
     () => {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-         created_by, clicks, bot_clicks, forward_query, country_targets"
+         created_by, clicks, bot_clicks, forward_query, country_targets, password_hash"
     };
 }
 const COLUMNS: &str = columns!();
@@ -181,6 +184,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
         bot_clicks: row.get(17)?,
         forward_query: row.get(18)?,
         country_targets: country_targets_from_stored(row.get::<_, Option<String>>(19)?.as_deref()),
+        password_hash: row.get(20)?,
     })
 }
 
@@ -200,9 +204,9 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
     let mut st = conn.prepare_cached(
         "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
          max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-         disabled, tags, created_by, dedupe_hash, forward_query, country_targets) \
+         disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-         ?19)",
+         ?19, ?20)",
     )?;
     st.execute(params![
         link.id as i64,
@@ -224,6 +228,7 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         dedupe_hash,
         link.forward_query,
         country_targets_to_stored(&link.country_targets),
+        link.password_hash,
     ])
     .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if link.alias.is_some() {
@@ -243,8 +248,8 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
             "UPDATE links SET alias = ?2, url = ?3, updated_at = ?4, expires_at = ?5, \
              renew_ttl = ?6, max_visits = ?7, redirect = ?8, target_desktop = ?9, \
              target_mobile = ?10, target_ios = ?11, target_android = ?12, disabled = ?13, \
-             tags = ?14, forward_query = ?15, country_targets = ?16, dedupe_hash = NULL \
-             WHERE id = ?1",
+             tags = ?14, forward_query = ?15, country_targets = ?16, password_hash = ?17, \
+             dedupe_hash = NULL WHERE id = ?1",
         )?
         .execute(params![
             link.id as i64,
@@ -263,6 +268,7 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
             serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into()),
             link.forward_query,
             country_targets_to_stored(&link.country_targets),
+            link.password_hash,
         ])
         .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if n == 0 {

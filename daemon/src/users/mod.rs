@@ -12,6 +12,7 @@ mod sign_in;
 pub use client::{ApiPeer, ClientAddr};
 pub use lockout::LoginThrottle;
 pub use password::{account_version, verify_password};
+pub(crate) use password::{hash_with, verify_with};
 pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::app::App;

@@ -30,6 +30,9 @@ pub struct Front {
     expires_at: Option<i64>,
     disabled: bool,
     forward_query: Option<bool>,
+    /// A password link: the request path shows the form unless the
+    /// visitor's cookie passes, wherever the link came from.
+    protected: bool,
     created_day: u16,
     fresh_until: ngx_msec_t,
     target: Box<[u8]>,
@@ -45,6 +48,7 @@ impl Front {
             expires_at: link.expires_at(),
             disabled: link.disabled(),
             forward_query: link.forward_query(),
+            protected: link.protected(),
             created_day: link.created_day(),
             fresh_until,
             target: link.target(DeviceClass::Other).into(),
@@ -71,6 +75,10 @@ impl LinkView for Front {
 
     fn forward_query(&self) -> Option<bool> {
         self.forward_query
+    }
+
+    fn protected(&self) -> bool {
+        self.protected
     }
 
     fn created_day(&self) -> u16 {

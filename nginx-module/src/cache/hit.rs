@@ -26,6 +26,8 @@ pub struct Hit {
     pub forward_query: Option<bool>,
     /// Days since 1970-01-01 when the link was made (for its preview).
     pub created_day: u16,
+    /// Visitors must give the password first (or hold the link's cookie).
+    pub protected: bool,
 }
 
 /// Read access to a link wherever it is held.
@@ -35,6 +37,8 @@ pub trait LinkView {
     fn expires_at(&self) -> Option<i64>;
     fn disabled(&self) -> bool;
     fn forward_query(&self) -> Option<bool>;
+    /// Visitors must give a password first.
+    fn protected(&self) -> bool;
     /// Days since 1970-01-01 when the link was made.
     fn created_day(&self) -> u16;
     /// The target kept for exactly `class` (`Other`: the main target);
@@ -80,6 +84,7 @@ impl Hit {
             by_device: link.has_device_targets(),
             forward_query: link.forward_query(),
             created_day: link.created_day(),
+            protected: link.protected(),
         })
     }
 }
@@ -103,6 +108,10 @@ impl LinkView for EdgeLink {
 
     fn forward_query(&self) -> Option<bool> {
         self.forward_query
+    }
+
+    fn protected(&self) -> bool {
+        self.protected
     }
 
     fn created_day(&self) -> u16 {

@@ -22,7 +22,7 @@ use shortlink_core::RedirectStatus;
 
 use super::front::{self, Front};
 use super::hit::{Hit, LinkView};
-use super::node::{forward_bits, forward_of, LinkNode, DISABLED, KIND_MASK};
+use super::node::{forward_bits, forward_of, LinkNode, DISABLED, KIND_MASK, PROTECTED};
 use super::zone::{Locked, Shared};
 use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
 
@@ -102,6 +102,10 @@ impl LinkView for Node {
 
     fn forward_query(&self) -> Option<bool> {
         forward_of(self.get().flags)
+    }
+
+    fn protected(&self) -> bool {
+        self.get().flags & PROTECTED != 0
     }
 
     fn created_day(&self) -> u16 {
@@ -215,7 +219,12 @@ impl LinkCache {
                 } else {
                     0
                 }
-                | forward_bits(link.and_then(|l| l.forward_query)),
+                | forward_bits(link.and_then(|l| l.forward_query))
+                | if link.is_some_and(|l| l.protected) {
+                    PROTECTED
+                } else {
+                    0
+                },
             code_len: code.len() as u8,
             created_day: link.map_or(0, |l| day_of(l.created_at)),
             lens: fields.map(|f| f.len() as u16),

@@ -20,9 +20,9 @@ pub struct LinkNode {
     /// Unix seconds; `i64::MIN` for none.
     pub(super) expires_at: i64,
     pub(super) status: u16,
-    /// The answer's kind (`KIND_MASK`), `DISABLED`, and the link's own
-    /// `forward_query` (`FORWARD_MASK`): one byte, so the entry stays 80
-    /// bytes with the creation day.
+    /// The answer's kind (`KIND_MASK`), `DISABLED`, the link's own
+    /// `forward_query` (`FORWARD_MASK`) and `PROTECTED`: one byte, so the
+    /// entry stays 80 bytes with the creation day.
     pub(super) flags: u8,
     pub(super) code_len: u8,
     /// Days since 1970-01-01 when the link was made, for its preview
@@ -45,6 +45,8 @@ pub(super) const DISABLED: u8 = 0b0000_0100;
 pub(super) const FORWARD_MASK: u8 = 0b0001_1000;
 pub(super) const FORWARD_ON: u8 = 0b0000_1000;
 pub(super) const FORWARD_OFF: u8 = 0b0001_0000;
+/// `flags`: visitors must give a password (the hash stays in the daemon).
+pub(super) const PROTECTED: u8 = 0b0010_0000;
 
 /// The `flags` bits of a link's `forward_query`.
 pub(super) fn forward_bits(forward_query: Option<bool>) -> u8 {

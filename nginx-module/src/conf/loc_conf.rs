@@ -17,6 +17,9 @@ use super::UNSET_UINT;
 /// `NGX_CONF_UNSET` for flags.
 const UNSET_FLAG: ngx_flag_t = NGX_CONF_UNSET as ngx_flag_t;
 
+/// `shortlink_password_cookie_ttl` when unset: one hour.
+const DEFAULT_PASSWORD_COOKIE_TTL: nginx_sys::time_t = 3600;
+
 /// Per-location settings.
 pub struct LocConf {
     /// `shortlink on|off`.
@@ -43,6 +46,10 @@ pub struct LocConf {
     /// `shortlink_status`: this location answers the edge's figures (not
     /// inherited, as `stub_status`).
     pub status: bool,
+    /// `shortlink_password_cookie_ttl`: seconds a visitor who gave a
+    /// protected link's password is let through by its cookie (0: no
+    /// cookie, the password every time); default 1 hour.
+    pub password_cookie_ttl: nginx_sys::time_t,
 }
 
 impl Default for LocConf {
@@ -58,6 +65,7 @@ impl Default for LocConf {
             preview_suffix: None,
             country: None,
             status: false,
+            password_cookie_ttl: NGX_CONF_UNSET as nginx_sys::time_t,
         }
     }
 }
@@ -306,6 +314,14 @@ fn merge(conf: &mut LocConf, prev: &LocConf) {
         } else {
             prev.clicks
         };
+    }
+    if conf.password_cookie_ttl == NGX_CONF_UNSET as nginx_sys::time_t {
+        conf.password_cookie_ttl =
+            if prev.password_cookie_ttl == NGX_CONF_UNSET as nginx_sys::time_t {
+                DEFAULT_PASSWORD_COOKIE_TTL
+            } else {
+                prev.password_cookie_ttl
+            };
     }
     if conf.forward_query == UNSET_FLAG {
         conf.forward_query = if prev.forward_query == UNSET_FLAG {

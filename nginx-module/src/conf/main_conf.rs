@@ -5,6 +5,7 @@ use core::ffi::{c_char, c_void};
 use core::ptr::{self, NonNull};
 
 use nginx_sys::{ngx_command_t, ngx_conf_t, ngx_msec_t, ngx_shm_zone_t};
+use shortlink_core::edge_cookie::{EdgeCookieKey, PASSWORD_PURPOSE};
 use shortlink_core::{Codec, DeploymentKey};
 
 use super::error::{run_block, run_directive, ConfError, Directive};
@@ -19,6 +20,8 @@ pub struct MainConf {
     pub key: Option<DeploymentKey>,
     /// Absolute path of the key file, for messages.
     pub key_file: String,
+    /// Signs and checks the cookie of protected links (a subkey of the key).
+    pub password_cookie: Option<EdgeCookieKey>,
     /// `shortlink_zone`: allocated in the conf pool, pointed at by the shm zone.
     pub zone: *mut ZoneConf,
     /// `shortlink_pass unix:PATH`: the daemon's IPC socket path.
@@ -41,6 +44,7 @@ impl Default for MainConf {
             codec: None,
             key: None,
             key_file: String::new(),
+            password_cookie: None,
             zone: ptr::null_mut(),
             pass: None,
             connect_timeout: UNSET_MSEC,
@@ -87,6 +91,7 @@ fn key_file(d: &Directive<'_>, main: &mut MainConf) -> Result<(), ConfError> {
     let path = d.full_name(d.value(), true)?;
     let key = DeploymentKey::load(std::path::Path::new(&path))?;
     main.codec = Some(Codec::new(&key));
+    main.password_cookie = Some(EdgeCookieKey::new(&key, PASSWORD_PURPOSE));
     main.key = Some(key);
     main.key_file = path;
     Ok(())

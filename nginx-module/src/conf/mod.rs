@@ -11,10 +11,10 @@ use core::mem::offset_of;
 use core::ptr;
 
 use nginx_sys::{
-    ngx_command_t, ngx_conf_set_flag_slot, ngx_conf_set_msec_slot, ngx_conf_t, ngx_msec_t,
-    ngx_str_t, ngx_uint_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_NOARGS, NGX_CONF_TAKE1,
-    NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET,
-    NGX_HTTP_SRV_CONF,
+    ngx_command_t, ngx_conf_set_flag_slot, ngx_conf_set_msec_slot, ngx_conf_set_sec_slot,
+    ngx_conf_t, ngx_msec_t, ngx_str_t, ngx_uint_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_NOARGS,
+    NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF,
 };
 use ngx::ngx_string;
 
@@ -59,7 +59,7 @@ const MAIN_OFFSET: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const LOC_OFFSET: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 /// The directives, terminated by nginx's null command.
-pub static mut COMMANDS: [ngx_command_t; 17] = [
+pub static mut COMMANDS: [ngx_command_t; 18] = [
     command(
         ngx_string!("shortlink_key_file"),
         MAIN | NGX_CONF_TAKE1,
@@ -164,6 +164,13 @@ pub static mut COMMANDS: [ngx_command_t; 17] = [
         loc_conf::set_cache_control,
         LOC_OFFSET,
         0,
+    ),
+    command(
+        ngx_string!("shortlink_password_cookie_ttl"),
+        ANY | NGX_CONF_TAKE1,
+        ngx_conf_set_sec_slot,
+        LOC_OFFSET,
+        offset_of!(LocConf, password_cookie_ttl),
     ),
     command(
         ngx_string!("shortlink_status"),

@@ -30,6 +30,7 @@ pub fn deliver(r: *mut ngx_http_request_t, answer: Answer) {
         let ctx = &mut *ctx;
         ctx.answer = Some(answer);
         ctx.waiting = false;
+        ctx.checking = false;
         (*r).read_event_handler = Some(nginx_sys::ngx_http_block_reading);
         (*r).write_event_handler = Some(resume);
         let c = (*r).connection;
@@ -67,6 +68,40 @@ pub(super) fn arrived(
             };
             ctx.note_id(hit.id);
             Outcome::Redirect(hit)
+        }
+        // A link without a password takes no form (its password may have
+        // been removed since the form was shown: a GET redirects now).
+        Answer::Granted(link) if !link.protected => return Step::Reply(Reply::NotAllowed),
+        Answer::Granted(link) => {
+            let device = ctx.visitor(r).device;
+            let pool = r.pool();
+            let Some(hit) = Hit::of(link.as_ref(), device, |t| pool_copy(&pool, t)) else {
+                return Step::Reply(Reply::Error);
+            };
+            ctx.note_id(hit.id);
+            ctx.granted = true;
+            Outcome::Redirect(hit)
+        }
+        Answer::WrongPassword => {
+            return Step::Reply(Reply::PasswordForm {
+                status: 200,
+                message: Some("Wrong password. Try again."),
+                retry_after: None,
+            })
+        }
+        Answer::Throttled(secs) => {
+            return Step::Reply(Reply::PasswordForm {
+                status: 429,
+                message: Some("Too many wrong passwords. Wait a while, then try again."),
+                retry_after: Some(secs),
+            })
+        }
+        Answer::PasswordBusy => {
+            return Step::Reply(Reply::PasswordForm {
+                status: 503,
+                message: Some("Too many visitors are entering passwords. Try again in a moment."),
+                retry_after: Some(1),
+            })
         }
         Answer::NotFound => Outcome::NotFound,
         Answer::Gone => Outcome::Gone,

@@ -1,7 +1,7 @@
 //! First visit of a request: method, code check, shared zone, and on a miss
 //! a lookup on the worker's daemon link.
 
-use nginx_sys::{ngx_http_request_t, NGX_HTTP_GET, NGX_HTTP_HEAD};
+use nginx_sys::{ngx_http_request_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_POST};
 use ngx::http::Request;
 
 use super::reply::{respond, Outcome, Reply};
@@ -16,6 +16,9 @@ use crate::request::{CacheStatus, RequestCtx};
 /// The answer to a request seen for the first time.
 pub(super) fn run(r: &mut Request, main: &MainConf, lcf: &LocConf, ctx: &mut RequestCtx) -> Step {
     let method = r.as_ref().method as u32;
+    if method == NGX_HTTP_POST && !ctx.preview && main.pass.is_some() {
+        return super::password::posted(r, main, lcf, ctx);
+    }
     if method != NGX_HTTP_GET && method != NGX_HTTP_HEAD {
         ctx.status = CacheStatus::Bypass;
         return Step::Reply(Reply::NotAllowed);

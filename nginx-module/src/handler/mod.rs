@@ -3,7 +3,10 @@
 //!
 //! A phase call fetches the configuration and the request's ctx once and
 //! goes one of two ways:
-//! * first visit (`first_visit.rs`): GET and HEAD only; a path that is
+//! * a posted password form (`password.rs`): the body is read, then the
+//!   password goes to the daemon; the cookie of a protected link is checked
+//!   there too, with no I/O;
+//! * first visit (`first_visit.rs`): GET and HEAD; a path that is
 //!   neither a valid code nor a known alias is answered at once; then the
 //!   shared zone; on a miss, the request is suspended on the worker's daemon
 //!   link;
@@ -23,6 +26,7 @@ use crate::Module;
 
 mod answer;
 mod first_visit;
+mod password;
 mod reply;
 
 pub use answer::deliver;
@@ -46,6 +50,8 @@ enum Step {
     Suspended,
     /// Answer now.
     Reply(reply::Reply),
+    /// Hand this to nginx as it is (a request body being read).
+    Return(ngx_int_t),
 }
 
 fn handle(r: &mut Request) -> ngx_int_t {
@@ -73,6 +79,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
     match step {
         Step::Declined => NGX_DECLINED as ngx_int_t,
         Step::Suspended => NGX_DONE as ngx_int_t,
+        Step::Return(rc) => rc,
         Step::Reply(reply) => {
             if let Some(cache) = main.cache() {
                 cache.status_rows().count(ctx.status.figure_index());

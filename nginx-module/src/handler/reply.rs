@@ -5,20 +5,20 @@
 //! `User-Agent` says so with `Vary`.
 
 use nginx_sys::{
-    ngx_http_complex_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    ngx_http_complex_value_t, ngx_int_t, ngx_str_t, ngx_uint_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
     NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::http::Request;
-use shortlink_core::preview;
 use shortlink_core::query::{forwards_query, join_query};
 use shortlink_core::target::DEFAULT_MAX_TARGET_LEN;
 use shortlink_core::RedirectStatus;
+use shortlink_core::{password_page, preview};
 
 use crate::cache::Hit;
 use crate::clicks;
 use crate::conf::LocConf;
 use crate::net::with_link;
-use crate::page::send_page;
+use crate::page::{send_page, send_page_with_status};
 use crate::pool::pool_fill;
 use crate::request::{country_of, CacheStatus, RequestCtx};
 
@@ -45,7 +45,20 @@ pub(super) enum Reply {
         cacheable: bool,
         /// Chosen by `User-Agent`: `Vary: User-Agent`.
         by_device: bool,
+        /// `Set-Cookie` of a visitor who just gave the link's password.
+        cookie: Option<ngx_str_t>,
     },
+    /// A protected link's password form (`shortlink_core::password_page`).
+    PasswordForm {
+        /// 200 (asked, or a wrong password), 429 (throttled), 503 (busy).
+        status: u32,
+        /// Why the form is shown again.
+        message: Option<&'static str>,
+        /// Seconds for `Retry-After`.
+        retry_after: Option<u32>,
+    },
+    /// The preview of a protected link: it says only that.
+    ProtectedPreview,
     /// nginx's own page for a status: 404, 410, 503.
     Status(u32),
     /// The link's preview page (`shortlink_preview_suffix`).
@@ -71,6 +84,18 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 ctx.status = CacheStatus::Expired;
                 return fallback_or(lcf, NGX_HTTP_GONE);
             }
+            if hit.protected && !ctx.granted {
+                if ctx.preview {
+                    return Reply::ProtectedPreview;
+                }
+                if !super::password::cookie_passes(r, ctx) {
+                    return Reply::PasswordForm {
+                        status: 200,
+                        message: None,
+                        retry_after: None,
+                    };
+                }
+            }
             if ctx.preview {
                 ctx.target = hit.target;
                 return Reply::Preview {
@@ -78,7 +103,13 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                     created_day: hit.created_day,
                 };
             }
-            let status = hit.status.map_or(lcf.redirect as u16, RedirectStatus::code);
+            let status = if ctx.granted {
+                // The answer to the posted form: 303 makes the browser GET
+                // the target; a 307 or 308 would post the password there.
+                303
+            } else {
+                hit.status.map_or(lcf.redirect as u16, RedirectStatus::code)
+            };
             let header_only =
                 r.header_only() || r.as_ref().method as u32 == nginx_sys::NGX_HTTP_HEAD;
             if lcf.clicks == 1 && !header_only {
@@ -96,11 +127,19 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 return Reply::Error;
             };
             ctx.target = location;
+            let cookie = if ctx.granted {
+                super::password::cookie_for(r, lcf, ctx)
+            } else {
+                None
+            };
             return Reply::Redirect {
                 status,
                 location,
-                cacheable: true,
+                // A protected link's redirect is never kept by a browser
+                // or a proxy: the next visit must show the cookie again.
+                cacheable: !hit.protected,
                 by_device: hit.by_device,
+                cookie,
             };
         }
         Outcome::NotFound => NGX_HTTP_NOT_FOUND,
@@ -142,6 +181,16 @@ const PREVIEW_HEADERS: [(&str, &str); 4] = [
     ("Referrer-Policy", "no-referrer"),
 ];
 
+/// The password form's headers: never cached, nothing loaded or run, the
+/// form posts to this origin only, no framing, no referrer.
+const PASSWORD_HEADERS: [(&str, &str); 5] = [
+    ("Cache-Control", "no-store"),
+    ("Content-Security-Policy", password_page::CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+];
+
 /// A 302 to `shortlink_fallback`, or `status` without one.
 fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
     match lcf.fallback() {
@@ -155,6 +204,7 @@ fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
             },
             cacheable: false,
             by_device: false,
+            cookie: None,
         },
         None => Reply::Status(status),
     }
@@ -169,10 +219,50 @@ impl Reply {
                 location,
                 cacheable,
                 by_device,
+                cookie,
             } => {
-                let cache_control = lcf.cache_control().filter(|_| cacheable);
+                if let Some(c) = cookie {
+                    let Ok(c) = core::str::from_utf8(c.as_bytes()) else {
+                        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+                    };
+                    if r.add_header_out("Set-Cookie", c).is_none() {
+                        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+                    }
+                }
+                let cache_control = if cacheable {
+                    lcf.cache_control()
+                } else if cookie.is_some() {
+                    Some("no-store")
+                } else {
+                    None
+                };
                 redirect(r, status, location, cache_control, by_device)
             }
+            Reply::PasswordForm {
+                status,
+                message,
+                retry_after,
+            } => {
+                let page = password_page::render(message);
+                let retry = retry_after.map(|s| s.to_string());
+                let mut headers = PASSWORD_HEADERS.to_vec();
+                if let Some(secs) = retry.as_deref() {
+                    headers.push(("Retry-After", secs));
+                }
+                send_page_with_status(
+                    r,
+                    status as ngx_uint_t,
+                    password_page::CONTENT_TYPE,
+                    &headers,
+                    &page,
+                )
+            }
+            Reply::ProtectedPreview => send_page(
+                r,
+                password_page::CONTENT_TYPE,
+                &PREVIEW_HEADERS,
+                &password_page::render_preview(),
+            ),
             Reply::Status(status) => status as ngx_int_t,
             Reply::Preview {
                 target,

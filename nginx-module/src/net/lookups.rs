@@ -110,6 +110,13 @@ impl DaemonLink {
             Some(Inflight::Clicks(key, batch_id)) => {
                 return self.clicks_failed(key, batch_id, message)
             }
+            Some(Inflight::Password) => {
+                error!(
+                    self.log,
+                    "shortlink: daemon error while checking a link password: {}", message
+                );
+                return self.password_failed(id);
+            }
             _ => {
                 error!(self.log, "shortlink: daemon error: {}", message);
                 return;
@@ -128,6 +135,7 @@ impl DaemonLink {
 
     /// Ends every lookup with `answer` (the link went down or the worker exits).
     pub(super) fn fail_lookups(&mut self, answer: Answer) {
+        self.fail_password_checks(answer.clone());
         let waits: Vec<Box<LookupWait>> = self.lookups.drain().map(|(_, w)| w).collect();
         for mut wait in waits {
             self.finish(&mut wait, answer.clone());

@@ -13,6 +13,7 @@
 //!   (single flight), each bounded by its timer.
 //! * `sync.rs`: answers and pushed events into the shared zone.
 //! * `flush.rs`: click batches to the daemon, or to the spool.
+//! * `password.rs`: password checks of protected links, one per request.
 
 use core::ptr;
 use core::sync::atomic::Ordering::Relaxed;
@@ -34,11 +35,13 @@ use crate::log::{error, info, warning};
 
 mod flush;
 mod lookups;
+mod password;
 mod session;
 mod socket;
 mod sync;
 
 use lookups::LookupWait;
+use password::PasswordWait;
 
 thread_local! {
     static LINK: RefCell<Option<Box<DaemonLink>>> = const { RefCell::new(None) };
@@ -138,6 +141,14 @@ pub enum Answer {
     TimedOut,
     /// The daemon is unreachable, or failed the lookup.
     Unavailable,
+    /// The password opens the link: redirect, count, set the cookie.
+    Granted(Rc<EdgeLink>),
+    /// The password is wrong: the form again.
+    WrongPassword,
+    /// Too many wrong passwords: try after this many seconds.
+    Throttled(u32),
+    /// The daemon's password checks are all taken: try again shortly.
+    PasswordBusy,
 }
 
 impl From<LookupResult> for Answer {
@@ -211,6 +222,8 @@ enum Inflight {
     Lookup(Vec<u8>),
     /// The batch of this page, under this id.
     Clicks(PageKey, BatchId),
+    /// A password check, waiting in `password_checks` under the same id.
+    Password,
     Other,
 }
 
@@ -261,6 +274,8 @@ pub struct DaemonLink {
     next_id: u32,
     inflight: HashMap<u32, Inflight>,
     lookups: HashMap<Vec<u8>, Box<LookupWait>>,
+    /// Password checks by request id.
+    password_checks: HashMap<u32, Box<PasswordWait>>,
     /// Alias snapshot in progress: its generation and whether all fitted.
     snapshot: Option<(u64, bool)>,
     /// The generation of the last snapshot begun, for aliases added live.
@@ -305,6 +320,7 @@ impl DaemonLink {
             next_id: 0,
             inflight: HashMap::new(),
             lookups: HashMap::new(),
+            password_checks: HashMap::new(),
             snapshot: None,
             alias_generation: 0,
         });

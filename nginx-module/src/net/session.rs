@@ -123,6 +123,7 @@ impl DaemonLink {
                 self.inflight.remove(&id);
             }
             Reply::Event(event) => self.apply(event),
+            Reply::Password { id, result } => self.password_answered(id, result),
         }
     }
 

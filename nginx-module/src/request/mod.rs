@@ -85,6 +85,12 @@ pub struct RequestCtx {
     pub answer: Option<Answer>,
     /// Waiting in the daemon link's list (removed on drop if still there).
     pub waiting: bool,
+    /// A protected link's form was posted: its body is read.
+    pub body_read: bool,
+    /// Waiting for the daemon's password check (forgotten on drop).
+    pub checking: bool,
+    /// The daemon granted the password: the redirect sets the cookie.
+    pub granted: bool,
     /// The request this belongs to, for `waiting` cleanup.
     request: *mut ngx_http_request_t,
     /// The `Location` sent, for `$shortlink_target`.
@@ -103,6 +109,10 @@ impl Drop for RequestCtx {
             let code = self.code.as_bytes().to_vec();
             let r = self.request;
             crate::net::with_link(|l| l.forget(&code, r));
+        }
+        if self.checking {
+            let r = self.request;
+            crate::net::with_link(|l| l.forget_password(r));
         }
     }
 }
@@ -178,6 +188,9 @@ impl RequestCtx {
             status: CacheStatus::Unset,
             answer: None,
             waiting: false,
+            body_read: false,
+            checking: false,
+            granted: false,
             request: r.as_mut(),
             target: ngx_str_t::default(),
             visitor: None,

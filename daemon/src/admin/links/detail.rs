@@ -220,6 +220,9 @@ pub(super) fn detail_page(
                             None => "nginx default (shortlink_forward_query)",
                         } }
                         @if let Some(m) = link.max_visits { dt { "Max visits" } dd { (m) } }
+                        dt { "Password" } dd id="protected" {
+                            @if link.password_hash.is_some() { "protected: visitors must type it" } @else { "none" }
+                        }
                         @for (country, url) in &link.country_targets {
                             dt { "Target for " (country) } dd.country-target { (url) }
                         }

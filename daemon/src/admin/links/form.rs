@@ -7,7 +7,7 @@ use shortlink_core::RedirectStatus;
 
 use super::super::view::{self, FieldErrors};
 use super::super::{AdminError, FormFields};
-use crate::links::{CreateLink, LinkError, TargetsInput, TimeInput, UpdateLink};
+use crate::links::{CreateLink, LinkError, LinkPassword, TargetsInput, TimeInput, UpdateLink};
 use crate::store::links::Link;
 
 /// What the create and edit forms hold, as typed (kept on errors).
@@ -37,6 +37,13 @@ pub struct LinkForm {
     pub forward_query: String,
     /// Country targets, `CC=URL` per line (or separated by spaces).
     pub country_targets: String,
+    /// A new password for visitors; empty keeps (or, on create, sets
+    /// none). Never filled in from the link, never shown back.
+    pub password: LinkPassword,
+    /// Remove the link's password (the edit form of a protected link).
+    pub remove_password: bool,
+    /// The link has a password (the edit form says so).
+    pub protected: bool,
 }
 
 /// What [`LinkForm::numbers`] reads from the form's text.
@@ -70,6 +77,9 @@ impl LinkForm {
             tags: f.get("tags"),
             forward_query: f.get("forward_query"),
             country_targets: f.get("country_targets"),
+            password: LinkPassword::new(f.get("password")),
+            remove_password: !f.get("remove_password").is_empty(),
+            protected: false,
         }
     }
 
@@ -98,7 +108,15 @@ impl LinkForm {
                 .map(|(c, u)| format!("{c}={u}"))
                 .collect::<Vec<_>>()
                 .join("\n"),
+            password: LinkPassword::default(),
+            remove_password: false,
+            protected: l.password_hash.is_some(),
         }
+    }
+
+    /// The password typed, if any.
+    fn new_password(&self) -> Option<LinkPassword> {
+        (!self.password.expose().is_empty()).then(|| self.password.clone())
     }
 
     fn opt(v: &str) -> Option<String> {
@@ -205,6 +223,7 @@ impl LinkForm {
             tags: Some(self.tags()),
             forward_query,
             country_targets: (!country_targets.is_empty()).then_some(country_targets),
+            password: self.new_password(),
             ..CreateLink::default()
         })
     }
@@ -237,6 +256,11 @@ impl LinkForm {
             tags: Some(self.tags()),
             forward_query: Some(forward_query),
             country_targets: Some((!country_targets.is_empty()).then_some(country_targets)),
+            password: match (self.new_password(), self.remove_password) {
+                (Some(p), _) => Some(Some(p)),
+                (None, true) => Some(None),
+                (None, false) => None,
+            },
             ..UpdateLink::default()
         })
     }
@@ -324,6 +348,27 @@ pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
                 placeholder="DE=https://example.de/" { (form.country_targets) }
             p.hint { "One " code { "CC=URL" } " per line (ISO 3166-1 alpha-2 code, at most 16), from nginx's " code { "shortlink_country" } "; chosen before the device targets." }
             (view::field_error(errors, "country_targets"))
+        }
+        div.field.invalid[errors.contains_key("password")] {
+            label for="f-link-password" { "Password (optional)" }
+            // Never filled in: the password is not kept, only its hash.
+            input id="f-link-password" name="password" type="password" autocomplete="new-password" value="";
+            p.hint {
+                @if form.protected {
+                    "This link is protected. Type a new password to replace it."
+                } @else {
+                    "Visitors must type it before they are sent on. Stored as a hash, never shown."
+                }
+            }
+            (view::field_error(errors, "password"))
+        }
+        @if form.protected {
+            div.field {
+                label {
+                    input id="f-remove-password" type="checkbox" name="remove_password" value="1" checked[form.remove_password];
+                    " Remove the password"
+                }
+            }
         }
         (view::text_input("Tags (optional)", "tags", &form.tags, "text", Some("Separated by commas."), errors))
     }

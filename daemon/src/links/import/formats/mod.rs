@@ -167,6 +167,9 @@ pub struct Columns {
     forward_query: Option<Col>,
     /// `CC=URL` pairs separated by spaces.
     country_targets: Option<Col>,
+    /// `true` on a password-protected link of an export: refused, since
+    /// exports never carry the password.
+    protected: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
 }
@@ -199,6 +202,7 @@ impl Columns {
             "disabled" => self.disabled.as_ref(),
             "forward_query" => self.forward_query.as_ref(),
             "country_targets" => self.country_targets.as_ref(),
+            "protected" => self.protected.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -245,6 +249,17 @@ impl Columns {
                 .map(str::to_string)
                 .collect::<Vec<_>>()
         });
+        if let Some((c, p)) = cell(record, &self.protected) {
+            if flag(p).ok_or_else(|| error(&c.name, not_a_flag(p)))? {
+                return Err(error(
+                    &c.name,
+                    "the link was password-protected and exports never carry passwords; \
+                     import the row without `true` here, then set a password with \
+                     `shortlinkd link update CODE --password-file FILE`"
+                        .into(),
+                ));
+            }
+        }
         let mut extra = ImportExtra {
             created_at: time(&self.created_at)?.map(|t| t.to_string()),
             clicks: count(&self.clicks)?,
