@@ -115,7 +115,7 @@ pub struct App {
     /// server follows its change log (`pg::feed`). `None` on SQLite.
     pub shared: Option<Pg>,
     /// Checks of protected links' passwords: bounded and throttled.
-    pub link_passwords: crate::ipc::PasswordGate,
+    pub link_passwords: crate::links::gate::PasswordGate,
 }
 
 impl std::fmt::Debug for App {
@@ -186,7 +186,7 @@ impl App {
             metrics: Metrics::default(),
             auth: AuthCache::default(),
             started: Instant::now(),
-            link_passwords: crate::ipc::PasswordGate::default(),
+            link_passwords: crate::links::gate::PasswordGate::default(),
             shared,
             config,
         })

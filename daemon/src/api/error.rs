@@ -180,13 +180,10 @@ impl From<LinkError> for ApiError {
                 "not_found",
                 format!("no link has the code \"{code}\""),
             ),
-            LinkError::BatchTooLarge(n) => ApiError::new(
+            e @ LinkError::BatchTooLarge { .. } => ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "batch_too_large",
-                format!(
-                    "a batch holds at most {} links; this one has {n}",
-                    crate::links::MAX_BATCH
-                ),
+                e.to_string(),
             )
             .field("links"),
             LinkError::Hashing(m) => ApiError::new(

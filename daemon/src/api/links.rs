@@ -128,7 +128,11 @@ pub async fn create_batch(
 ) -> Result<Response, ApiError> {
     p.require(Scope::LinksWrite)?;
     if req.links.len() > links::MAX_BATCH {
-        return Err(LinkError::BatchTooLarge(req.links.len()).into());
+        return Err(LinkError::BatchTooLarge {
+            got: req.links.len(),
+            max: links::MAX_BATCH,
+        }
+        .into());
     }
     // Items that do not even parse fail alone.
     let mut parsed: Vec<Result<CreateLink, ApiError>> = Vec::with_capacity(req.links.len());

@@ -19,8 +19,6 @@ mod handshake;
 mod password;
 mod subscription;
 
-pub use password::PasswordGate;
-
 use std::sync::Arc;
 use std::time::Duration;
 

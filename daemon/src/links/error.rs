@@ -3,8 +3,6 @@
 
 use crate::store::StoreError;
 
-use super::input::MAX_BATCH;
-
 /// Why a link operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
@@ -25,8 +23,8 @@ pub enum LinkError {
     #[error("no link has the code \"{0}\"")]
     NotFound(String),
     /// Too many items in one batch.
-    #[error("a batch holds at most {MAX_BATCH} links; this one has {0}")]
-    BatchTooLarge(usize),
+    #[error("a batch holds at most {max} links; this one has {got}")]
+    BatchTooLarge { got: usize, max: usize },
     /// A link password could not be hashed (not a bad password).
     #[error("link password hashing failed: {0}")]
     Hashing(String),

@@ -8,6 +8,7 @@
 
 pub mod csv_format;
 pub mod error;
+pub mod gate;
 pub mod import;
 pub mod input;
 pub mod list;

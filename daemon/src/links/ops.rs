@@ -85,7 +85,10 @@ impl Links<'_> {
         created_by: Option<&str>,
     ) -> Result<Vec<Result<Created, LinkError>>, LinkError> {
         if items.len() > MAX_BATCH {
-            return Err(LinkError::BatchTooLarge(items.len()));
+            return Err(LinkError::BatchTooLarge {
+                got: items.len(),
+                max: MAX_BATCH,
+            });
         }
         let now = unix_now();
         let mut prepared: Vec<Result<Prepared, LinkError>> = items

@@ -6,13 +6,13 @@
 pub mod argon2_pool;
 pub mod client;
 pub mod lockout;
-mod password;
+pub(crate) mod password;
 mod sign_in;
 
 pub use client::{ApiPeer, ClientAddr};
 pub use lockout::LoginThrottle;
+pub(crate) use password::hash_with;
 pub use password::{account_version, verify_password};
-pub(crate) use password::{hash_with, verify_with};
 pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::app::App;

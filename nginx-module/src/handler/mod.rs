@@ -27,6 +27,7 @@ use crate::Module;
 mod answer;
 mod first_visit;
 mod password;
+mod password_cookie;
 mod reply;
 
 pub use answer::deliver;

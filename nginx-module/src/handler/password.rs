@@ -8,12 +8,11 @@
 use core::ptr::addr_of_mut;
 
 use nginx_sys::{
-    ngx_http_request_t, ngx_int_t, ngx_str_t, NGX_DONE, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+    ngx_http_request_t, ngx_int_t, NGX_DONE, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
     NGX_HTTP_SPECIAL_RESPONSE,
 };
-use ngx::http::{HttpModuleMainConf, Request};
-use shortlink_core::edge_cookie::{find_cookie, set_cookie_header};
-use shortlink_core::password_page::{self, COOKIE_NAME, MAX_FORM_BODY};
+use ngx::http::Request;
+use shortlink_core::password_page::{self, MAX_FORM_BODY};
 
 use super::reply::{respond, Outcome, Reply};
 use super::Step;
@@ -24,57 +23,9 @@ use crate::log::debug;
 use crate::net::{with_link, Started};
 use crate::pool::pool_copy;
 use crate::request::{CacheStatus, RequestCtx};
-use crate::Module;
 
 /// What a visitor who posted nothing usable is told.
 const EMPTY: &str = "Enter the password.";
-
-/// True when the request carries this link's cookie, unexpired and signed
-/// with this deployment's key for this code.
-pub(super) fn cookie_passes(r: &Request, ctx: &RequestCtx) -> bool {
-    let Some(key) = Module::main_conf(r).and_then(|m| m.password_cookie.as_ref()) else {
-        return false;
-    };
-    let code = ctx.code.as_bytes();
-    let Ok(code) = core::str::from_utf8(code) else {
-        return false;
-    };
-    let now = nginx_sys::ngx_time() as u64;
-    let mut h = r.as_ref().headers_in.cookie;
-    // SAFETY: headers_in.cookie is null or the first of this request's
-    // parsed `Cookie` headers, linked by `next`.
-    while let Some(elt) = unsafe { h.as_ref() } {
-        if let Ok(header) = core::str::from_utf8(elt.value.as_bytes()) {
-            if let Some(value) = find_cookie(header, COOKIE_NAME) {
-                if key.verify(value, code, now).is_ok() {
-                    return true;
-                }
-            }
-        }
-        h = elt.next;
-    }
-    false
-}
-
-/// The `Set-Cookie` value for a visitor the daemon let through, in the
-/// request pool: the link's path, `shortlink_password_cookie_ttl` long,
-/// `Secure` on https. `None` when the TTL is 0 or the path cannot be a
-/// cookie path (the redirect still goes out).
-pub(super) fn cookie_for(r: &Request, lcf: &LocConf, ctx: &RequestCtx) -> Option<ngx_str_t> {
-    if lcf.password_cookie_ttl <= 0 {
-        return None;
-    }
-    let key = Module::main_conf(r)?.password_cookie.as_ref()?;
-    let code = core::str::from_utf8(ctx.code.as_bytes()).ok()?;
-    let ttl = lcf.password_cookie_ttl as u64;
-    let expires = nginx_sys::ngx_time() as u64 + ttl;
-    let value = key.sign(code, "ok", expires).ok()?;
-    let path = core::str::from_utf8(r.as_ref().uri.as_bytes()).ok()?;
-    // SAFETY: a live request has a live connection.
-    let secure = !unsafe { (*r.as_ref().connection).ssl }.is_null();
-    let header = set_cookie_header(COOKIE_NAME, &value, path, ttl, secure)?;
-    pool_copy(&r.pool(), header.as_bytes())
-}
 
 /// A POST to a code: the form of a protected link was submitted.
 pub(super) fn posted(

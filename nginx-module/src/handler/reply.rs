@@ -88,7 +88,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 if ctx.preview {
                     return Reply::ProtectedPreview;
                 }
-                if !super::password::cookie_passes(r, ctx) {
+                if !super::password_cookie::cookie_passes(r, ctx) {
                     return Reply::PasswordForm {
                         status: 200,
                         message: None,
@@ -128,7 +128,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
             };
             ctx.target = location;
             let cookie = if ctx.granted {
-                super::password::cookie_for(r, lcf, ctx)
+                super::password_cookie::cookie_for(r, lcf, ctx)
             } else {
                 None
             };

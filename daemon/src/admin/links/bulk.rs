@@ -153,7 +153,11 @@ pub async fn bulk_create(
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, p).into_response());
     }
     if lines.len() > MAX_BATCH {
-        let e = LinkError::BatchTooLarge(lines.len()).to_string();
+        let e = LinkError::BatchTooLarge {
+            got: lines.len(),
+            max: MAX_BATCH,
+        }
+        .to_string();
         let p = page(&a, &text, Some(&e), None);
         return Ok((StatusCode::PAYLOAD_TOO_LARGE, p).into_response());
     }

@@ -68,7 +68,10 @@ impl Links<'_> {
         created_by: Option<&str>,
     ) -> Result<ImportOutcome, LinkError> {
         if rows.len() > MAX_IMPORT {
-            return Err(LinkError::BatchTooLarge(rows.len()));
+            return Err(LinkError::BatchTooLarge {
+                got: rows.len(),
+                max: MAX_IMPORT,
+            });
         }
         let now = unix_now();
         let mut outcome = ImportOutcome::default();
