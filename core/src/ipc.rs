@@ -20,7 +20,8 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::country::{self, Country};
+use crate::choice::{choose, Choice};
+use crate::country::Country;
 use crate::device::DeviceClass;
 use crate::handshake::{Nonce, Proof};
 use crate::key::Fingerprint;
@@ -144,17 +145,20 @@ pub struct EdgeLink {
     /// Unix seconds when the link was made, for its preview page.
     pub created_at: i64,
     /// Targets per visitor country (at most
-    /// [`country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
+    /// [`crate::country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
     pub country_targets: Vec<(Country, String)>,
 }
 
 impl EdgeLink {
     /// The target for a visitor: the country's target, else the most
-    /// specific device target the link has, else the main target.
+    /// specific device target the link has, else the main target
+    /// ([`crate::choice::choose`]).
     pub fn target_for(&self, country: Country, device: DeviceClass) -> &str {
-        country::pick_target(&self.country_targets, country)
-            .or_else(|| self.targets.for_device(device))
-            .unwrap_or(&self.target)
+        let codes = self.country_targets.iter().map(|(c, _)| *c);
+        match choose(codes, || country, device, |c| self.targets.get(c).is_some()) {
+            Choice::Country(i) => &self.country_targets[i].1,
+            Choice::Device(class) => self.targets.get(class).unwrap_or(&self.target),
+        }
     }
 }
 
@@ -179,12 +183,6 @@ impl DeviceTargets {
             DeviceClass::Other => None,
         };
         target.filter(|t| !t.is_empty())
-    }
-
-    /// The device-specific target for `device`, by
-    /// [`DeviceClass::pick_target`]; `None` means the main target.
-    pub fn for_device(&self, device: DeviceClass) -> Option<&str> {
-        self.get(device.pick_target(|class| self.get(class).is_some()))
     }
 
     /// True when no device-specific target is set.
@@ -358,6 +356,7 @@ impl Hello {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::country;
     use proptest::prelude::*;
 
     fn sample_batch() -> ClickBatch {

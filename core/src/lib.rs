@@ -5,11 +5,13 @@
 //! functions (`Codec::decode`, `device::classify`) never allocate.
 
 pub mod alias;
+pub mod choice;
 pub mod clicks;
 pub mod codec;
 pub mod country;
 pub mod device;
 pub mod edge_status;
+pub mod entry;
 pub mod handshake;
 pub mod ipc;
 pub mod key;
