@@ -1,16 +1,19 @@
 //! `Hit`: a found link as the request path answers with it, made by one
 //! function ([`Hit::of`]) whether the link came from the zone, a front-cache
-//! slot or straight from the daemon, so the device-target rule
-//! (`DeviceClass::pick_target` in core) is applied in one place.
+//! slot or straight from the daemon, so core's rule of which target a
+//! visitor gets (`shortlink_core::choice`: country, then device, then the
+//! main target) is applied in one place.
 
 use nginx_sys::ngx_str_t;
+use shortlink_core::choice::{choose, Choice};
+use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::EdgeLink;
 use shortlink_core::preview::day_of;
 use shortlink_core::RedirectStatus;
 
-/// A found link, with the target for the visitor's device copied out (into
-/// the request's pool).
+/// A found link, with the target for the visitor copied out (into the
+/// request's pool).
 pub struct Hit {
     pub id: u64,
     /// The link's own status; `None` uses `shortlink_redirect`.
@@ -22,6 +25,9 @@ pub struct Hit {
     /// The link has device-specific targets: the answer depends on the
     /// `User-Agent` (`Vary: User-Agent`).
     pub by_device: bool,
+    /// The link has country targets: the answer depends on the visitor's
+    /// address (`Cache-Control: private`).
+    pub by_country: bool,
     /// The link's own `forward_query`; `None`: the location decides.
     pub forward_query: Option<bool>,
     /// Days since 1970-01-01 when the link was made (for its preview).
@@ -50,6 +56,21 @@ pub trait LinkView {
     fn has_device_targets(&self) -> bool {
         DEVICE_CLASSES.iter().any(|&c| self.has_target(c))
     }
+
+    /// How many country targets the link has.
+    fn country_count(&self) -> usize {
+        0
+    }
+
+    /// The country of country target `i` (< `country_count`).
+    fn country(&self, _i: usize) -> Country {
+        shortlink_core::country::UNKNOWN
+    }
+
+    /// The URL of country target `i` (< `country_count`).
+    fn country_target(&self, _i: usize) -> &[u8] {
+        &[]
+    }
 }
 
 /// The classes a link may have a target of its own for.
@@ -61,23 +82,31 @@ const DEVICE_CLASSES: [DeviceClass; 4] = [
 ];
 
 impl Hit {
-    /// The answer for a visitor of `device` class: the link's facts and
-    /// the target core's rule picks, handed to `copy`. `None` when `copy`
+    /// The answer for a visitor of `device` class from `country` (read
+    /// only when the link has country targets): the link's facts and the
+    /// target core's rule picks, handed to `copy`. `None` when `copy`
     /// fails.
     #[inline]
     pub fn of(
         link: &impl LinkView,
         device: DeviceClass,
+        country: impl FnOnce() -> Country,
         copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
     ) -> Option<Hit> {
-        let class = device.pick_target(|class| link.has_target(class));
+        let countries = link.country_count();
+        let codes = (0..countries).map(|i| link.country(i));
+        let target = match choose(codes, country, device, |c| link.has_target(c)) {
+            Choice::Country(i) => link.country_target(i),
+            Choice::Device(class) => link.target(class),
+        };
         Some(Hit {
             id: link.id(),
             status: link.status(),
             expires_at: link.expires_at(),
             disabled: link.disabled(),
-            target: copy(link.target(class))?,
+            target: copy(target)?,
             by_device: link.has_device_targets(),
+            by_country: countries > 0,
             forward_query: link.forward_query(),
             created_day: link.created_day(),
         })
@@ -114,5 +143,17 @@ impl LinkView for EdgeLink {
             DeviceClass::Other => self.target.as_bytes(),
             _ => self.targets.get(class).unwrap_or("").as_bytes(),
         }
+    }
+
+    fn country_count(&self) -> usize {
+        self.country_targets.len()
+    }
+
+    fn country(&self, i: usize) -> Country {
+        self.country_targets[i].0
+    }
+
+    fn country_target(&self, i: usize) -> &[u8] {
+        self.country_targets[i].1.as_bytes()
     }
 }

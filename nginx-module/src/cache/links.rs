@@ -15,14 +15,16 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use nginx_sys::{ngx_msec_t, ngx_queue_t, ngx_str_t};
+use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
+use shortlink_core::entry::{self, Table};
 use shortlink_core::ipc::LookupResult;
 use shortlink_core::preview::day_of;
 use shortlink_core::RedirectStatus;
 
 use super::front::{self, Front};
 use super::hit::{Hit, LinkView};
-use super::node::{forward_bits, forward_of, LinkNode, DISABLED, KIND_MASK};
+use super::node::{forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK};
 use super::zone::{Locked, Shared};
 use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
 
@@ -66,7 +68,8 @@ impl Node {
     /// `len` bytes at `skip` past the struct.
     fn bytes(&self, skip: usize, len: usize) -> &[u8] {
         // SAFETY: the allocation holds code_len + sum(lens) bytes past the
-        // struct; callers stay inside those.
+        // struct, then the country table when COUNTRIES is set (its length
+        // read from its own head); callers stay inside those.
         unsafe {
             let base = self.0.cast::<u8>().add(size_of::<LinkNode>());
             core::slice::from_raw_parts(base.add(skip), len)
@@ -79,6 +82,24 @@ impl Node {
 
     fn has_device_targets(&self) -> bool {
         self.get().lens[1..].iter().any(|&l| l > 0)
+    }
+
+    /// The link's country targets: the table past the targets when the
+    /// entry has one (made by `entry::country_table` on insert).
+    fn countries(&self) -> Table<'_> {
+        let n = self.get();
+        if n.flags & COUNTRIES == 0 {
+            return Table::EMPTY;
+        }
+        let at = n.code_len as usize + n.lens.iter().map(|&l| l as usize).sum::<usize>();
+        let head = self.bytes(at, entry::head_len(self.bytes(at, 1)[0]));
+        Table::of(self.bytes(at, entry::table_len(head))).unwrap_or(Table::EMPTY)
+    }
+
+    /// The answer depends on the visitor (device or country targets): no
+    /// front-cache slot.
+    fn by_visitor(&self) -> bool {
+        self.has_device_targets() || self.get().flags & COUNTRIES != 0
     }
 }
 
@@ -122,6 +143,18 @@ impl LinkView for Node {
         let before: usize = n.lens[..which].iter().map(|&l| l as usize).sum();
         self.bytes(n.code_len as usize + before, n.lens[which] as usize)
     }
+
+    fn country_count(&self) -> usize {
+        self.countries().len()
+    }
+
+    fn country(&self, i: usize) -> Country {
+        self.countries().country(i)
+    }
+
+    fn country_target(&self, i: usize) -> &[u8] {
+        self.countries().url(i)
+    }
 }
 
 /// The zone half of [`LinkCache::lookup`], under the lock.
@@ -131,6 +164,7 @@ pub fn lookup(
     h: u64,
     now: ngx_msec_t,
     device: DeviceClass,
+    country: impl FnOnce() -> Country,
     copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
 ) -> Cached {
     let shared = lock.shared();
@@ -158,12 +192,12 @@ pub fn lookup(
         KIND_NOT_FOUND => Cached::NotFound,
         KIND_GONE => Cached::Gone,
         _ => {
-            if !node.has_device_targets() && code.len() <= front::MAX_CODE {
+            if !node.by_visitor() && code.len() <= front::MAX_CODE {
                 let generation = shared.generation.load(Ordering::Acquire);
                 let slot = Front::of(&node, node.get().fresh_until);
                 front::put(code, h, generation, now, slot);
             }
-            Hit::of(&node, device, copy).map_or(Cached::Miss, Cached::Found)
+            Hit::of(&node, device, country, copy).map_or(Cached::Miss, Cached::Found)
         }
     }
 }
@@ -183,14 +217,22 @@ impl LinkCache {
             LookupResult::Gone => (KIND_GONE, None),
         };
         let fields: [&[u8]; 5] = CLASSES.map(|class| link.map_or(&[][..], |l| l.target(class)));
+        let countries = link.map_or(Some(Vec::new()), |l| {
+            entry::country_table(&l.country_targets)
+        });
+        let Some(countries) = countries else {
+            return Err(CacheError::TooLarge);
+        };
         if code.is_empty()
             || code.len() > u8::MAX as usize
             || fields.iter().any(|f| f.len() > u16::MAX as usize)
         {
             return Err(CacheError::TooLarge);
         }
-        let size =
-            size_of::<LinkNode>() + code.len() + fields.iter().map(|f| f.len()).sum::<usize>();
+        let size = size_of::<LinkNode>()
+            + code.len()
+            + fields.iter().map(|f| f.len()).sum::<usize>()
+            + countries.len();
 
         let lock = self.lock();
         if let Some(old) = find(lock.shared(), code, hash(code)) {
@@ -215,7 +257,8 @@ impl LinkCache {
                 } else {
                     0
                 }
-                | forward_bits(link.and_then(|l| l.forward_query)),
+                | forward_bits(link.and_then(|l| l.forward_query))
+                | if countries.is_empty() { 0 } else { COUNTRIES },
             code_len: code.len() as u8,
             created_day: link.map_or(0, |l| day_of(l.created_at)),
             lens: fields.map(|f| f.len() as u16),
@@ -223,12 +266,12 @@ impl LinkCache {
         let shared = lock.shared();
         // SAFETY: `mem` is a fresh allocation of `size` bytes, aligned by the
         // slab allocator for any node type: the struct, then the code and
-        // the targets. The bucket array has bucket_mask + 1 heads; we hold
+        // the targets and the country table. The bucket array has bucket_mask + 1 heads; we hold
         // the lock while linking the node into its chain and the LRU.
         unsafe {
             ptr::write(node, value);
             let mut at = mem.add(size_of::<LinkNode>());
-            for part in [code].into_iter().chain(fields) {
+            for part in [code].into_iter().chain(fields).chain([&countries[..]]) {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());
             }

@@ -4,8 +4,9 @@
 
 use nginx_sys::{ngx_msec_t, ngx_queue_t};
 
-/// A cached answer; the code and the targets follow the struct in the same
-/// allocation.
+/// A cached answer; the code, the targets and, with [`COUNTRIES`], the
+/// country targets (a `shortlink_core::entry::Table`) follow the struct in
+/// the same allocation.
 #[repr(C)]
 pub struct LinkNode {
     /// Next node in the same bucket.
@@ -45,6 +46,9 @@ pub(super) const DISABLED: u8 = 0b0000_0100;
 pub(super) const FORWARD_MASK: u8 = 0b0001_1000;
 pub(super) const FORWARD_ON: u8 = 0b0000_1000;
 pub(super) const FORWARD_OFF: u8 = 0b0001_0000;
+/// `flags`: the link has country targets: their table
+/// (`shortlink_core::entry`) follows the targets.
+pub(super) const COUNTRIES: u8 = 0b0100_0000;
 
 /// The `flags` bits of a link's `forward_query`.
 pub(super) fn forward_bits(forward_query: Option<bool>) -> u8 {

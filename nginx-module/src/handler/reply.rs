@@ -1,8 +1,9 @@
 //! From an outcome to the response: a redirect to the link's target (or to
 //! `shortlink_fallback`), the link's preview page (`shortlink_preview_suffix`;
 //! no click), or 404/410/503; the click is counted here. Only a link's own
-//! redirect carries `shortlink_cache_control`, and one chosen by
-//! `User-Agent` says so with `Vary`.
+//! redirect carries `shortlink_cache_control`, one chosen by `User-Agent`
+//! says so with `Vary`, and one of a link with country targets is
+//! `Cache-Control: private` (no header names the client's address).
 
 use nginx_sys::{
     ngx_http_complex_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
@@ -45,6 +46,9 @@ pub(super) enum Reply {
         cacheable: bool,
         /// Chosen by `User-Agent`: `Vary: User-Agent`.
         by_device: bool,
+        /// Chosen by the visitor's country: `Cache-Control: private`
+        /// instead of `shortlink_cache_control`.
+        by_country: bool,
     },
     /// nginx's own page for a status: 404, 410, 503.
     Status(u32),
@@ -101,6 +105,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 location,
                 cacheable: true,
                 by_device: hit.by_device,
+                by_country: hit.by_country,
             };
         }
         Outcome::NotFound => NGX_HTTP_NOT_FOUND,
@@ -155,6 +160,7 @@ fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
             },
             cacheable: false,
             by_device: false,
+            by_country: false,
         },
         None => Reply::Status(status),
     }
@@ -169,8 +175,12 @@ impl Reply {
                 location,
                 cacheable,
                 by_device,
+                by_country,
             } => {
-                let cache_control = lcf.cache_control().filter(|_| cacheable);
+                let cache_control = match by_country {
+                    true => Some("private"),
+                    false => lcf.cache_control().filter(|_| cacheable),
+                };
                 redirect(r, status, location, cache_control, by_device)
             }
             Reply::Status(status) => status as ngx_int_t,
