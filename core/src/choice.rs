@@ -4,11 +4,14 @@
 //!
 //! The order: the target of the visitor's country (`country_targets`,
 //! [`crate::country`]), else the most specific device target the link has
-//! ([`DeviceClass::pick_target`]), else the link's main target.
+//! ([`DeviceClass::pick_target`]), else one of the link's A/B variants by
+//! weight ([`crate::variants`]: they replace the main target), else the
+//! link's main target.
 //!
 //! The visitor's country is asked for (`country`, an nginx variable at the
-//! edge) only when the link has country targets, so a link without them
-//! pays nothing for the rule.
+//! edge) only when the link has country targets, and a random number only
+//! when a variant is picked, so a link without them pays nothing for the
+//! rule.
 
 use crate::country::Country;
 use crate::device::DeviceClass;
@@ -20,21 +23,44 @@ pub enum Choice {
     Country(usize),
     /// The target of this device class; `Other` is the link's main target.
     Device(DeviceClass),
+    /// The link's A/B variant at this index.
+    Variant(usize),
+}
+
+/// A link's A/B variants as the rule needs them: their weights, in the
+/// link's order, and where a random number comes from (asked for only
+/// when a variant is picked).
+pub struct Variants<W, R> {
+    pub weights: W,
+    pub random: R,
+}
+
+impl Variants<core::iter::Empty<u32>, fn() -> u64> {
+    /// No variants.
+    pub fn none() -> Self {
+        Variants {
+            weights: core::iter::empty(),
+            random: || 0,
+        }
+    }
 }
 
 /// The choice for a visitor of `device` class, given the link's country
 /// targets' codes (`countries`, in the link's order), the visitor's
-/// country (asked for only when `countries` is not empty) and which device
-/// classes have a target (`has_device`).
+/// country (asked for only when `countries` is not empty), which device
+/// classes have a target (`has_device`) and the link's variants.
 #[inline]
-pub fn choose<I>(
+pub fn choose<I, W, R>(
     countries: I,
     country: impl FnOnce() -> Country,
     device: DeviceClass,
     has_device: impl Fn(DeviceClass) -> bool,
+    variants: Variants<W, R>,
 ) -> Choice
 where
     I: IntoIterator<Item = Country>,
+    W: Iterator<Item = u32> + Clone,
+    R: FnOnce() -> u64,
 {
     let mut countries = countries.into_iter().peekable();
     if countries.peek().is_some() {
@@ -45,7 +71,19 @@ where
             }
         }
     }
-    Choice::Device(device.pick_target(has_device))
+    match device.pick_target(has_device) {
+        DeviceClass::Other => {
+            let mut weights = variants.weights.clone().peekable();
+            if weights.peek().is_none() {
+                return Choice::Device(DeviceClass::Other);
+            }
+            match crate::variants::pick(variants.weights, (variants.random)()) {
+                Some(i) => Choice::Variant(i),
+                None => Choice::Device(DeviceClass::Other),
+            }
+        }
+        class => Choice::Device(class),
+    }
 }
 
 #[cfg(test)]
@@ -62,19 +100,43 @@ mod tests {
         let codes = [code("NL"), code("DE")];
         let ios_only = |c: DeviceClass| c == DeviceClass::Ios;
         assert_eq!(
-            choose(codes, || code("DE"), DeviceClass::Ios, ios_only),
+            choose(
+                codes,
+                || code("DE"),
+                DeviceClass::Ios,
+                ios_only,
+                Variants::none()
+            ),
             Choice::Country(1)
         );
         assert_eq!(
-            choose(codes, || code("FR"), DeviceClass::Ios, ios_only),
+            choose(
+                codes,
+                || code("FR"),
+                DeviceClass::Ios,
+                ios_only,
+                Variants::none()
+            ),
             Choice::Device(DeviceClass::Ios)
         );
         assert_eq!(
-            choose(codes, || UNKNOWN, DeviceClass::Ios, ios_only),
+            choose(
+                codes,
+                || UNKNOWN,
+                DeviceClass::Ios,
+                ios_only,
+                Variants::none()
+            ),
             Choice::Device(DeviceClass::Ios)
         );
         assert_eq!(
-            choose(codes, || code("FR"), DeviceClass::Desktop, ios_only),
+            choose(
+                codes,
+                || code("FR"),
+                DeviceClass::Desktop,
+                ios_only,
+                Variants::none()
+            ),
             Choice::Device(DeviceClass::Other)
         );
     }
@@ -86,7 +148,41 @@ mod tests {
             || panic!("asked for the country"),
             DeviceClass::Android,
             |c| c == DeviceClass::Mobile,
+            Variants {
+                weights: [1u32].into_iter(),
+                random: || panic!("asked for a random number"),
+            },
         );
         assert_eq!(choice, Choice::Device(DeviceClass::Mobile));
+    }
+
+    #[test]
+    fn variants_replace_the_main_target_only() {
+        let codes = [code("NL")];
+        let ios_only = |c: DeviceClass| c == DeviceClass::Ios;
+        let variants = |random: u64| Variants {
+            weights: [1u32, 3].into_iter(),
+            random: move || random,
+        };
+        let pick = |country: Country, device, random| {
+            choose(codes, || country, device, ios_only, variants(random))
+        };
+        assert_eq!(
+            pick(code("NL"), DeviceClass::Desktop, 0),
+            Choice::Country(0)
+        );
+        assert_eq!(
+            pick(code("FR"), DeviceClass::Ios, 0),
+            Choice::Device(DeviceClass::Ios)
+        );
+        assert_eq!(
+            pick(code("FR"), DeviceClass::Desktop, 0),
+            Choice::Variant(0)
+        );
+        assert_eq!(
+            pick(code("FR"), DeviceClass::Desktop, 1),
+            Choice::Variant(1)
+        );
+        assert_eq!(pick(UNKNOWN, DeviceClass::Android, 7), Choice::Variant(1));
     }
 }

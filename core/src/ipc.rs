@@ -20,7 +20,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::choice::{choose, Choice};
+use crate::choice::{choose, Choice, Variants};
 use crate::country::Country;
 use crate::device::DeviceClass;
 use crate::handshake::{Nonce, Proof};
@@ -155,9 +155,11 @@ impl EdgeLink {
     /// ([`crate::choice::choose`]).
     pub fn target_for(&self, country: Country, device: DeviceClass) -> &str {
         let codes = self.country_targets.iter().map(|(c, _)| *c);
-        match choose(codes, || country, device, |c| self.targets.get(c).is_some()) {
+        let has = |c| self.targets.get(c).is_some();
+        match choose(codes, || country, device, has, Variants::none()) {
             Choice::Country(i) => &self.country_targets[i].1,
             Choice::Device(class) => self.targets.get(class).unwrap_or(&self.target),
+            Choice::Variant(_) => &self.target,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! main target) is applied in one place.
 
 use nginx_sys::ngx_str_t;
-use shortlink_core::choice::{choose, Choice};
+use shortlink_core::choice::{choose, Choice, Variants};
 use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::EdgeLink;
@@ -95,9 +95,11 @@ impl Hit {
     ) -> Option<Hit> {
         let countries = link.country_count();
         let codes = (0..countries).map(|i| link.country(i));
-        let target = match choose(codes, country, device, |c| link.has_target(c)) {
+        let has = |c| link.has_target(c);
+        let target = match choose(codes, country, device, has, Variants::none()) {
             Choice::Country(i) => link.country_target(i),
             Choice::Device(class) => link.target(class),
+            Choice::Variant(_) => link.target(DeviceClass::Other),
         };
         Some(Hit {
             id: link.id(),
