@@ -26,6 +26,7 @@ use crate::device::DeviceClass;
 use crate::handshake::{Nonce, Proof};
 use crate::key::Fingerprint;
 use crate::redirect::RedirectStatus;
+use crate::variants::Variant;
 
 /// Version of this protocol; the handshake refuses any other. Version 2
 /// added the challenge-response ([`Request::Auth`], [`Reply::Challenge`],
@@ -34,8 +35,8 @@ use crate::redirect::RedirectStatus;
 /// `since`, [`Event::Position`], [`Event::Reset`]); version 4 the link's
 /// `forward_query` and `created_at` in [`EdgeLink`]; version 5 the
 /// visitor's country in [`ClickCount`] and the link's `country_targets` in
-/// [`EdgeLink`].
-pub const PROTOCOL_VERSION: u16 = 5;
+/// [`EdgeLink`]; version 6 the link's A/B `variants` in [`EdgeLink`].
+pub const PROTOCOL_VERSION: u16 = 6;
 /// Largest payload either side accepts; bigger frames close the connection.
 pub const MAX_FRAME: usize = 1 << 20;
 /// Bytes of the length prefix.
@@ -116,6 +117,9 @@ pub enum Reply {
 }
 
 /// Result of a lookup.
+// A found link is the common answer and is handed on by value once; boxing
+// it would cost an allocation per lookup for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LookupResult {
     /// The link and everything the edge needs to answer alone.
@@ -147,6 +151,10 @@ pub struct EdgeLink {
     /// Targets per visitor country (at most
     /// [`crate::country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
     pub country_targets: Vec<(Country, String)>,
+    /// A/B variants (at most [`crate::variants::MAX_VARIANTS`]), which
+    /// replace `target`; country and device targets win
+    /// ([`crate::choice`]).
+    pub variants: Vec<Variant>,
 }
 
 impl EdgeLink {

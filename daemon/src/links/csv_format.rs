@@ -141,6 +141,7 @@ mod tests {
                 ("FR".to_string(), "https://example.fr/".to_string()),
             ]
             .into(),
+            variants: Vec::new(),
         }
     }
 

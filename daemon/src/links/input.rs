@@ -209,6 +209,22 @@ pub struct CreateLink {
     /// before the device targets.
     #[schema(schema_with = country_targets_schema)]
     pub country_targets: Option<BTreeMap<String, String>>,
+    /// A/B targets: up to 8 alternative URLs with whole-number weights
+    /// (1 to 1000000), one picked per visit by weight at the edge. They
+    /// replace `url`; country and device targets win.
+    #[schema(max_items = 8)]
+    pub variants: Option<Vec<VariantInput>>,
+}
+
+/// One A/B target: a URL judged like `url`, and its weight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantInput {
+    /// The variant's target URL.
+    pub url: String,
+    /// Its share of visits: `weight / sum of weights`; 1 to 1000000.
+    #[schema(minimum = 1, maximum = 1_000_000)]
+    pub weight: u64,
 }
 
 /// `country_targets`: an object of two-letter codes to URLs; `nullable`
@@ -360,4 +376,8 @@ pub struct UpdateLink {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(schema_with = country_targets_or_null_schema)]
     pub country_targets: Option<Option<BTreeMap<String, String>>>,
+    /// Replaces all A/B variants; `null` (or `[]`) removes them.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Vec<VariantInput>>, nullable, max_items = 8)]
+    pub variants: Option<Option<Vec<VariantInput>>>,
 }

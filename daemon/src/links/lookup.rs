@@ -33,6 +33,7 @@ pub fn edge_result(link: &Link, now: i64) -> LookupResult {
             forward_query: link.forward_query,
             created_at: link.created_at,
             country_targets: link.country_targets.clone(),
+            variants: link.variants.clone(),
         }),
         _ => LookupResult::Gone,
     }

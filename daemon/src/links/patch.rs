@@ -10,6 +10,7 @@
 
 use shortlink_core::country::CountryTargets;
 use shortlink_core::ipc::DeviceTargets;
+use shortlink_core::variants::Variant;
 
 use super::error::LinkError;
 use super::input::{RenewInput, UpdateLink};
@@ -53,6 +54,8 @@ pub struct CheckedPatch {
     forward_query: Option<Option<bool>>,
     /// Replaces the country targets (empty: removes them).
     country_targets: Option<CountryTargets>,
+    /// Replaces the A/B variants (empty: removes them).
+    variants: Option<Vec<Variant>>,
     /// New targets that are short URLs if their alias exists: the write
     /// checks (see [`CheckedPatch::take_alias_targets`]).
     alias_targets: Vec<AliasTarget>,
@@ -129,6 +132,12 @@ impl LinkRules {
                 None => Vec::new(),
             });
         }
+        if let Some(v) = &patch.variants {
+            out.variants = Some(match v {
+                Some(v) => self.check_variants(v, &mut out.alias_targets)?,
+                None => Vec::new(),
+            });
+        }
         Ok(())
     }
 }
@@ -195,6 +204,9 @@ impl CheckedPatch {
         }
         if let Some(f) = self.forward_query {
             link.forward_query = f;
+        }
+        if let Some(v) = self.variants {
+            link.variants = v;
         }
         if let Some(t) = self.country_targets {
             link.country_targets = t;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_core::Codec;
 use utoipa::ToSchema;
 
-use super::input::TargetsInput;
+use super::input::{TargetsInput, VariantInput};
 use crate::codes;
 use crate::store::links::Link;
 use crate::store::unix_now;
@@ -61,6 +61,10 @@ pub struct LinkView {
     /// chosen at the edge before the device targets; `{}` for none.
     #[serde(default)]
     pub country_targets: BTreeMap<String, String>,
+    /// A/B variants (URL and weight), which replace `url` at the edge;
+    /// `[]` for none.
+    #[serde(default)]
+    pub variants: Vec<VariantInput>,
 }
 
 impl LinkView {
@@ -97,6 +101,14 @@ impl LinkView {
                 .country_targets
                 .iter()
                 .map(|(c, u)| (c.as_str().to_string(), u.clone()))
+                .collect(),
+            variants: link
+                .variants
+                .iter()
+                .map(|v| VariantInput {
+                    url: v.url.clone(),
+                    weight: u64::from(v.weight),
+                })
                 .collect(),
         }
     }

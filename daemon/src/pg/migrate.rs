@@ -13,7 +13,7 @@ use super::{Pg, PgError};
 pub const LOCK_KEY: i64 = 0x73686f72746c6e6b;
 
 /// Every migration, in order; version n is `MIGRATIONS[n - 1]`.
-pub const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql")];
+pub const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql"), include_str!("schema_v2.sql")];
 
 /// The newest schema version this build knows.
 pub fn newest() -> i32 {

@@ -77,7 +77,7 @@ impl std::fmt::Debug for SqliteStore {
 
 /// The schema version (`PRAGMA user_version`) after the last migration:
 /// `restore` refuses a database of a newer one.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -90,6 +90,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("schema_v7.sql")),
         M::up(include_str!("schema_v8.sql")),
         M::up(include_str!("schema_v9.sql")),
+        M::up(include_str!("schema_v10.sql")),
     ])
 }
 

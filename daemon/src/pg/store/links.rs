@@ -25,7 +25,7 @@ use super::{list, name_locks, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 use crate::pg::{changes, PgError};
-use crate::store::links::{country_targets_to_stored, Link, ListQuery};
+use crate::store::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
 use crate::store::{StoreError, StoreResult, StoreStats};
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).
@@ -63,9 +63,9 @@ async fn insert_row(
         .prepare_cached(
             "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
              max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-             disabled, tags, created_by, dedupe_hash, forward_query, country_targets) \
+             disabled, tags, created_by, dedupe_hash, forward_query, country_targets, variants) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-             $19)",
+             $19, $20)",
         )
         .await
         .map_err(failed("preparing a link insert"))?;
@@ -93,6 +93,7 @@ async fn insert_row(
             &hash,
             &link.forward_query,
             &country_targets_to_stored(&link.country_targets),
+            &variants_to_stored(&link.variants),
         ],
     )
     .await
@@ -204,7 +205,8 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
             "UPDATE links SET alias = $2, url = $3, updated_at = $4, expires_at = $5, \
              renew_ttl = $6, max_visits = $7, redirect = $8, target_desktop = $9, \
              target_mobile = $10, target_ios = $11, target_android = $12, disabled = $13, \
-             tags = $14, forward_query = $15, country_targets = $16, dedupe_hash = NULL \
+             tags = $14, forward_query = $15, country_targets = $16, variants = $17, \
+             dedupe_hash = NULL \
              WHERE id = $1 RETURNING ",
             columns!()
         ))
@@ -232,6 +234,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
                 &tags,
                 &new.forward_query,
                 &country_targets_to_stored(&new.country_targets),
+                &variants_to_stored(&new.variants),
             ],
         )
         .await;

@@ -7,7 +7,7 @@ use tokio_postgres::Row;
 
 use crate::codes::CodeRef;
 use crate::pg::PgError;
-use crate::store::links::{country_targets_from_stored, Link};
+use crate::store::links::{country_targets_from_stored, variants_from_stored, Link};
 use crate::store::{StoreError, StoreResult};
 
 /// The columns [`from_row`] reads, as a literal for `concat!`.
@@ -15,7 +15,7 @@ macro_rules! columns {
     () => {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-         created_by, clicks, bot_clicks, forward_query, country_targets"
+         created_by, clicks, bot_clicks, forward_query, country_targets, variants"
     };
 }
 pub(super) use columns;
@@ -70,6 +70,7 @@ pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
         bot_clicks: row.get(17),
         forward_query: row.get(18),
         country_targets: country_targets_from_stored(row.get::<_, Option<&str>>(19)),
+        variants: variants_from_stored(row.get::<_, Option<&str>>(20)),
     })
 }
 
