@@ -1,5 +1,6 @@
 //! Tables of keyed targets in the tail of an nginx zone entry (the module's
-//! `cache/node.rs`): a link's country targets, keyed by country code. Made
+//! `cache/node.rs`): a link's country targets, keyed by country code, and
+//! its A/B variants, keyed by weight (`u16`, little endian). Made
 //! here, where they can be tested, and read in place by the module with no
 //! allocation.
 //!
@@ -8,6 +9,7 @@
 //! of `n` targets takes `1 + 4 n` bytes besides the URLs.
 
 use crate::country::{Country, MAX_COUNTRY_TARGETS};
+use crate::variants::{Variant, MAX_VARIANTS};
 
 /// Bytes of one row of a table: the key and the URL's length.
 pub const ROW: usize = 4;
@@ -20,6 +22,21 @@ pub fn country_table(targets: &[(Country, String)]) -> Option<Vec<u8>> {
         return None;
     }
     table(targets.iter().map(|(c, url)| (c.bytes(), url.as_str())))
+}
+
+/// The table of a link's A/B variants (empty for none). `None` when there
+/// are more than [`MAX_VARIANTS`], a weight is 0 or past a `u16`, or a URL
+/// is longer than a `u16` can record.
+pub fn variant_table(variants: &[Variant]) -> Option<Vec<u8>> {
+    if variants.len() > MAX_VARIANTS {
+        return None;
+    }
+    let mut rows = Vec::with_capacity(variants.len());
+    for v in variants {
+        let w = u16::try_from(v.weight).ok().filter(|&w| w > 0)?;
+        rows.push((w.to_le_bytes(), v.url.as_str()));
+    }
+    table(rows.into_iter())
 }
 
 /// A table of `(key, URL)` rows; empty for none, `None` for more than 255
@@ -114,6 +131,11 @@ impl<'a> Table<'a> {
         Country::from_edge(&self.key(i))
     }
 
+    /// The weight of row `i` of a variant table.
+    pub fn weight(&self, i: usize) -> u32 {
+        u32::from(u16::from_le_bytes(self.key(i)))
+    }
+
     /// The URL of row `i` (< [`Table::len`]).
     pub fn url(&self, i: usize) -> &'a [u8] {
         let start = 1 + ROW * self.len() + (0..i).map(|j| self.url_len(j)).sum::<usize>();
@@ -152,6 +174,27 @@ mod tests {
     }
 
     #[test]
+    fn a_variant_table_round_trips_and_refuses_what_does_not_fit() {
+        let v = |url: &str, weight| Variant {
+            url: url.into(),
+            weight,
+        };
+        let variants = [v("https://a.example/", 1), v("https://b.example/", 65_535)];
+        let bytes = variant_table(&variants).unwrap();
+        let t = Table::of(&bytes).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!((t.weight(0), t.url(0)), (1, &b"https://a.example/"[..]));
+        assert_eq!(
+            (t.weight(1), t.url(1)),
+            (65_535, &b"https://b.example/"[..])
+        );
+        assert!(variant_table(&[v("x", 0)]).is_none());
+        assert!(variant_table(&[v("x", 65_536)]).is_none());
+        assert!(variant_table(&vec![v("x", 1); MAX_VARIANTS + 1]).is_none());
+        assert!(variant_table(&[]).unwrap().is_empty());
+    }
+
+    #[test]
     fn empty_and_oversized_tables() {
         assert!(country_table(&[]).unwrap().is_empty());
         assert!(Table::of(&[]).unwrap().is_empty());
@@ -184,5 +227,14 @@ mod tests {
         };
         assert_eq!(80 + 8 + 2 * 101 + countries(2), 501);
         assert_eq!(80 + 8 + 5 * 101 + countries(MAX_COUNTRY_TARGETS), 2274);
+        let variants = vec![
+            Variant {
+                url: url.clone(),
+                weight: 1
+            };
+            MAX_VARIANTS
+        ];
+        let variants = variant_table(&variants).unwrap().len();
+        assert_eq!(2274 + variants, 3115);
     }
 }

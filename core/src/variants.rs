@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 /// Most variants a link may carry.
 pub const MAX_VARIANTS: usize = 8;
-/// Largest weight of a variant (the sum of eight fits a `u32` with room).
-pub const MAX_WEIGHT: u32 = 1_000_000;
+/// Largest weight of a variant (two bytes in the nginx zone's entry).
+pub const MAX_WEIGHT: u32 = 65_535;
 
 /// One alternative target.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn weights_and_counts_are_checked() {
-        assert_eq!(check(&[1, 8, 1_000_000]), Ok(()));
+        assert_eq!(check(&[1, 8, 65_535]), Ok(()));
         assert_eq!(check(&[]), Ok(()));
         let err = check(&[3, 0]).unwrap_err();
         assert_eq!(
@@ -130,7 +130,7 @@ mod tests {
         );
         assert!(err.to_string().contains("variants[1].weight"));
         assert!(matches!(
-            check(&[1, 1_000_001]),
+            check(&[1, 65_536]),
             Err(VariantError::BadWeight { index: 1, .. })
         ));
         assert_eq!(check(&[1; 9]), Err(VariantError::TooMany(9)));

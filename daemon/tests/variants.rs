@@ -48,9 +48,9 @@ async fn variants_are_checked_stored_and_replaced() {
     )
     .await;
     refused(
-        json!({"url": "https://e.com/", "variants": [{"url": "https://e.com/a", "weight": 1_000_001}]}),
+        json!({"url": "https://e.com/", "variants": [{"url": "https://e.com/a", "weight": 65_536}]}),
         "invalid_weight",
-        "variants[0].weight is 1000001",
+        "variants[0].weight is 65536",
     )
     .await;
     refused(

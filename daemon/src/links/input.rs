@@ -210,7 +210,7 @@ pub struct CreateLink {
     #[schema(schema_with = country_targets_schema)]
     pub country_targets: Option<BTreeMap<String, String>>,
     /// A/B targets: up to 8 alternative URLs with whole-number weights
-    /// (1 to 1000000), one picked per visit by weight at the edge. They
+    /// (1 to 65535), one picked per visit by weight at the edge. They
     /// replace `url`; country and device targets win.
     #[schema(max_items = 8)]
     pub variants: Option<Vec<VariantInput>>,
@@ -222,8 +222,8 @@ pub struct CreateLink {
 pub struct VariantInput {
     /// The variant's target URL.
     pub url: String,
-    /// Its share of visits: `weight / sum of weights`; 1 to 1000000.
-    #[schema(minimum = 1, maximum = 1_000_000)]
+    /// Its share of visits: `weight / sum of weights`; 1 to 65535.
+    #[schema(minimum = 1, maximum = 65_535)]
     pub weight: u64,
 }
 

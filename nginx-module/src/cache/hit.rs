@@ -25,13 +25,28 @@ pub struct Hit {
     /// The link has device-specific targets: the answer depends on the
     /// `User-Agent` (`Vary: User-Agent`).
     pub by_device: bool,
-    /// The link has country targets: the answer depends on the visitor's
-    /// address (`Cache-Control: private`).
-    pub by_country: bool,
+    /// The link has country targets or variants: the answer depends on
+    /// the visitor's address or the visit (`Cache-Control: private`).
+    pub private: bool,
+    /// The A/B variant picked, if one was.
+    pub variant: Option<u8>,
     /// The link's own `forward_query`; `None`: the location decides.
     pub forward_query: Option<bool>,
     /// Days since 1970-01-01 when the link was made (for its preview).
     pub created_day: u16,
+}
+
+extern "C" {
+    /// The C library's `random()`: nginx's `ngx_random`, seeded per worker
+    /// (pid and time) when the worker starts.
+    fn random() -> core::ffi::c_long;
+}
+
+/// A random number for the A/B pick (asked for only when one is made).
+fn ngx_random() -> u64 {
+    // SAFETY: random() takes nothing and only updates libc's own state; a
+    // worker runs requests on one thread.
+    unsafe { random() as u64 }
 }
 
 /// Read access to a link wherever it is held.
@@ -71,6 +86,21 @@ pub trait LinkView {
     fn country_target(&self, _i: usize) -> &[u8] {
         &[]
     }
+
+    /// How many A/B variants the link has.
+    fn variant_count(&self) -> usize {
+        0
+    }
+
+    /// The weight of variant `i` (< `variant_count`).
+    fn weight(&self, _i: usize) -> u32 {
+        0
+    }
+
+    /// The URL of variant `i` (< `variant_count`).
+    fn variant_target(&self, _i: usize) -> &[u8] {
+        &[]
+    }
 }
 
 /// The classes a link may have a target of its own for.
@@ -96,10 +126,18 @@ impl Hit {
         let countries = link.country_count();
         let codes = (0..countries).map(|i| link.country(i));
         let has = |c| link.has_target(c);
-        let target = match choose(codes, country, device, has, Variants::none()) {
+        let variants = Variants {
+            weights: (0..link.variant_count()).map(|i| link.weight(i)),
+            random: ngx_random,
+        };
+        let mut variant = None;
+        let target = match choose(codes, country, device, has, variants) {
             Choice::Country(i) => link.country_target(i),
             Choice::Device(class) => link.target(class),
-            Choice::Variant(_) => link.target(DeviceClass::Other),
+            Choice::Variant(i) => {
+                variant = Some(i as u8);
+                link.variant_target(i)
+            }
         };
         Some(Hit {
             id: link.id(),
@@ -108,7 +146,8 @@ impl Hit {
             disabled: link.disabled(),
             target: copy(target)?,
             by_device: link.has_device_targets(),
-            by_country: countries > 0,
+            private: countries > 0 || link.variant_count() > 0,
+            variant,
             forward_query: link.forward_query(),
             created_day: link.created_day(),
         })
@@ -157,5 +196,17 @@ impl LinkView for EdgeLink {
 
     fn country_target(&self, i: usize) -> &[u8] {
         self.country_targets[i].1.as_bytes()
+    }
+
+    fn variant_count(&self) -> usize {
+        self.variants.len()
+    }
+
+    fn weight(&self, i: usize) -> u32 {
+        self.variants[i].weight
+    }
+
+    fn variant_target(&self, i: usize) -> &[u8] {
+        self.variants[i].url.as_bytes()
     }
 }

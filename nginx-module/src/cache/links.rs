@@ -24,7 +24,7 @@ use shortlink_core::RedirectStatus;
 
 use super::front::{self, Front};
 use super::hit::{Hit, LinkView};
-use super::node::{forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK};
+use super::node::{forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK, VARIANTS};
 use super::zone::{Locked, Shared};
 use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
 
@@ -68,8 +68,9 @@ impl Node {
     /// `len` bytes at `skip` past the struct.
     fn bytes(&self, skip: usize, len: usize) -> &[u8] {
         // SAFETY: the allocation holds code_len + sum(lens) bytes past the
-        // struct, then the country table when COUNTRIES is set (its length
-        // read from its own head); callers stay inside those.
+        // struct, then the country table when COUNTRIES is set and the
+        // variant table when VARIANTS is set (each one's length read from
+        // its own head); callers stay inside those.
         unsafe {
             let base = self.0.cast::<u8>().add(size_of::<LinkNode>());
             core::slice::from_raw_parts(base.add(skip), len)
@@ -84,22 +85,40 @@ impl Node {
         self.get().lens[1..].iter().any(|&l| l > 0)
     }
 
-    /// The link's country targets: the table past the targets when the
-    /// entry has one (made by `entry::country_table` on insert).
-    fn countries(&self) -> Table<'_> {
-        let n = self.get();
-        if n.flags & COUNTRIES == 0 {
-            return Table::EMPTY;
-        }
-        let at = n.code_len as usize + n.lens.iter().map(|&l| l as usize).sum::<usize>();
+    /// The table at `at` bytes past the struct (made by `entry` on
+    /// insert).
+    fn table(&self, at: usize) -> Table<'_> {
         let head = self.bytes(at, entry::head_len(self.bytes(at, 1)[0]));
         Table::of(self.bytes(at, entry::table_len(head))).unwrap_or(Table::EMPTY)
     }
 
-    /// The answer depends on the visitor (device or country targets): no
-    /// front-cache slot.
+    /// Where the tables start: past the code and the targets.
+    fn tables_at(&self) -> usize {
+        let n = self.get();
+        n.code_len as usize + n.lens.iter().map(|&l| l as usize).sum::<usize>()
+    }
+
+    /// The link's country targets (`entry::country_table`).
+    fn countries(&self) -> Table<'_> {
+        match self.get().flags & COUNTRIES {
+            0 => Table::EMPTY,
+            _ => self.table(self.tables_at()),
+        }
+    }
+
+    /// The link's A/B variants (`entry::variant_table`), past the country
+    /// table.
+    fn variants(&self) -> Table<'_> {
+        match self.get().flags & VARIANTS {
+            0 => Table::EMPTY,
+            _ => self.table(self.tables_at() + self.countries().size()),
+        }
+    }
+
+    /// The answer depends on the visitor or the visit (device or country
+    /// targets, variants): no front-cache slot.
     fn by_visitor(&self) -> bool {
-        self.has_device_targets() || self.get().flags & COUNTRIES != 0
+        self.has_device_targets() || self.get().flags & (COUNTRIES | VARIANTS) != 0
     }
 }
 
@@ -154,6 +173,18 @@ impl LinkView for Node {
 
     fn country_target(&self, i: usize) -> &[u8] {
         self.countries().url(i)
+    }
+
+    fn variant_count(&self) -> usize {
+        self.variants().len()
+    }
+
+    fn weight(&self, i: usize) -> u32 {
+        self.variants().weight(i)
+    }
+
+    fn variant_target(&self, i: usize) -> &[u8] {
+        self.variants().url(i)
     }
 }
 
@@ -220,7 +251,8 @@ impl LinkCache {
         let countries = link.map_or(Some(Vec::new()), |l| {
             entry::country_table(&l.country_targets)
         });
-        let Some(countries) = countries else {
+        let variants = link.map_or(Some(Vec::new()), |l| entry::variant_table(&l.variants));
+        let (Some(countries), Some(variants)) = (countries, variants) else {
             return Err(CacheError::TooLarge);
         };
         if code.is_empty()
@@ -232,7 +264,8 @@ impl LinkCache {
         let size = size_of::<LinkNode>()
             + code.len()
             + fields.iter().map(|f| f.len()).sum::<usize>()
-            + countries.len();
+            + countries.len()
+            + variants.len();
 
         let lock = self.lock();
         if let Some(old) = find(lock.shared(), code, hash(code)) {
@@ -258,7 +291,8 @@ impl LinkCache {
                     0
                 }
                 | forward_bits(link.and_then(|l| l.forward_query))
-                | if countries.is_empty() { 0 } else { COUNTRIES },
+                | if countries.is_empty() { 0 } else { COUNTRIES }
+                | if variants.is_empty() { 0 } else { VARIANTS },
             code_len: code.len() as u8,
             created_day: link.map_or(0, |l| day_of(l.created_at)),
             lens: fields.map(|f| f.len() as u16),
@@ -266,12 +300,16 @@ impl LinkCache {
         let shared = lock.shared();
         // SAFETY: `mem` is a fresh allocation of `size` bytes, aligned by the
         // slab allocator for any node type: the struct, then the code and
-        // the targets and the country table. The bucket array has bucket_mask + 1 heads; we hold
+        // the targets and the two tables. The bucket array has bucket_mask + 1 heads; we hold
         // the lock while linking the node into its chain and the LRU.
         unsafe {
             ptr::write(node, value);
             let mut at = mem.add(size_of::<LinkNode>());
-            for part in [code].into_iter().chain(fields).chain([&countries[..]]) {
+            for part in [code]
+                .into_iter()
+                .chain(fields)
+                .chain([&countries[..], &variants[..]])
+            {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());
             }

@@ -4,9 +4,10 @@
 
 use nginx_sys::{ngx_msec_t, ngx_queue_t};
 
-/// A cached answer; the code, the targets and, with [`COUNTRIES`], the
-/// country targets (a `shortlink_core::entry::Table`) follow the struct in
-/// the same allocation.
+/// A cached answer; the code, the targets, with [`COUNTRIES`] the country
+/// targets and with [`VARIANTS`] the A/B variants (each a
+/// `shortlink_core::entry::Table`) follow the struct in the same
+/// allocation.
 #[repr(C)]
 pub struct LinkNode {
     /// Next node in the same bucket.
@@ -49,6 +50,9 @@ pub(super) const FORWARD_OFF: u8 = 0b0001_0000;
 /// `flags`: the link has country targets: their table
 /// (`shortlink_core::entry`) follows the targets.
 pub(super) const COUNTRIES: u8 = 0b0100_0000;
+/// `flags`: the link has A/B variants: their table follows the country
+/// table (or the targets, without one).
+pub(super) const VARIANTS: u8 = 0b1000_0000;
 
 /// The `flags` bits of a link's `forward_query`.
 pub(super) fn forward_bits(forward_query: Option<bool>) -> u8 {

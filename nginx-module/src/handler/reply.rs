@@ -2,8 +2,9 @@
 //! `shortlink_fallback`), the link's preview page (`shortlink_preview_suffix`;
 //! no click), or 404/410/503; the click is counted here. Only a link's own
 //! redirect carries `shortlink_cache_control`, one chosen by `User-Agent`
-//! says so with `Vary`, and one of a link with country targets is
-//! `Cache-Control: private` (no header names the client's address).
+//! says so with `Vary`, and one of a link with country targets or A/B
+//! variants is `Cache-Control: private` (no header names the client's
+//! address, and a shared cache would pin one variant for everyone).
 
 use nginx_sys::{
     ngx_http_complex_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
@@ -46,9 +47,9 @@ pub(super) enum Reply {
         cacheable: bool,
         /// Chosen by `User-Agent`: `Vary: User-Agent`.
         by_device: bool,
-        /// Chosen by the visitor's country: `Cache-Control: private`
-        /// instead of `shortlink_cache_control`.
-        by_country: bool,
+        /// Chosen by the visitor's country or among variants:
+        /// `Cache-Control: private` instead of `shortlink_cache_control`.
+        private: bool,
     },
     /// nginx's own page for a status: 404, 410, 503.
     Status(u32),
@@ -105,7 +106,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 location,
                 cacheable: true,
                 by_device: hit.by_device,
-                by_country: hit.by_country,
+                private: hit.private,
             };
         }
         Outcome::NotFound => NGX_HTTP_NOT_FOUND,
@@ -160,7 +161,7 @@ fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
             },
             cacheable: false,
             by_device: false,
-            by_country: false,
+            private: false,
         },
         None => Reply::Status(status),
     }
@@ -175,9 +176,9 @@ impl Reply {
                 location,
                 cacheable,
                 by_device,
-                by_country,
+                private,
             } => {
-                let cache_control = match by_country {
+                let cache_control = match private {
                     true => Some("private"),
                     false => lcf.cache_control().filter(|_| cacheable),
                 };
