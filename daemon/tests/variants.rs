@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::Daemon;
+use common::{stderr, Daemon};
 use serde_json::{json, Value};
 use shortlink_core::ipc::LookupResult;
 use shortlink_core::variants::Variant;
@@ -126,5 +126,63 @@ async fn the_edge_lookup_carries_the_variants() {
                 weight: 7
             },
         ]
+    );
+}
+
+#[tokio::test]
+async fn the_cli_sets_replaces_and_removes_variants() {
+    let d = Daemon::start().await;
+    let out = d.cli(&[
+        "link",
+        "create",
+        "https://e.com/cli",
+        "--alias",
+        "cli-ab",
+        "--variant",
+        "2=https://e.com/a?x=1",
+        "--variant",
+        "1=https://e.com/b",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, l) = d.req("GET", "/api/v1/links/cli-ab", None).await;
+    assert_eq!(
+        l["variants"],
+        json!([
+            {"url": "https://e.com/a?x=1", "weight": 2},
+            {"url": "https://e.com/b", "weight": 1},
+        ])
+    );
+    let out = d.cli(&["link", "update", "cli-ab", "--variant", "9=https://e.com/c"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, l) = d.req("GET", "/api/v1/links/cli-ab", None).await;
+    assert_eq!(
+        l["variants"],
+        json!([{"url": "https://e.com/c", "weight": 9}])
+    );
+    let out = d.cli(&["link", "update", "cli-ab", "--no-variants"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, l) = d.req("GET", "/api/v1/links/cli-ab", None).await;
+    assert_eq!(l["variants"], json!([]));
+    let out = d.cli(&[
+        "link",
+        "create",
+        "https://e.com/x",
+        "--variant",
+        "x=https://e.com/",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--variant"), "{}", stderr(&out));
+    let out = d.cli(&[
+        "link",
+        "create",
+        "https://e.com/x",
+        "--variant",
+        "0=https://e.com/",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("variants[0].weight"),
+        "{}",
+        stderr(&out)
     );
 }

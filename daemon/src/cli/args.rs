@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Arg, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use super::settings::SettingsArgs;
+use crate::links::VariantInput;
 
 /// shortlinkd: the daemon behind the shortlink nginx module.
 #[derive(Debug, Parser)]
@@ -178,6 +179,10 @@ pub enum LinkCommand {
         /// alpha-2 code; repeat, at most 16); chosen before device targets.
         #[arg(long = "country-target", value_name = "CC=URL", value_parser = country_target)]
         country_targets: Vec<(String, String)>,
+        /// An A/B target as `WEIGHT=URL` (weight 1 to 65535; repeat, at
+        /// most 8); variants replace the main URL, picked by weight.
+        #[arg(long = "variant", value_name = "WEIGHT=URL", value_parser = variant)]
+        variants: Vec<VariantInput>,
     },
     /// Show a link (JSON).
     Get {
@@ -272,6 +277,33 @@ pub struct UpdateArgs {
     /// Remove every country target.
     #[arg(long)]
     pub no_country_targets: bool,
+    /// A/B targets as `WEIGHT=URL`, replacing the link's (repeat, at
+    /// most 8).
+    #[arg(
+        long = "variant",
+        value_name = "WEIGHT=URL",
+        value_parser = variant,
+        conflicts_with = "no_variants"
+    )]
+    pub variants: Vec<VariantInput>,
+    /// Remove every A/B variant.
+    #[arg(long)]
+    pub no_variants: bool,
+}
+
+/// One `--variant WEIGHT=URL`.
+fn variant(v: &str) -> Result<VariantInput, String> {
+    let (weight, url) = v
+        .split_once('=')
+        .ok_or_else(|| format!("{v:?} is not WEIGHT=URL"))?;
+    let weight = weight
+        .trim()
+        .parse()
+        .map_err(|_| format!("{v:?}: the weight {weight:?} is not a whole number"))?;
+    Ok(VariantInput {
+        url: url.trim().to_string(),
+        weight,
+    })
 }
 
 /// One `--country-target CC=URL`.

@@ -24,6 +24,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
             dedupe,
             forward_query,
             country_targets,
+            variants,
         } => {
             let req = CreateLink {
                 url,
@@ -34,6 +35,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
                 dedupe: dedupe.then_some(true),
                 forward_query: forward_query.and_then(|f| f.value()),
                 country_targets: country_map(country_targets)?,
+                variants: (!variants.is_empty()).then_some(variants),
                 ..CreateLink::default()
             };
             let link = client.create_link(&req).await?;
@@ -123,6 +125,11 @@ async fn patch_body(client: &Client, a: UpdateArgs) -> Result<Value> {
         body.insert("country_targets".into(), json!(t));
     } else if a.no_country_targets {
         body.insert("country_targets".into(), Value::Null);
+    }
+    if !a.variants.is_empty() {
+        body.insert("variants".into(), json!(a.variants));
+    } else if a.no_variants {
+        body.insert("variants".into(), Value::Null);
     }
     if let Some(e) = a.expires {
         let t = parse_time(&e).map_err(|m| anyhow::anyhow!("--expires: {m}"))?;
