@@ -252,7 +252,8 @@ async fn import_and_export_through_the_daemon() {
             "target_ios",
             "target_android",
             "forward_query",
-            "country_targets"
+            "country_targets",
+            "variants"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();

@@ -293,17 +293,7 @@ pub struct UpdateArgs {
 
 /// One `--variant WEIGHT=URL`.
 fn variant(v: &str) -> Result<VariantInput, String> {
-    let (weight, url) = v
-        .split_once('=')
-        .ok_or_else(|| format!("{v:?} is not WEIGHT=URL"))?;
-    let weight = weight
-        .trim()
-        .parse()
-        .map_err(|_| format!("{v:?}: the weight {weight:?} is not a whole number"))?;
-    Ok(VariantInput {
-        url: url.trim().to_string(),
-        weight,
-    })
+    crate::links::csv_format::parse_variant(v)
 }
 
 /// One `--country-target CC=URL`.

@@ -167,6 +167,8 @@ pub struct Columns {
     forward_query: Option<Col>,
     /// `CC=URL` pairs separated by spaces.
     country_targets: Option<Col>,
+    /// `WEIGHT=URL` pairs separated by spaces.
+    variants: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
 }
@@ -199,6 +201,7 @@ impl Columns {
             "disabled" => self.disabled.as_ref(),
             "forward_query" => self.forward_query.as_ref(),
             "country_targets" => self.country_targets.as_ref(),
+            "variants" => self.variants.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -270,6 +273,11 @@ impl Columns {
             extra.country_targets = Some(
                 crate::links::csv_format::parse_country_targets_cell(t)
                     .map_err(|m| error(&c.name, m))?,
+            );
+        }
+        if let Some((c, v)) = cell(record, &self.variants) {
+            extra.variants = Some(
+                crate::links::csv_format::parse_variants_cell(v).map_err(|m| error(&c.name, m))?,
             );
         }
         let [desktop, mobile, ios, android] = self

@@ -1,6 +1,6 @@
 //! Our own `shortlinkd export`: `code,url,alias,expires_at,tags,clicks,
 //! bot_clicks,created_at,redirect,max_visits,disabled,target_desktop,
-//! target_mobile,target_ios,target_android,forward_query,country_targets`. Only `url` is needed; the
+//! target_mobile,target_ios,target_android,forward_query,country_targets,variants`. Only `url` is needed; the
 //! generated code and the click totals come back with the link.
 
 use super::{Columns, Headers};
@@ -28,6 +28,7 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         disabled: h.col(&["disabled"]),
         forward_query: h.col(&["forward_query"]),
         country_targets: h.col(&["country_targets"]),
+        variants: h.col(&["variants"]),
         targets: [
             h.col(&["target_desktop"]),
             h.col(&["target_mobile"]),
