@@ -37,6 +37,8 @@ pub struct LinkForm {
     pub forward_query: String,
     /// Country targets, `CC=URL` per line (or separated by spaces).
     pub country_targets: String,
+    /// A/B variants, `WEIGHT=URL` per line (or separated by spaces).
+    pub variants: String,
 }
 
 /// What [`LinkForm::numbers`] reads from the form's text.
@@ -45,6 +47,7 @@ struct Numbers {
     max_visits: Option<u64>,
     forward_query: Option<bool>,
     country_targets: std::collections::BTreeMap<String, String>,
+    variants: Vec<crate::links::VariantInput>,
 }
 
 /// The choices of the query-forwarding select: value, label.
@@ -70,6 +73,7 @@ impl LinkForm {
             tags: f.get("tags"),
             forward_query: f.get("forward_query"),
             country_targets: f.get("country_targets"),
+            variants: f.get("variants"),
         }
     }
 
@@ -96,6 +100,12 @@ impl LinkForm {
                 .country_targets
                 .iter()
                 .map(|(c, u)| format!("{c}={u}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            variants: l
+                .variants
+                .iter()
+                .map(|v| format!("{}={}", v.weight, v.url))
                 .collect::<Vec<_>>()
                 .join("\n"),
         }
@@ -174,12 +184,20 @@ impl LinkForm {
                     Default::default()
                 }
             };
+        let variants = match crate::links::csv_format::parse_variants_cell(&self.variants) {
+            Ok(v) => v,
+            Err(m) => {
+                errors.insert("variants".into(), format!("variants: {m}"));
+                Vec::new()
+            }
+        };
         if errors.is_empty() {
             Ok(Numbers {
                 redirect,
                 max_visits,
                 forward_query,
                 country_targets,
+                variants,
             })
         } else {
             Err(errors)
@@ -193,6 +211,7 @@ impl LinkForm {
             max_visits,
             forward_query,
             country_targets,
+            variants,
         } = self.numbers()?;
         Ok(CreateLink {
             url: self.url.clone(),
@@ -205,6 +224,7 @@ impl LinkForm {
             tags: Some(self.tags()),
             forward_query,
             country_targets: (!country_targets.is_empty()).then_some(country_targets),
+            variants: (!variants.is_empty()).then_some(variants),
             ..CreateLink::default()
         })
     }
@@ -217,6 +237,7 @@ impl LinkForm {
             max_visits,
             forward_query,
             country_targets,
+            variants,
         } = self.numbers()?;
         let shown = current
             .expires_at
@@ -237,6 +258,7 @@ impl LinkForm {
             tags: Some(self.tags()),
             forward_query: Some(forward_query),
             country_targets: Some((!country_targets.is_empty()).then_some(country_targets)),
+            variants: Some((!variants.is_empty()).then_some(variants)),
             ..UpdateLink::default()
         })
     }
@@ -324,6 +346,13 @@ pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
                 placeholder="DE=https://example.de/" { (form.country_targets) }
             p.hint { "One " code { "CC=URL" } " per line (ISO 3166-1 alpha-2 code, at most 16), from nginx's " code { "shortlink_country" } "; chosen before the device targets." }
             (view::field_error(errors, "country_targets"))
+        }
+        div.field.invalid[errors.contains_key("variants")] {
+            label for="f-variants" { "A/B variants (optional)" }
+            textarea id="f-variants" name="variants" rows="3" spellcheck="false"
+                placeholder="3=https://example.com/a" { (form.variants) }
+            p.hint { "One " code { "WEIGHT=URL" } " per line (weight 1 to 65535, at most 8); each visit gets one by weight, instead of the URL above. Country and device targets win." }
+            (view::field_error(errors, "variants"))
         }
         (view::text_input("Tags (optional)", "tags", &form.tags, "text", Some("Separated by commas."), errors))
     }
