@@ -186,3 +186,22 @@ async fn the_cli_sets_replaces_and_removes_variants() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_variants() {
+    let d = Daemon::start().await;
+    let (s, doc) = d.req("GET", "/api/v1/openapi.json", None).await;
+    assert_eq!(s, 200);
+    let schemas = &doc["components"]["schemas"];
+    let variant = &schemas["VariantInput"];
+    assert_eq!(variant["properties"]["weight"]["minimum"], 1, "{variant}");
+    assert_eq!(
+        variant["properties"]["weight"]["maximum"], 65_535,
+        "{variant}"
+    );
+    for input in ["CreateLink", "UpdateLink"] {
+        let field = &schemas[input]["properties"]["variants"];
+        assert_eq!(field["maxItems"], 8, "{input}: {field}");
+    }
+    assert!(schemas["LinkView"]["properties"]["variants"].is_object());
+}
