@@ -16,7 +16,7 @@
 //!   never carries a target no visitor can reach.
 //!
 //! The edge's parse runs per counted redirect: no allocation, a table
-//! lookup.
+//! lookup. Which target a visitor gets is `choice.rs`'s rule.
 
 use serde::{Deserialize, Serialize};
 
@@ -141,21 +141,6 @@ impl std::fmt::Display for Country {
     }
 }
 
-/// The target a visitor from `country` gets among a link's country targets
-/// (`(code, URL)` pairs): the one of its country, else `None` (the device
-/// targets and then the main target decide). The unknown country has no
-/// target of its own.
-#[inline]
-pub fn pick_target<T: AsRef<str>>(targets: &[(Country, T)], country: Country) -> Option<&str> {
-    if country.is_unknown() {
-        return None;
-    }
-    targets
-        .iter()
-        .find(|(c, _)| *c == country)
-        .map(|(_, t)| t.as_ref())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,18 +198,6 @@ mod tests {
         assert_eq!(Country::from_stored("--"), UNKNOWN);
         assert_eq!(Country::from_stored("anything"), UNKNOWN);
         assert_eq!(Country::default(), UNKNOWN);
-    }
-
-    #[test]
-    fn the_visitors_country_picks_its_target() {
-        let de = Country::parse("DE").unwrap();
-        let fr = Country::parse("FR").unwrap();
-        let targets = vec![(de, "https://de.example/".to_string())];
-        assert_eq!(pick_target(&targets, de), Some("https://de.example/"));
-        assert_eq!(pick_target(&targets, fr), None);
-        assert_eq!(pick_target(&targets, UNKNOWN), None);
-        let none: Vec<(Country, String)> = Vec::new();
-        assert_eq!(pick_target(&none, de), None);
     }
 
     #[test]

@@ -20,11 +20,13 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::country::{self, Country};
+use crate::choice::{choose, Choice, Variants};
+use crate::country::Country;
 use crate::device::DeviceClass;
 use crate::handshake::{Nonce, Proof};
 use crate::key::Fingerprint;
 use crate::redirect::RedirectStatus;
+use crate::variants::Variant;
 
 /// Version of this protocol; the handshake refuses any other. Version 2
 /// added the challenge-response ([`Request::Auth`], [`Reply::Challenge`],
@@ -34,8 +36,9 @@ use crate::redirect::RedirectStatus;
 /// `forward_query` and `created_at` in [`EdgeLink`]; version 5 the
 /// visitor's country in [`ClickCount`] and the link's `country_targets` in
 /// [`EdgeLink`]; version 6 password-protected links ([`EdgeLink`]'s
-/// `protected`, [`Request::CheckPassword`], [`Reply::Password`]).
-pub const PROTOCOL_VERSION: u16 = 6;
+/// `protected`, [`Request::CheckPassword`], [`Reply::Password`]); version
+/// 7 the link's A/B `variants` in [`EdgeLink`].
+pub const PROTOCOL_VERSION: u16 = 7;
 /// Longest password the edge sends to be checked (the daemon refuses
 /// longer ones at the API too).
 pub const MAX_PASSWORD: usize = 1024;
@@ -136,7 +139,7 @@ pub enum Reply {
 pub enum PasswordResult {
     /// The password is right (or the link no longer has one): redirect,
     /// count the click, and set the edge cookie.
-    Granted(EdgeLink),
+    Granted(Box<EdgeLink>),
     /// The password is wrong: show the form again, count nothing.
     Wrong,
     /// Too many wrong passwords for this link from this address (or for
@@ -152,6 +155,9 @@ pub enum PasswordResult {
 }
 
 /// Result of a lookup.
+// A found link is the common answer and is handed on by value once; boxing
+// it would cost an allocation per lookup for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LookupResult {
     /// The link and everything the edge needs to answer alone.
@@ -181,21 +187,30 @@ pub struct EdgeLink {
     /// Unix seconds when the link was made, for its preview page.
     pub created_at: i64,
     /// Targets per visitor country (at most
-    /// [`country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
+    /// [`crate::country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
     pub country_targets: Vec<(Country, String)>,
     /// Visitors must give a password (checked by the daemon with
     /// [`Request::CheckPassword`], then remembered in a signed cookie,
     /// [`crate::edge_cookie`]); the hash never leaves the daemon.
     pub protected: bool,
+    /// A/B variants (at most [`crate::variants::MAX_VARIANTS`]), which
+    /// replace `target`; country and device targets win
+    /// ([`crate::choice`]).
+    pub variants: Vec<Variant>,
 }
 
 impl EdgeLink {
     /// The target for a visitor: the country's target, else the most
-    /// specific device target the link has, else the main target.
+    /// specific device target the link has, else the main target
+    /// ([`crate::choice::choose`]).
     pub fn target_for(&self, country: Country, device: DeviceClass) -> &str {
-        country::pick_target(&self.country_targets, country)
-            .or_else(|| self.targets.for_device(device))
-            .unwrap_or(&self.target)
+        let codes = self.country_targets.iter().map(|(c, _)| *c);
+        let has = |c| self.targets.get(c).is_some();
+        match choose(codes, || country, device, has, Variants::none()) {
+            Choice::Country(i) => &self.country_targets[i].1,
+            Choice::Device(class) => self.targets.get(class).unwrap_or(&self.target),
+            Choice::Variant(_) => &self.target,
+        }
     }
 }
 
@@ -220,12 +235,6 @@ impl DeviceTargets {
             DeviceClass::Other => None,
         };
         target.filter(|t| !t.is_empty())
-    }
-
-    /// The device-specific target for `device`, by
-    /// [`DeviceClass::pick_target`]; `None` means the main target.
-    pub fn for_device(&self, device: DeviceClass) -> Option<&str> {
-        self.get(device.pick_target(|class| self.get(class).is_some()))
     }
 
     /// True when no device-specific target is set.
@@ -399,6 +408,7 @@ impl Hello {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::country;
     use proptest::prelude::*;
 
     fn sample_batch() -> ClickBatch {

@@ -5,12 +5,14 @@
 //! functions (`Codec::decode`, `device::classify`) never allocate.
 
 pub mod alias;
+pub mod choice;
 pub mod clicks;
 pub mod codec;
 pub mod country;
 pub mod device;
 pub mod edge_cookie;
 pub mod edge_status;
+pub mod entry;
 pub mod handshake;
 pub mod ipc;
 pub mod key;
@@ -20,6 +22,7 @@ pub mod query;
 pub mod redirect;
 pub mod spool;
 pub mod target;
+pub mod variants;
 
 pub use alias::{validate_alias, AliasError};
 pub use codec::{Code, CodeError, Codec, MAX_CODE_LEN, MIN_CODE_LEN};

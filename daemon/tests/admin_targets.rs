@@ -311,3 +311,62 @@ async fn admin_forms_set_replace_and_remove_a_link_password() {
     let (_, got) = d.req("GET", "/api/v1/links/admin-pw", None).await;
     assert_eq!(got["protected"], false, "{got}");
 }
+
+#[tokio::test]
+async fn admin_forms_set_and_show_variants() {
+    let d = Daemon::start().await;
+    let admin = sign_in(&d).await;
+    let path = "/admin/links";
+    let fields = |v: &'static str| {
+        [
+            ("url", "https://ok.example/ab"),
+            ("alias", "admin-ab"),
+            ("variants", v),
+        ]
+    };
+    let (s, page) = admin
+        .post(
+            &d,
+            path,
+            &fields("3=https://ok.example/a\n1=https://ok.example/b"),
+        )
+        .await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-ab", None).await;
+    assert_eq!(
+        got["variants"],
+        json!([
+            {"url": "https://ok.example/a", "weight": 3},
+            {"url": "https://ok.example/b", "weight": 1},
+        ])
+    );
+    let (s, _, detail) = send(
+        &d,
+        "GET",
+        "/admin/links/admin-ab",
+        &[("cookie", &admin.cookie)],
+        None,
+    )
+    .await;
+    assert_eq!(s, 200);
+    let detail = detail.as_str().unwrap();
+    assert!(
+        detail.contains("Variant 1 (weight 3)") && detail.contains("3=https://ok.example/a"),
+        "{detail}"
+    );
+    // A weight of 0 is refused next to the field; a bad line too.
+    let edit = "/admin/links/admin-ab";
+    let (s, page) = admin
+        .post(&d, edit, &fields("0=https://ok.example/a"))
+        .await;
+    assert_ne!(s, 303);
+    assert!(page.contains("variants[0].weight is 0"), "{page}");
+    let (s, page) = admin.post(&d, edit, &fields("https://ok.example/a")).await;
+    assert_ne!(s, 303);
+    assert!(page.contains("is not WEIGHT=URL"), "{page}");
+    // An empty field removes them.
+    let (s, page) = admin.post(&d, edit, &fields("")).await;
+    assert_eq!(s, 303, "{page}");
+    let (_, got) = d.req("GET", "/api/v1/links/admin-ab", None).await;
+    assert_eq!(got["variants"], json!([]));
+}

@@ -253,7 +253,8 @@ async fn import_and_export_through_the_daemon() {
             "target_android",
             "forward_query",
             "country_targets",
-            "protected"
+            "protected",
+            "variants"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();

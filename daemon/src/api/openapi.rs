@@ -32,6 +32,7 @@ use super::{error, health, keys, links, qr, stats, users};
         error::ErrorBody, error::ErrorDetail,
         crate::links::CreateLink, crate::links::UpdateLink, crate::links::LinkView,
         crate::links::TimeInput, crate::links::RenewInput, crate::links::TargetsInput,
+        crate::links::VariantInput,
         links::BatchRequest, links::BatchResponse, links::BatchItem, links::LinkPage,
         crate::stats::StatsView, crate::stats::Point, crate::stats::DeviceCounts,
         crate::stats::ReferrerCount, crate::stats::CountryCount, crate::stats::Granularity,

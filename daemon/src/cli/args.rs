@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Arg, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use super::settings::SettingsArgs;
+use crate::links::VariantInput;
 
 /// shortlinkd: the daemon behind the shortlink nginx module.
 #[derive(Debug, Parser)]
@@ -183,6 +184,10 @@ pub enum LinkCommand {
         /// reads stdin's first line. Never give it on the command line.
         #[arg(long, value_name = "FILE")]
         password_file: Option<std::path::PathBuf>,
+        /// An A/B target as `WEIGHT=URL` (weight 1 to 65535; repeat, at
+        /// most 8); variants replace the main URL, picked by weight.
+        #[arg(long = "variant", value_name = "WEIGHT=URL", value_parser = variant)]
+        variants: Vec<VariantInput>,
     },
     /// Show a link (JSON).
     Get {
@@ -283,6 +288,23 @@ pub struct UpdateArgs {
     /// Remove the link's password.
     #[arg(long)]
     pub no_password: bool,
+    /// A/B targets as `WEIGHT=URL`, replacing the link's (repeat, at
+    /// most 8).
+    #[arg(
+        long = "variant",
+        value_name = "WEIGHT=URL",
+        value_parser = variant,
+        conflicts_with = "no_variants"
+    )]
+    pub variants: Vec<VariantInput>,
+    /// Remove every A/B variant.
+    #[arg(long)]
+    pub no_variants: bool,
+}
+
+/// One `--variant WEIGHT=URL`.
+fn variant(v: &str) -> Result<VariantInput, String> {
+    crate::links::csv_format::parse_variant(v)
 }
 
 /// One `--country-target CC=URL`.

@@ -25,6 +25,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
             forward_query,
             country_targets,
             password_file,
+            variants,
         } => {
             let password = password_file
                 .as_deref()
@@ -41,6 +42,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
                 forward_query: forward_query.and_then(|f| f.value()),
                 country_targets: country_map(country_targets)?,
                 password,
+                variants: (!variants.is_empty()).then_some(variants),
                 ..CreateLink::default()
             };
             let link = client.create_link(&req).await?;
@@ -153,6 +155,11 @@ async fn patch_body(client: &Client, a: UpdateArgs) -> Result<Value> {
         body.insert("password".into(), link_password(file)?.into());
     } else if a.no_password {
         body.insert("password".into(), Value::Null);
+    }
+    if !a.variants.is_empty() {
+        body.insert("variants".into(), json!(a.variants));
+    } else if a.no_variants {
+        body.insert("variants".into(), Value::Null);
     }
     if let Some(e) = a.expires {
         let t = parse_time(&e).map_err(|m| anyhow::anyhow!("--expires: {m}"))?;

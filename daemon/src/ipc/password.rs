@@ -52,14 +52,14 @@ async fn check_link(
     };
     let Some(hash) = link.password_hash.clone() else {
         // The password was removed since the form was shown.
-        return Ok(PasswordResult::Granted(edge));
+        return Ok(PasswordResult::Granted(Box::new(edge)));
     };
     let verdict = app
         .link_passwords
         .check(link.id, hash, password, client)
         .await?;
     Ok(match verdict {
-        Verdict::Right => PasswordResult::Granted(edge),
+        Verdict::Right => PasswordResult::Granted(Box::new(edge)),
         Verdict::Wrong => PasswordResult::Wrong,
         Verdict::Throttled(retry_after) => PasswordResult::Throttled { retry_after },
         Verdict::Busy => PasswordResult::Busy,

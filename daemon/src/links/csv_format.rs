@@ -3,11 +3,12 @@
 //! it back (and the other shorteners' files) through
 //! [`super::import::formats`], with [`reader`].
 
+use super::input::VariantInput;
 use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 18] = [
+pub const HEADER: [&str; 19] = [
     "code",
     "url",
     "alias",
@@ -26,7 +27,42 @@ pub const HEADER: [&str; 18] = [
     "forward_query",
     "country_targets",
     "protected",
+    "variants",
 ];
+
+/// A link's A/B variants as one cell (and as the CLI's `--variant` takes
+/// them one by one): `WEIGHT=URL` pairs separated by spaces, in order.
+pub fn variants_cell(v: &[VariantInput]) -> String {
+    v.iter()
+        .map(|v| format!("{}={}", v.weight, v.url))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One `WEIGHT=URL` pair: split at the first `=`; the daemon judges the
+/// weight's range and the URL.
+pub fn parse_variant(pair: &str) -> Result<VariantInput, String> {
+    let shown = || pair.chars().take(80).collect::<String>();
+    let Some((weight, url)) = pair.split_once('=').filter(|(_, u)| !u.trim().is_empty()) else {
+        return Err(format!(
+            "{:?} is not WEIGHT=URL (a whole number, =, and a URL)",
+            shown()
+        ));
+    };
+    let weight = weight
+        .trim()
+        .parse()
+        .map_err(|_| format!("{:?}: the weight {weight:?} is not a whole number", shown()))?;
+    Ok(VariantInput {
+        url: url.trim().to_string(),
+        weight,
+    })
+}
+
+/// A `variants` cell read back.
+pub fn parse_variants_cell(cell: &str) -> Result<Vec<VariantInput>, String> {
+    cell.split_whitespace().map(parse_variant).collect()
+}
 
 /// A link's country targets as one cell (and as the CLI's
 /// `--country-target` takes them one by one): `CC=URL` pairs separated by
@@ -77,7 +113,7 @@ fn rfc3339(t: Option<Timestamp>) -> String {
 /// A protected link's password is never exported (only its hash is stored,
 /// and that stays in the database): `protected` says `true`, and an import
 /// refuses such a row rather than make the link open to everyone.
-pub fn record(l: &LinkView) -> [String; 18] {
+pub fn record(l: &LinkView) -> [String; 19] {
     let opt = |s: &Option<String>| s.clone().unwrap_or_default();
     [
         l.generated_code.clone(),
@@ -98,6 +134,7 @@ pub fn record(l: &LinkView) -> [String; 18] {
         l.forward_query.map(|f| f.to_string()).unwrap_or_default(),
         country_targets_cell(&l.country_targets),
         if l.protected { "true" } else { "" }.to_string(),
+        variants_cell(&l.variants),
     ]
 }
 
@@ -148,6 +185,16 @@ mod tests {
             ]
             .into(),
             protected: false,
+            variants: vec![
+                VariantInput {
+                    url: "https://example.com/a?x=1".into(),
+                    weight: 3,
+                },
+                VariantInput {
+                    url: "https://example.com/b".into(),
+                    weight: 1,
+                },
+            ],
         }
     }
 
@@ -181,7 +228,8 @@ mod tests {
             text.lines().nth(1).unwrap(),
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
              2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false,\
-             DE=https://example.de/a=b FR=https://example.fr/,"
+             DE=https://example.de/a=b FR=https://example.fr/,,\
+             3=https://example.com/a?x=1 1=https://example.com/b"
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();
@@ -203,6 +251,7 @@ mod tests {
         assert!(extra.disabled);
         assert_eq!(extra.forward_query, Some(false));
         assert_eq!(extra.country_targets, Some(view().country_targets));
+        assert_eq!(extra.variants, Some(view().variants));
         assert_eq!(
             extra
                 .created_at

@@ -216,6 +216,22 @@ pub struct CreateLink {
     #[schema(value_type = Option<String>, write_only, min_length = 1, max_length = 1024,
         pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub password: Option<super::password::LinkPassword>,
+    /// A/B targets: up to 8 alternative URLs with whole-number weights
+    /// (1 to 65535), one picked per visit by weight at the edge. They
+    /// replace `url`; country and device targets win.
+    #[schema(max_items = 8)]
+    pub variants: Option<Vec<VariantInput>>,
+}
+
+/// One A/B target: a URL judged like `url`, and its weight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantInput {
+    /// The variant's target URL.
+    pub url: String,
+    /// Its share of visits: `weight / sum of weights`; 1 to 65535.
+    #[schema(minimum = 1, maximum = 65_535)]
+    pub weight: u64,
 }
 
 /// `country_targets`: an object of two-letter codes to URLs; `nullable`
@@ -372,4 +388,8 @@ pub struct UpdateLink {
     #[schema(value_type = Option<String>, nullable, write_only, min_length = 1, max_length = 1024,
         pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     pub password: Option<Option<super::password::LinkPassword>>,
+    /// Replaces all A/B variants; `null` (or `[]`) removes them.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Vec<VariantInput>>, nullable, max_items = 8)]
+    pub variants: Option<Option<Vec<VariantInput>>>,
 }

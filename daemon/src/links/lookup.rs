@@ -34,6 +34,7 @@ pub fn edge_result(link: &Link, now: i64) -> LookupResult {
             created_at: link.created_at,
             country_targets: link.country_targets.clone(),
             protected: link.password_hash.is_some(),
+            variants: link.variants.clone(),
         }),
         _ => LookupResult::Gone,
     }

@@ -24,7 +24,8 @@ pub use error::LinkError;
 pub use import::{ImportError, ImportExtra, ImportOutcome, ImportRow, MAX_IMPORT};
 pub use input::MAX_VISITS;
 pub use input::{
-    parse_time, CreateLink, RenewInput, TargetsInput, TimeInput, UpdateLink, MAX_BATCH,
+    parse_time, CreateLink, RenewInput, TargetsInput, TimeInput, UpdateLink, VariantInput,
+    MAX_BATCH,
 };
 pub use list::Page;
 pub use lookup::{edge_result, EdgeMisses};

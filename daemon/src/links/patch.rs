@@ -10,6 +10,7 @@
 
 use shortlink_core::country::CountryTargets;
 use shortlink_core::ipc::DeviceTargets;
+use shortlink_core::variants::Variant;
 
 use super::error::LinkError;
 use super::input::{RenewInput, UpdateLink};
@@ -56,6 +57,8 @@ pub struct CheckedPatch {
     /// A new password hash (`Some(None)` removes the password); hashed
     /// by [`CheckedPatch::set_password_hash`] after the rules pass.
     password_hash: Option<Option<String>>,
+    /// Replaces the A/B variants (empty: removes them).
+    variants: Option<Vec<Variant>>,
     /// New targets that are short URLs if their alias exists: the write
     /// checks (see [`CheckedPatch::take_alias_targets`]).
     alias_targets: Vec<AliasTarget>,
@@ -150,6 +153,12 @@ impl LinkRules {
             Some(None) => out.password_hash = Some(None),
             None => {}
         }
+        if let Some(v) = &patch.variants {
+            out.variants = Some(match v {
+                Some(v) => self.check_variants(v, &mut out.alias_targets)?,
+                None => Vec::new(),
+            });
+        }
         Ok(())
     }
 }
@@ -216,6 +225,9 @@ impl CheckedPatch {
         }
         if let Some(f) = self.forward_query {
             link.forward_query = f;
+        }
+        if let Some(v) = self.variants {
+            link.variants = v;
         }
         if let Some(t) = self.country_targets {
             link.country_targets = t;

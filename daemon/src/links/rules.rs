@@ -7,11 +7,14 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 use shortlink_core::country::{Country, CountryTargets, MAX_COUNTRY_TARGETS};
 use shortlink_core::ipc::DeviceTargets;
+use shortlink_core::variants::{self, Variant};
 use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
 
 use super::error::{invalid, LinkError};
 pub(crate) use super::input::MAX_TTL;
-use super::input::{max_visits_range, CreateLink, RenewInput, TargetsInput, TimeInput};
+use super::input::{
+    max_visits_range, CreateLink, RenewInput, TargetsInput, TimeInput, VariantInput,
+};
 pub use super::input::{MAX_TAGS, MAX_TAG_LEN};
 use super::loops::{AliasTarget, ServedBases};
 use crate::config::Config;
@@ -107,6 +110,10 @@ impl LinkRules {
         if let Some(p) = &req.password {
             p.check()?;
         }
+        let variants = match &req.variants {
+            Some(v) => self.check_variants(v, &mut alias_targets)?,
+            None => Vec::new(),
+        };
         let disabled = req.disabled.unwrap_or(false);
         let link = Link {
             id: 0,
@@ -128,6 +135,7 @@ impl LinkRules {
             country_targets,
             // Hashed by the caller (in the argon2 pool, off this task).
             password_hash: None,
+            variants,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),
@@ -240,6 +248,49 @@ impl LinkRules {
         out.sort();
         Ok(out)
     }
+
+    /// A/B variants: at most [`variants::MAX_VARIANTS`], each weight 1 to
+    /// `MAX_WEIGHT`, each URL under the rules of `url`; errors name the
+    /// variant (`variants[i]`). In the order given.
+    pub(crate) fn check_variants(
+        &self,
+        v: &[VariantInput],
+        aliases: &mut Vec<AliasTarget>,
+    ) -> Result<Vec<Variant>, LinkError> {
+        const FIELD: &str = "variants";
+        let weights: Vec<u64> = v.iter().map(|x| x.weight).collect();
+        variants::check(&weights).map_err(|e| match e {
+            variants::VariantError::TooMany(_) => {
+                invalid(FIELD, "too_many_variants", e.to_string())
+            }
+            variants::VariantError::BadWeight { .. } => {
+                invalid(FIELD, "invalid_weight", e.to_string())
+            }
+        })?;
+        let mut out = Vec::with_capacity(v.len());
+        for (i, x) in v.iter().enumerate() {
+            let url = self
+                .check_target(FIELD, &x.url, aliases)
+                .map_err(|e| match e {
+                    LinkError::Invalid {
+                        field,
+                        code,
+                        message,
+                    } => LinkError::Invalid {
+                        field,
+                        code,
+                        message: format!("{message} (variants[{i}].url)"),
+                    },
+                    other => other,
+                })?;
+            // The weight is at most MAX_WEIGHT (checked above).
+            out.push(Variant {
+                url,
+                weight: x.weight as u32,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// The hash `dedupe` compares: the normalized URL and every option of a
@@ -275,10 +326,12 @@ fn dedupe_hash(req: &CreateLink, link: &Link) -> [u8; 32] {
         .iter()
         .map(|(c, u)| (c.as_str(), u.as_str()))
         .collect();
-    let canonical = match (link.forward_query, countries.is_empty()) {
-        (None, true) => serde_json::to_vec(&fields),
-        (Some(f), true) => serde_json::to_vec(&(fields, f)),
-        (f, false) => serde_json::to_vec(&(fields, f, countries)),
+    // Variants likewise: a link without them hashes as before.
+    let canonical = match (link.forward_query, countries.is_empty(), &link.variants[..]) {
+        (None, true, []) => serde_json::to_vec(&fields),
+        (Some(f), true, []) => serde_json::to_vec(&(fields, f)),
+        (f, false, []) => serde_json::to_vec(&(fields, f, countries)),
+        (f, _, variants) => serde_json::to_vec(&(fields, f, countries, variants)),
     }
     .expect("plain values serialize");
     Sha256::digest(&canonical).into()

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_core::Codec;
 use utoipa::ToSchema;
 
-use super::input::TargetsInput;
+use super::input::{TargetsInput, VariantInput};
 use crate::codes;
 use crate::store::links::Link;
 use crate::store::unix_now;
@@ -65,6 +65,10 @@ pub struct LinkView {
     /// itself is never shown).
     #[serde(default)]
     pub protected: bool,
+    /// A/B variants (URL and weight), which replace `url` at the edge;
+    /// `[]` for none.
+    #[serde(default)]
+    pub variants: Vec<VariantInput>,
 }
 
 impl LinkView {
@@ -103,6 +107,14 @@ impl LinkView {
                 .map(|(c, u)| (c.as_str().to_string(), u.clone()))
                 .collect(),
             protected: link.password_hash.is_some(),
+            variants: link
+                .variants
+                .iter()
+                .map(|v| VariantInput {
+                    url: v.url.clone(),
+                    weight: u64::from(v.weight),
+                })
+                .collect(),
         }
     }
 }

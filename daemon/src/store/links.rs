@@ -3,6 +3,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use shortlink_core::country::{Country, CountryTargets};
 use shortlink_core::ipc::DeviceTargets;
+use shortlink_core::variants::{Variant, MAX_VARIANTS};
 
 use super::{changes, StoreError, StoreResult};
 
@@ -57,6 +58,30 @@ pub struct Link {
     /// Argon2id hash of the password visitors must give; `None`: no
     /// password. Never leaves the daemon (views show `protected`).
     pub password_hash: Option<String>,
+    /// A/B variants, which replace `url` at the edge (checked by
+    /// `links::rules`; stored as a JSON array of `{url, weight}`).
+    pub variants: Vec<Variant>,
+}
+
+/// Variants as stored: a JSON array of `{"url", "weight"}`, `None` for
+/// none. The one stored form for both stores.
+pub fn variants_to_stored(variants: &[Variant]) -> Option<String> {
+    if variants.is_empty() {
+        return None;
+    }
+    serde_json::to_string(variants).ok()
+}
+
+/// Variants from their stored form; a value that does not parse (a row
+/// edited by hand) reads as none, and entries past the limit or with a
+/// zero weight are left out, so a read never fails on them.
+pub fn variants_from_stored(text: Option<&str>) -> Vec<Variant> {
+    let Some(Ok(mut v)) = text.map(serde_json::from_str::<Vec<Variant>>) else {
+        return Vec::new();
+    };
+    v.retain(|x| x.weight > 0);
+    v.truncate(MAX_VARIANTS);
+    v
 }
 
 /// Country targets as stored: a JSON object of code to URL, `None` for
@@ -148,7 +173,8 @@ macro_rules! columns {
     () => {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-         created_by, clicks, bot_clicks, forward_query, country_targets, password_hash"
+         created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
+         variants"
     };
 }
 const COLUMNS: &str = columns!();
@@ -185,6 +211,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
         forward_query: row.get(18)?,
         country_targets: country_targets_from_stored(row.get::<_, Option<String>>(19)?.as_deref()),
         password_hash: row.get(20)?,
+        variants: variants_from_stored(row.get::<_, Option<String>>(21)?.as_deref()),
     })
 }
 
@@ -204,9 +231,10 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
     let mut st = conn.prepare_cached(
         "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
          max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-         disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash) \
+         disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
+         variants) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-         ?19, ?20)",
+         ?19, ?20, ?21)",
     )?;
     st.execute(params![
         link.id as i64,
@@ -229,6 +257,7 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         link.forward_query,
         country_targets_to_stored(&link.country_targets),
         link.password_hash,
+        variants_to_stored(&link.variants),
     ])
     .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if link.alias.is_some() {
@@ -249,7 +278,7 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
              renew_ttl = ?6, max_visits = ?7, redirect = ?8, target_desktop = ?9, \
              target_mobile = ?10, target_ios = ?11, target_android = ?12, disabled = ?13, \
              tags = ?14, forward_query = ?15, country_targets = ?16, password_hash = ?17, \
-             dedupe_hash = NULL WHERE id = ?1",
+             variants = ?18, dedupe_hash = NULL WHERE id = ?1",
         )?
         .execute(params![
             link.id as i64,
@@ -269,6 +298,7 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
             link.forward_query,
             country_targets_to_stored(&link.country_targets),
             link.password_hash,
+            variants_to_stored(&link.variants),
         ])
         .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if n == 0 {

@@ -7,8 +7,8 @@
 //! the zone bumps that counter (one atomic load per request reads it), so an
 //! invalidation still takes effect in every worker at once. A slot is used
 //! for at most a second before the shared entry is consulted again, which
-//! also keeps its place in the shared LRU fresh. Links with device-specific
-//! targets always go to the zone.
+//! also keeps its place in the shared LRU fresh. Links whose answer depends
+//! on the visitor (device or country targets) always go to the zone.
 
 use std::cell::RefCell;
 
@@ -23,7 +23,7 @@ const SLOTS: usize = 8192;
 /// Longest code or alias kept here (generated codes are at most 12).
 pub const MAX_CODE: usize = 16;
 
-/// What a slot holds: a found link without device-specific targets.
+/// What a slot holds: a found link without device or country targets.
 pub struct Front {
     id: u64,
     status: Option<RedirectStatus>,

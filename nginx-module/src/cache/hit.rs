@@ -1,16 +1,19 @@
 //! `Hit`: a found link as the request path answers with it, made by one
 //! function ([`Hit::of`]) whether the link came from the zone, a front-cache
-//! slot or straight from the daemon, so the device-target rule
-//! (`DeviceClass::pick_target` in core) is applied in one place.
+//! slot or straight from the daemon, so core's rule of which target a
+//! visitor gets (`shortlink_core::choice`: country, then device, then the
+//! main target) is applied in one place.
 
 use nginx_sys::ngx_str_t;
+use shortlink_core::choice::{choose, Choice, Variants};
+use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::EdgeLink;
 use shortlink_core::preview::day_of;
 use shortlink_core::RedirectStatus;
 
-/// A found link, with the target for the visitor's device copied out (into
-/// the request's pool).
+/// A found link, with the target for the visitor copied out (into the
+/// request's pool).
 pub struct Hit {
     pub id: u64,
     /// The link's own status; `None` uses `shortlink_redirect`.
@@ -22,12 +25,30 @@ pub struct Hit {
     /// The link has device-specific targets: the answer depends on the
     /// `User-Agent` (`Vary: User-Agent`).
     pub by_device: bool,
+    /// The link has country targets or variants: the answer depends on
+    /// the visitor's address or the visit (`Cache-Control: private`).
+    pub private: bool,
+    /// The A/B variant picked, if one was.
+    pub variant: Option<u8>,
     /// The link's own `forward_query`; `None`: the location decides.
     pub forward_query: Option<bool>,
     /// Days since 1970-01-01 when the link was made (for its preview).
     pub created_day: u16,
     /// Visitors must give the password first (or hold the link's cookie).
     pub protected: bool,
+}
+
+extern "C" {
+    /// The C library's `random()`: nginx's `ngx_random`, seeded per worker
+    /// (pid and time) when the worker starts.
+    fn random() -> core::ffi::c_long;
+}
+
+/// A random number for the A/B pick (asked for only when one is made).
+fn ngx_random() -> u64 {
+    // SAFETY: random() takes nothing and only updates libc's own state; a
+    // worker runs requests on one thread.
+    unsafe { random() as u64 }
 }
 
 /// Read access to a link wherever it is held.
@@ -54,6 +75,36 @@ pub trait LinkView {
     fn has_device_targets(&self) -> bool {
         DEVICE_CLASSES.iter().any(|&c| self.has_target(c))
     }
+
+    /// How many country targets the link has.
+    fn country_count(&self) -> usize {
+        0
+    }
+
+    /// The country of country target `i` (< `country_count`).
+    fn country(&self, _i: usize) -> Country {
+        shortlink_core::country::UNKNOWN
+    }
+
+    /// The URL of country target `i` (< `country_count`).
+    fn country_target(&self, _i: usize) -> &[u8] {
+        &[]
+    }
+
+    /// How many A/B variants the link has.
+    fn variant_count(&self) -> usize {
+        0
+    }
+
+    /// The weight of variant `i` (< `variant_count`).
+    fn weight(&self, _i: usize) -> u32 {
+        0
+    }
+
+    /// The URL of variant `i` (< `variant_count`).
+    fn variant_target(&self, _i: usize) -> &[u8] {
+        &[]
+    }
 }
 
 /// The classes a link may have a target of its own for.
@@ -65,23 +116,42 @@ const DEVICE_CLASSES: [DeviceClass; 4] = [
 ];
 
 impl Hit {
-    /// The answer for a visitor of `device` class: the link's facts and
-    /// the target core's rule picks, handed to `copy`. `None` when `copy`
+    /// The answer for a visitor of `device` class from `country` (read
+    /// only when the link has country targets): the link's facts and the
+    /// target core's rule picks, handed to `copy`. `None` when `copy`
     /// fails.
     #[inline]
     pub fn of(
         link: &impl LinkView,
         device: DeviceClass,
+        country: impl FnOnce() -> Country,
         copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
     ) -> Option<Hit> {
-        let class = device.pick_target(|class| link.has_target(class));
+        let countries = link.country_count();
+        let codes = (0..countries).map(|i| link.country(i));
+        let has = |c| link.has_target(c);
+        let variants = Variants {
+            weights: (0..link.variant_count()).map(|i| link.weight(i)),
+            random: ngx_random,
+        };
+        let mut variant = None;
+        let target = match choose(codes, country, device, has, variants) {
+            Choice::Country(i) => link.country_target(i),
+            Choice::Device(class) => link.target(class),
+            Choice::Variant(i) => {
+                variant = Some(i as u8);
+                link.variant_target(i)
+            }
+        };
         Some(Hit {
             id: link.id(),
             status: link.status(),
             expires_at: link.expires_at(),
             disabled: link.disabled(),
-            target: copy(link.target(class))?,
+            target: copy(target)?,
             by_device: link.has_device_targets(),
+            private: countries > 0 || link.variant_count() > 0,
+            variant,
             forward_query: link.forward_query(),
             created_day: link.created_day(),
             protected: link.protected(),
@@ -123,5 +193,29 @@ impl LinkView for EdgeLink {
             DeviceClass::Other => self.target.as_bytes(),
             _ => self.targets.get(class).unwrap_or("").as_bytes(),
         }
+    }
+
+    fn country_count(&self) -> usize {
+        self.country_targets.len()
+    }
+
+    fn country(&self, i: usize) -> Country {
+        self.country_targets[i].0
+    }
+
+    fn country_target(&self, i: usize) -> &[u8] {
+        self.country_targets[i].1.as_bytes()
+    }
+
+    fn variant_count(&self) -> usize {
+        self.variants.len()
+    }
+
+    fn weight(&self, i: usize) -> u32 {
+        self.variants[i].weight
+    }
+
+    fn variant_target(&self, i: usize) -> &[u8] {
+        self.variants[i].url.as_bytes()
     }
 }

@@ -15,14 +15,18 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use nginx_sys::{ngx_msec_t, ngx_queue_t, ngx_str_t};
+use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
+use shortlink_core::entry::{self, Table};
 use shortlink_core::ipc::LookupResult;
 use shortlink_core::preview::day_of;
 use shortlink_core::RedirectStatus;
 
 use super::front::{self, Front};
 use super::hit::{Hit, LinkView};
-use super::node::{forward_bits, forward_of, LinkNode, DISABLED, KIND_MASK, PROTECTED};
+use super::node::{
+    forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK, PROTECTED, VARIANTS,
+};
 use super::zone::{Locked, Shared};
 use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
 
@@ -66,7 +70,9 @@ impl Node {
     /// `len` bytes at `skip` past the struct.
     fn bytes(&self, skip: usize, len: usize) -> &[u8] {
         // SAFETY: the allocation holds code_len + sum(lens) bytes past the
-        // struct; callers stay inside those.
+        // struct, then the country table when COUNTRIES is set and the
+        // variant table when VARIANTS is set (each one's length read from
+        // its own head); callers stay inside those.
         unsafe {
             let base = self.0.cast::<u8>().add(size_of::<LinkNode>());
             core::slice::from_raw_parts(base.add(skip), len)
@@ -79,6 +85,42 @@ impl Node {
 
     fn has_device_targets(&self) -> bool {
         self.get().lens[1..].iter().any(|&l| l > 0)
+    }
+
+    /// The table at `at` bytes past the struct (made by `entry` on
+    /// insert).
+    fn table(&self, at: usize) -> Table<'_> {
+        let head = self.bytes(at, entry::head_len(self.bytes(at, 1)[0]));
+        Table::of(self.bytes(at, entry::table_len(head))).unwrap_or(Table::EMPTY)
+    }
+
+    /// Where the tables start: past the code and the targets.
+    fn tables_at(&self) -> usize {
+        let n = self.get();
+        n.code_len as usize + n.lens.iter().map(|&l| l as usize).sum::<usize>()
+    }
+
+    /// The link's country targets (`entry::country_table`).
+    fn countries(&self) -> Table<'_> {
+        match self.get().flags & COUNTRIES {
+            0 => Table::EMPTY,
+            _ => self.table(self.tables_at()),
+        }
+    }
+
+    /// The link's A/B variants (`entry::variant_table`), past the country
+    /// table.
+    fn variants(&self) -> Table<'_> {
+        match self.get().flags & VARIANTS {
+            0 => Table::EMPTY,
+            _ => self.table(self.tables_at() + self.countries().size()),
+        }
+    }
+
+    /// The answer depends on the visitor or the visit (device or country
+    /// targets, variants): no front-cache slot.
+    fn by_visitor(&self) -> bool {
+        self.has_device_targets() || self.get().flags & (COUNTRIES | VARIANTS) != 0
     }
 }
 
@@ -126,6 +168,30 @@ impl LinkView for Node {
         let before: usize = n.lens[..which].iter().map(|&l| l as usize).sum();
         self.bytes(n.code_len as usize + before, n.lens[which] as usize)
     }
+
+    fn country_count(&self) -> usize {
+        self.countries().len()
+    }
+
+    fn country(&self, i: usize) -> Country {
+        self.countries().country(i)
+    }
+
+    fn country_target(&self, i: usize) -> &[u8] {
+        self.countries().url(i)
+    }
+
+    fn variant_count(&self) -> usize {
+        self.variants().len()
+    }
+
+    fn weight(&self, i: usize) -> u32 {
+        self.variants().weight(i)
+    }
+
+    fn variant_target(&self, i: usize) -> &[u8] {
+        self.variants().url(i)
+    }
 }
 
 /// The zone half of [`LinkCache::lookup`], under the lock.
@@ -135,6 +201,7 @@ pub fn lookup(
     h: u64,
     now: ngx_msec_t,
     device: DeviceClass,
+    country: impl FnOnce() -> Country,
     copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
 ) -> Cached {
     let shared = lock.shared();
@@ -162,12 +229,12 @@ pub fn lookup(
         KIND_NOT_FOUND => Cached::NotFound,
         KIND_GONE => Cached::Gone,
         _ => {
-            if !node.has_device_targets() && code.len() <= front::MAX_CODE {
+            if !node.by_visitor() && code.len() <= front::MAX_CODE {
                 let generation = shared.generation.load(Ordering::Acquire);
                 let slot = Front::of(&node, node.get().fresh_until);
                 front::put(code, h, generation, now, slot);
             }
-            Hit::of(&node, device, copy).map_or(Cached::Miss, Cached::Found)
+            Hit::of(&node, device, country, copy).map_or(Cached::Miss, Cached::Found)
         }
     }
 }
@@ -187,14 +254,24 @@ impl LinkCache {
             LookupResult::Gone => (KIND_GONE, None),
         };
         let fields: [&[u8]; 5] = CLASSES.map(|class| link.map_or(&[][..], |l| l.target(class)));
+        let countries = link.map_or(Some(Vec::new()), |l| {
+            entry::country_table(&l.country_targets)
+        });
+        let variants = link.map_or(Some(Vec::new()), |l| entry::variant_table(&l.variants));
+        let (Some(countries), Some(variants)) = (countries, variants) else {
+            return Err(CacheError::TooLarge);
+        };
         if code.is_empty()
             || code.len() > u8::MAX as usize
             || fields.iter().any(|f| f.len() > u16::MAX as usize)
         {
             return Err(CacheError::TooLarge);
         }
-        let size =
-            size_of::<LinkNode>() + code.len() + fields.iter().map(|f| f.len()).sum::<usize>();
+        let size = size_of::<LinkNode>()
+            + code.len()
+            + fields.iter().map(|f| f.len()).sum::<usize>()
+            + countries.len()
+            + variants.len();
 
         let lock = self.lock();
         if let Some(old) = find(lock.shared(), code, hash(code)) {
@@ -224,7 +301,9 @@ impl LinkCache {
                     PROTECTED
                 } else {
                     0
-                },
+                }
+                | if countries.is_empty() { 0 } else { COUNTRIES }
+                | if variants.is_empty() { 0 } else { VARIANTS },
             code_len: code.len() as u8,
             created_day: link.map_or(0, |l| day_of(l.created_at)),
             lens: fields.map(|f| f.len() as u16),
@@ -232,12 +311,16 @@ impl LinkCache {
         let shared = lock.shared();
         // SAFETY: `mem` is a fresh allocation of `size` bytes, aligned by the
         // slab allocator for any node type: the struct, then the code and
-        // the targets. The bucket array has bucket_mask + 1 heads; we hold
+        // the targets and the two tables. The bucket array has bucket_mask + 1 heads; we hold
         // the lock while linking the node into its chain and the LRU.
         unsafe {
             ptr::write(node, value);
             let mut at = mem.add(size_of::<LinkNode>());
-            for part in [code].into_iter().chain(fields) {
+            for part in [code]
+                .into_iter()
+                .chain(fields)
+                .chain([&countries[..], &variants[..]])
+            {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());
             }

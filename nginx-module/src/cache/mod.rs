@@ -20,6 +20,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use nginx_sys::{ngx_msec_t, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t};
+use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 
 mod aliases;
@@ -98,9 +99,11 @@ impl LinkCache {
         Locked::new(self.pool)
     }
 
-    /// The entry for `code` with the target for `device` copied out by
-    /// `copy` (into the request's pool): from the front cache when it holds
-    /// a current copy, else from the zone, dropping a stale entry. Always
+    /// The entry for `code` with the target for a visitor of `device` class
+    /// from `country` (read only for a link with country targets) copied
+    /// out by `copy` (into the request's pool): from the front cache when
+    /// it holds a current copy, else from the zone, dropping a stale
+    /// entry. Always
     /// inlined into the request path: once `Hit` grew by the link's
     /// `forward_query` and creation day the compiler made it a call, which
     /// cost a cached redirect about 40 instructions (bench/callgrind.py).
@@ -110,20 +113,22 @@ impl LinkCache {
         code: &[u8],
         now: ngx_msec_t,
         device: DeviceClass,
+        country: impl FnOnce() -> Country,
         copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
     ) -> Cached {
         let h = hash(code);
         let generation = self.generation();
-        let mut copy = Some(copy);
+        let mut args = Some((country, copy));
         if let Some(found) = front::get(code, h, generation, now, |f| {
-            Hit::of(f, device, copy.take()?)
+            let (country, copy) = args.take()?;
+            Hit::of(f, device, country, copy)
         }) {
             return found.map_or(Cached::Miss, Cached::Found);
         }
-        let Some(copy) = copy else {
+        let Some((country, copy)) = args else {
             return Cached::Miss;
         };
-        links::lookup(&self.lock(), code, h, now, device, copy)
+        links::lookup(&self.lock(), code, h, now, device, country, copy)
     }
 
     /// The figures `shortlink_status` answers: atomics, read and written

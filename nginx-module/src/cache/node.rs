@@ -4,7 +4,9 @@
 
 use nginx_sys::{ngx_msec_t, ngx_queue_t};
 
-/// A cached answer; the code and the targets follow the struct in the same
+/// A cached answer; the code, the targets, with [`COUNTRIES`] the country
+/// targets and with [`VARIANTS`] the A/B variants (each a
+/// `shortlink_core::entry::Table`) follow the struct in the same
 /// allocation.
 #[repr(C)]
 pub struct LinkNode {
@@ -47,6 +49,12 @@ pub(super) const FORWARD_ON: u8 = 0b0000_1000;
 pub(super) const FORWARD_OFF: u8 = 0b0001_0000;
 /// `flags`: visitors must give a password (the hash stays in the daemon).
 pub(super) const PROTECTED: u8 = 0b0010_0000;
+/// `flags`: the link has country targets: their table
+/// (`shortlink_core::entry`) follows the targets.
+pub(super) const COUNTRIES: u8 = 0b0100_0000;
+/// `flags`: the link has A/B variants: their table follows the country
+/// table (or the targets, without one).
+pub(super) const VARIANTS: u8 = 0b1000_0000;
 
 /// The `flags` bits of a link's `forward_query`.
 pub(super) fn forward_bits(forward_query: Option<bool>) -> u8 {

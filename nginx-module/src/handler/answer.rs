@@ -14,7 +14,7 @@ use crate::conf::LocConf;
 use crate::guard::guard;
 use crate::net::Answer;
 use crate::pool::pool_copy;
-use crate::request::RequestCtx;
+use crate::request::{country_of, RequestCtx};
 
 /// Hands a lookup's answer to a waiting request and posts its write event;
 /// nothing of the request runs inside the link's own handler.
@@ -63,7 +63,8 @@ pub(super) fn arrived(
         Answer::Found(link) => {
             let device = ctx.visitor(r).device;
             let pool = r.pool();
-            let Some(hit) = Hit::of(link.as_ref(), device, |t| pool_copy(&pool, t)) else {
+            let country = || country_of(r, lcf);
+            let Some(hit) = Hit::of(link.as_ref(), device, country, |t| pool_copy(&pool, t)) else {
                 return Step::Reply(Reply::Error);
             };
             ctx.note_id(hit.id);
@@ -75,7 +76,8 @@ pub(super) fn arrived(
         Answer::Granted(link) => {
             let device = ctx.visitor(r).device;
             let pool = r.pool();
-            let Some(hit) = Hit::of(link.as_ref(), device, |t| pool_copy(&pool, t)) else {
+            let country = || country_of(r, lcf);
+            let Some(hit) = Hit::of(link.as_ref(), device, country, |t| pool_copy(&pool, t)) else {
                 return Step::Reply(Reply::Error);
             };
             ctx.note_id(hit.id);

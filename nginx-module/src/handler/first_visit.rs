@@ -11,7 +11,7 @@ use crate::conf::{LocConf, MainConf};
 use crate::log::{debug, error};
 use crate::net::{with_link, Started};
 use crate::pool::pool_copy;
-use crate::request::{CacheStatus, RequestCtx};
+use crate::request::{country_of, CacheStatus, RequestCtx};
 
 /// The answer to a request seen for the first time.
 pub(super) fn run(r: &mut Request, main: &MainConf, lcf: &LocConf, ctx: &mut RequestCtx) -> Step {
@@ -43,7 +43,9 @@ pub(super) fn run(r: &mut Request, main: &MainConf, lcf: &LocConf, ctx: &mut Req
     let now = unsafe { nginx_sys::ngx_current_msec };
     let device = ctx.visitor(r).device;
     let pool = r.pool();
-    let outcome = match cache.lookup(ctx.code.as_bytes(), now, device, |t| pool_copy(&pool, t)) {
+    let country = || country_of(r, lcf);
+    let copy = |t: &[u8]| pool_copy(&pool, t);
+    let outcome = match cache.lookup(ctx.code.as_bytes(), now, device, country, copy) {
         Cached::Found(hit) => {
             ctx.status = CacheStatus::Hit;
             ctx.note_id(hit.id);

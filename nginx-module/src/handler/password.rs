@@ -22,7 +22,7 @@ use crate::guard::guard;
 use crate::log::debug;
 use crate::net::{with_link, Started};
 use crate::pool::pool_copy;
-use crate::request::{CacheStatus, RequestCtx};
+use crate::request::{country_of, CacheStatus, RequestCtx};
 
 /// What a visitor who posted nothing usable is told.
 const EMPTY: &str = "Enter the password.";
@@ -46,7 +46,9 @@ pub(super) fn posted(
         let now = unsafe { nginx_sys::ngx_current_msec };
         let device = ctx.visitor(r).device;
         let pool = r.pool();
-        match cache.lookup(ctx.code.as_bytes(), now, device, |t| pool_copy(&pool, t)) {
+        let country = || country_of(r, lcf);
+        let copy = |t: &[u8]| pool_copy(&pool, t);
+        match cache.lookup(ctx.code.as_bytes(), now, device, country, copy) {
             Cached::Found(hit) if !hit.protected => return Step::Reply(Reply::NotAllowed),
             Cached::NotFound => return Step::Reply(respond(r, lcf, ctx, Outcome::NotFound)),
             Cached::Gone => return Step::Reply(respond(r, lcf, ctx, Outcome::Gone)),

@@ -1,8 +1,10 @@
 //! From an outcome to the response: a redirect to the link's target (or to
 //! `shortlink_fallback`), the link's preview page (`shortlink_preview_suffix`;
 //! no click), or 404/410/503; the click is counted here. Only a link's own
-//! redirect carries `shortlink_cache_control`, and one chosen by
-//! `User-Agent` says so with `Vary`.
+//! redirect carries `shortlink_cache_control`, one chosen by `User-Agent`
+//! says so with `Vary`, and one of a link with country targets or A/B
+//! variants is `Cache-Control: private` (no header names the client's
+//! address, and a shared cache would pin one variant for everyone).
 
 use nginx_sys::{
     ngx_http_complex_value_t, ngx_int_t, ngx_str_t, ngx_uint_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
@@ -47,6 +49,9 @@ pub(super) enum Reply {
         by_device: bool,
         /// `Set-Cookie` of a visitor who just gave the link's password.
         cookie: Option<ngx_str_t>,
+        /// Chosen by the visitor's country or among variants:
+        /// `Cache-Control: private` instead of `shortlink_cache_control`.
+        private: bool,
     },
     /// A protected link's password form (`shortlink_core::password_page`).
     PasswordForm {
@@ -140,6 +145,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 cacheable: !hit.protected,
                 by_device: hit.by_device,
                 cookie,
+                private: hit.private,
             };
         }
         Outcome::NotFound => NGX_HTTP_NOT_FOUND,
@@ -205,6 +211,7 @@ fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
             cacheable: false,
             by_device: false,
             cookie: None,
+            private: false,
         },
         None => Reply::Status(status),
     }
@@ -220,6 +227,7 @@ impl Reply {
                 cacheable,
                 by_device,
                 cookie,
+                private,
             } => {
                 if let Some(c) = cookie {
                     let Ok(c) = core::str::from_utf8(c.as_bytes()) else {
@@ -229,12 +237,17 @@ impl Reply {
                         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
                     }
                 }
-                let cache_control = if cacheable {
-                    lcf.cache_control()
-                } else if cookie.is_some() {
+                // A fallback and a protected link's redirect: never kept.
+                // One chosen by country or among variants: by the browser
+                // only, as it depends on the visitor.
+                let cache_control = if cookie.is_some() {
                     Some("no-store")
-                } else {
+                } else if !cacheable {
                     None
+                } else if private {
+                    Some("private")
+                } else {
+                    lcf.cache_control()
                 };
                 redirect(r, status, location, cache_control, by_device)
             }

@@ -61,7 +61,7 @@ impl DaemonLink {
     pub(super) fn password_answered(&mut self, id: u32, result: PasswordResult) {
         self.inflight.remove(&id);
         let answer = match result {
-            PasswordResult::Granted(link) => Answer::Granted(std::rc::Rc::new(link)),
+            PasswordResult::Granted(link) => Answer::Granted(std::rc::Rc::new(*link)),
             PasswordResult::Wrong => Answer::WrongPassword,
             PasswordResult::Throttled { retry_after } => Answer::Throttled(retry_after),
             PasswordResult::Busy => Answer::PasswordBusy,

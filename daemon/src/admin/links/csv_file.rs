@@ -55,7 +55,7 @@ fn page(a: &Authed, summary: Option<&Summary>, error: Option<&str>) -> Page {
                         input id="f-file" type="file" name="file" accept=".csv,text/csv";
                         p.hint { "A header row naming the columns: " code { "url" } " (required), "
                             code { "alias" } ", " code { "expires_at" } ", " code { "tags" } ", "
-                            code { "redirect" } ", " code { "max_visits" } ", " code { "disabled" } ", " code { "forward_query" } ", " code { "country_targets" } ", "
+                            code { "redirect" } ", " code { "max_visits" } ", " code { "disabled" } ", " code { "forward_query" } ", " code { "country_targets" } ", " code { "variants" } ", "
                             code { "created_at" } ", " code { "target_desktop" } " … as the export writes them. "
                             "A row equal to a live link already stored (same URL and options, or the same alias and URL) is skipped and counted as already present, so importing a file again adds nothing new." }
                     }

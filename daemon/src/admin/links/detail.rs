@@ -226,6 +226,9 @@ pub(super) fn detail_page(
                         @for (country, url) in &link.country_targets {
                             dt { "Target for " (country) } dd.country-target { (url) }
                         }
+                        @for (i, v) in link.variants.iter().enumerate() {
+                            dt { "Variant " (i + 1) " (weight " (v.weight) ")" } dd.variant { (v.url) }
+                        }
                         @for (device, url) in device_targets(link) {
                             dt { (device) " target" } dd { (url) }
                         }

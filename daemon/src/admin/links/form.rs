@@ -44,6 +44,8 @@ pub struct LinkForm {
     pub remove_password: bool,
     /// The link has a password (the edit form says so).
     pub protected: bool,
+    /// A/B variants, `WEIGHT=URL` per line (or separated by spaces).
+    pub variants: String,
 }
 
 /// What [`LinkForm::numbers`] reads from the form's text.
@@ -52,6 +54,7 @@ struct Numbers {
     max_visits: Option<u64>,
     forward_query: Option<bool>,
     country_targets: std::collections::BTreeMap<String, String>,
+    variants: Vec<crate::links::VariantInput>,
 }
 
 /// The choices of the query-forwarding select: value, label.
@@ -80,6 +83,7 @@ impl LinkForm {
             password: LinkPassword::new(f.get("password")),
             remove_password: !f.get("remove_password").is_empty(),
             protected: false,
+            variants: f.get("variants"),
         }
     }
 
@@ -111,6 +115,12 @@ impl LinkForm {
             password: LinkPassword::default(),
             remove_password: false,
             protected: l.password_hash.is_some(),
+            variants: l
+                .variants
+                .iter()
+                .map(|v| format!("{}={}", v.weight, v.url))
+                .collect::<Vec<_>>()
+                .join("\n"),
         }
     }
 
@@ -192,12 +202,20 @@ impl LinkForm {
                     Default::default()
                 }
             };
+        let variants = match crate::links::csv_format::parse_variants_cell(&self.variants) {
+            Ok(v) => v,
+            Err(m) => {
+                errors.insert("variants".into(), format!("variants: {m}"));
+                Vec::new()
+            }
+        };
         if errors.is_empty() {
             Ok(Numbers {
                 redirect,
                 max_visits,
                 forward_query,
                 country_targets,
+                variants,
             })
         } else {
             Err(errors)
@@ -211,6 +229,7 @@ impl LinkForm {
             max_visits,
             forward_query,
             country_targets,
+            variants,
         } = self.numbers()?;
         Ok(CreateLink {
             url: self.url.clone(),
@@ -224,6 +243,7 @@ impl LinkForm {
             forward_query,
             country_targets: (!country_targets.is_empty()).then_some(country_targets),
             password: self.new_password(),
+            variants: (!variants.is_empty()).then_some(variants),
             ..CreateLink::default()
         })
     }
@@ -236,6 +256,7 @@ impl LinkForm {
             max_visits,
             forward_query,
             country_targets,
+            variants,
         } = self.numbers()?;
         let shown = current
             .expires_at
@@ -261,6 +282,7 @@ impl LinkForm {
                 (None, true) => Some(None),
                 (None, false) => None,
             },
+            variants: Some((!variants.is_empty()).then_some(variants)),
             ..UpdateLink::default()
         })
     }
@@ -369,6 +391,13 @@ pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
                     " Remove the password"
                 }
             }
+        }
+        div.field.invalid[errors.contains_key("variants")] {
+            label for="f-variants" { "A/B variants (optional)" }
+            textarea id="f-variants" name="variants" rows="3" spellcheck="false"
+                placeholder="3=https://example.com/a" { (form.variants) }
+            p.hint { "One " code { "WEIGHT=URL" } " per line (weight 1 to 65535, at most 8); each visit gets one by weight, instead of the URL above. Country and device targets win." }
+            (view::field_error(errors, "variants"))
         }
         (view::text_input("Tags (optional)", "tags", &form.tags, "text", Some("Separated by commas."), errors))
     }

@@ -211,6 +211,7 @@ impl Links<'_> {
             disabled: extra.disabled.then_some(true),
             forward_query: extra.forward_query,
             country_targets: extra.country_targets,
+            variants: extra.variants,
             ..CreateLink::default()
         };
         let created_at = extra.created_at.as_deref().map(|t| created_at(t, now));

@@ -40,6 +40,8 @@ pub struct ImportExtra {
     /// Targets per visitor country (code to URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub country_targets: Option<std::collections::BTreeMap<String, String>>,
+    /// A/B variants (weight and URL), in order.
+    pub variants: Option<Vec<crate::links::VariantInput>>,
     /// When the link was first made (Unix seconds or RFC 3339; not in the
     /// future); absent: now.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -25,7 +25,7 @@ use super::{list, name_locks, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 use crate::pg::{changes, PgError};
-use crate::store::links::{country_targets_to_stored, Link, ListQuery};
+use crate::store::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
 use crate::store::{StoreError, StoreResult, StoreStats};
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).
@@ -64,9 +64,9 @@ async fn insert_row(
             "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
              max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
              disabled, tags, created_by, dedupe_hash, forward_query, country_targets, \
-             password_hash) \
+             password_hash, variants) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-             $19, $20)",
+             $19, $20, $21)",
         )
         .await
         .map_err(failed("preparing a link insert"))?;
@@ -95,6 +95,7 @@ async fn insert_row(
             &link.forward_query,
             &country_targets_to_stored(&link.country_targets),
             &link.password_hash,
+            &variants_to_stored(&link.variants),
         ],
     )
     .await
@@ -207,7 +208,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
              renew_ttl = $6, max_visits = $7, redirect = $8, target_desktop = $9, \
              target_mobile = $10, target_ios = $11, target_android = $12, disabled = $13, \
              tags = $14, forward_query = $15, country_targets = $16, password_hash = $17, \
-             dedupe_hash = NULL WHERE id = $1 RETURNING ",
+             variants = $18, dedupe_hash = NULL WHERE id = $1 RETURNING ",
             columns!()
         ))
         .await
@@ -235,6 +236,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
                 &new.forward_query,
                 &country_targets_to_stored(&new.country_targets),
                 &new.password_hash,
+                &variants_to_stored(&new.variants),
             ],
         )
         .await;

@@ -7,7 +7,7 @@ use tokio_postgres::Row;
 
 use crate::codes::CodeRef;
 use crate::pg::PgError;
-use crate::store::links::{country_targets_from_stored, Link};
+use crate::store::links::{country_targets_from_stored, variants_from_stored, Link};
 use crate::store::{StoreError, StoreResult};
 
 /// The columns [`from_row`] reads, as a literal for `concat!`.
@@ -15,7 +15,8 @@ macro_rules! columns {
     () => {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
-         created_by, clicks, bot_clicks, forward_query, country_targets, password_hash"
+         created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
+         variants"
     };
 }
 pub(super) use columns;
@@ -71,6 +72,7 @@ pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
         forward_query: row.get(18),
         country_targets: country_targets_from_stored(row.get::<_, Option<&str>>(19)),
         password_hash: row.get(20),
+        variants: variants_from_stored(row.get::<_, Option<&str>>(21)),
     })
 }
 

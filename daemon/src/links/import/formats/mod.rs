@@ -170,6 +170,8 @@ pub struct Columns {
     /// `true` on a password-protected link of an export: refused, since
     /// exports never carry the password.
     protected: Option<Col>,
+    /// `WEIGHT=URL` pairs separated by spaces.
+    variants: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
 }
@@ -203,6 +205,7 @@ impl Columns {
             "forward_query" => self.forward_query.as_ref(),
             "country_targets" => self.country_targets.as_ref(),
             "protected" => self.protected.as_ref(),
+            "variants" => self.variants.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -285,6 +288,11 @@ impl Columns {
             extra.country_targets = Some(
                 crate::links::csv_format::parse_country_targets_cell(t)
                     .map_err(|m| error(&c.name, m))?,
+            );
+        }
+        if let Some((c, v)) = cell(record, &self.variants) {
+            extra.variants = Some(
+                crate::links::csv_format::parse_variants_cell(v).map_err(|m| error(&c.name, m))?,
             );
         }
         let [desktop, mobile, ios, android] = self

@@ -2,6 +2,7 @@
 //! bot_clicks,created_at,redirect,max_visits,disabled,target_desktop,
 //! target_mobile,target_ios,target_android,forward_query,country_targets,
 //! protected` (a `true` there is refused: exports never carry passwords). Only `url` is needed; the
+//! target_mobile,target_ios,target_android,forward_query,country_targets,variants`. Only `url` is needed; the
 //! generated code and the click totals come back with the link.
 
 use super::{Columns, Headers};
@@ -30,6 +31,7 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         forward_query: h.col(&["forward_query"]),
         country_targets: h.col(&["country_targets"]),
         protected: h.col(&["protected"]),
+        variants: h.col(&["variants"]),
         targets: [
             h.col(&["target_desktop"]),
             h.col(&["target_mobile"]),
