@@ -77,7 +77,7 @@ impl std::fmt::Debug for SqliteStore {
 
 /// The schema version (`PRAGMA user_version`) after the last migration:
 /// `restore` refuses a database of a newer one.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
