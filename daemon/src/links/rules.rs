@@ -231,18 +231,7 @@ impl LinkRules {
             }
             let url = self
                 .check_target(FIELD, url, aliases)
-                .map_err(|e| match e {
-                    LinkError::Invalid {
-                        field,
-                        code,
-                        message,
-                    } => LinkError::Invalid {
-                        field,
-                        code,
-                        message: format!("{message} (the target for {country})"),
-                    },
-                    other => other,
-                })?;
+                .map_err(|e| naming(e, &format!("the target for {country}")))?;
             out.push((country, url));
         }
         out.sort();
@@ -271,18 +260,7 @@ impl LinkRules {
         for (i, x) in v.iter().enumerate() {
             let url = self
                 .check_target(FIELD, &x.url, aliases)
-                .map_err(|e| match e {
-                    LinkError::Invalid {
-                        field,
-                        code,
-                        message,
-                    } => LinkError::Invalid {
-                        field,
-                        code,
-                        message: format!("{message} (variants[{i}].url)"),
-                    },
-                    other => other,
-                })?;
+                .map_err(|e| naming(e, &format!("variants[{i}].url")))?;
             // The weight is at most MAX_WEIGHT (checked above).
             out.push(Variant {
                 url,
@@ -443,6 +421,22 @@ pub(crate) fn check_max_visits(v: u64) -> Result<i64, LinkError> {
             "invalid_max_visits",
             max_visits_range(v),
         )),
+    }
+}
+
+/// A refused target's error, its message saying which one (`which`).
+fn naming(e: LinkError, which: &str) -> LinkError {
+    match e {
+        LinkError::Invalid {
+            field,
+            code,
+            message,
+        } => LinkError::Invalid {
+            field,
+            code,
+            message: format!("{message} ({which})"),
+        },
+        other => other,
     }
 }
 

@@ -6,6 +6,7 @@ use core::ptr::addr_of_mut;
 
 use nginx_sys::ngx_http_request_t;
 use ngx::http::Request;
+use shortlink_core::ipc::EdgeLink;
 
 use super::reply::{respond, Outcome, Reply};
 use super::Step;
@@ -52,6 +53,17 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
     });
 }
 
+/// The daemon's link as this visitor's hit (target copied into the
+/// request pool); the link's id noted for the log.
+fn hit_of(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, link: &EdgeLink) -> Option<Hit> {
+    let device = ctx.visitor(r).device;
+    let pool = r.pool();
+    let country = || country_of(r, lcf);
+    let hit = Hit::of(link, device, country, |t| pool_copy(&pool, t))?;
+    ctx.note_id(hit.id);
+    Some(hit)
+}
+
 /// What to answer with the daemon's answer.
 pub(super) fn arrived(
     r: &mut Request,
@@ -60,30 +72,20 @@ pub(super) fn arrived(
     answer: Answer,
 ) -> Step {
     let outcome = match answer {
-        Answer::Found(link) => {
-            let device = ctx.visitor(r).device;
-            let pool = r.pool();
-            let country = || country_of(r, lcf);
-            let Some(hit) = Hit::of(link.as_ref(), device, country, |t| pool_copy(&pool, t)) else {
-                return Step::Reply(Reply::Error);
-            };
-            ctx.note_id(hit.id);
-            Outcome::Redirect(hit)
-        }
+        Answer::Found(link) => match hit_of(r, lcf, ctx, &link) {
+            Some(hit) => Outcome::Redirect(hit),
+            None => return Step::Reply(Reply::Error),
+        },
         // A link without a password takes no form (its password may have
         // been removed since the form was shown: a GET redirects now).
         Answer::Granted(link) if !link.protected => return Step::Reply(Reply::NotAllowed),
-        Answer::Granted(link) => {
-            let device = ctx.visitor(r).device;
-            let pool = r.pool();
-            let country = || country_of(r, lcf);
-            let Some(hit) = Hit::of(link.as_ref(), device, country, |t| pool_copy(&pool, t)) else {
-                return Step::Reply(Reply::Error);
-            };
-            ctx.note_id(hit.id);
-            ctx.granted = true;
-            Outcome::Redirect(hit)
-        }
+        Answer::Granted(link) => match hit_of(r, lcf, ctx, &link) {
+            Some(hit) => {
+                ctx.granted = true;
+                Outcome::Redirect(hit)
+            }
+            None => return Step::Reply(Reply::Error),
+        },
         Answer::WrongPassword => {
             return Step::Reply(Reply::PasswordForm {
                 status: 200,
