@@ -282,18 +282,11 @@ impl Conn {
                 self.lookups.push((id, code));
             }
             Request::Clicks { id, batch } => {
-                let permit = Arc::clone(&self.in_flight)
-                    .acquire_owned()
-                    .await
-                    .expect("semaphore open");
-                let app = Arc::clone(&self.app);
-                let out = self.out.clone();
                 let pid = self.pid;
-                tokio::spawn(async move {
-                    let reply = clicks::take(&app, id, batch, pid).await;
-                    send(&out, &reply).await;
-                    drop(permit);
-                });
+                self.answer_in_task(
+                    move |app| async move { clicks::take(&app, id, batch, pid).await },
+                )
+                .await;
             }
             Request::Auth { .. } => return Err(ConnError::SecondAuth),
             Request::CheckPassword {
@@ -302,20 +295,34 @@ impl Conn {
                 password,
                 client,
             } => {
-                let permit = Arc::clone(&self.in_flight)
-                    .acquire_owned()
-                    .await
-                    .expect("semaphore open");
-                let app = Arc::clone(&self.app);
-                let out = self.out.clone();
-                tokio::spawn(async move {
-                    let reply = password::check(&app, id, code, password, client).await;
-                    send(&out, &reply).await;
-                    drop(permit);
-                });
+                self.answer_in_task(move |app| async move {
+                    password::check(&app, id, code, password, client).await
+                })
+                .await;
             }
         }
         Ok(())
+    }
+
+    /// Answers a request in a task of its own, holding one of the
+    /// connection's in-flight permits until the reply is sent (so a worker
+    /// cannot start unbounded work).
+    async fn answer_in_task<F, Fut>(&self, answer: F)
+    where
+        F: FnOnce(Arc<App>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Reply> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.in_flight)
+            .acquire_owned()
+            .await
+            .expect("semaphore open");
+        let app = Arc::clone(&self.app);
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let reply = answer(app).await;
+            send(&out, &reply).await;
+            drop(permit);
+        });
     }
 }
 
