@@ -24,18 +24,20 @@ pub(super) fn cookie_passes(r: &Request, ctx: &RequestCtx) -> bool {
         return false;
     };
     let now = nginx_sys::ngx_time() as u64;
-    let mut h = r.as_ref().headers_in.cookie;
-    // SAFETY: headers_in.cookie is null or the first of this request's
-    // parsed `Cookie` headers, linked by `next`.
-    while let Some(elt) = unsafe { h.as_ref() } {
-        if let Ok(header) = core::str::from_utf8(elt.value.as_bytes()) {
+    // The whole header list, not `headers_in.cookie`: that field is a
+    // linked list from nginx 1.23 and an array (`cookies`) before, and
+    // Debian 12's nginx is 1.22. Only protected links come here.
+    for (name, value) in r.headers_in_iterator() {
+        if !name.as_bytes().eq_ignore_ascii_case(b"cookie") {
+            continue;
+        }
+        if let Ok(header) = core::str::from_utf8(value.as_bytes()) {
             if let Some(value) = find_cookie(header, COOKIE_NAME) {
                 if key.verify(value, code, now).is_ok() {
                     return true;
                 }
             }
         }
-        h = elt.next;
     }
     false
 }
