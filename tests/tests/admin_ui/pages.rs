@@ -205,6 +205,21 @@ fn csv(b: &mut Browser, s: &Stack, session: &str) {
     }
     let r = s.get("csv-one", &[]);
     assert_eq!(r.header("Location"), Some("https://example.com/csv-1"));
+    // Its click reaches the daemon within a flush interval; both exports
+    // below must see it, or they differ by it.
+    let clicked = || {
+        let r = s.daemon.api("GET", "/api/v1/links/csv-one", None);
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        v["clicks"].as_i64() == Some(1)
+    };
+    let waited = std::time::Instant::now();
+    while !clicked() && waited.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        clicked(),
+        "the visit to csv-one was not counted within 10 s"
+    );
 
     // The download is what `shortlinkd export` writes, byte for byte.
     assert!(b.exists("#export[href='/admin/csv/export.csv']"));
