@@ -9,7 +9,7 @@ use super::error::{invalid, LinkError};
 use crate::users::argon2_pool::Argon2Pool;
 
 /// Longest link password, in bytes (argon2 hashes it whole).
-pub const MAX_LINK_PASSWORD: usize = 1024;
+pub const MAX_LINK_PASSWORD: usize = shortlink_core::ipc::MAX_PASSWORD;
 
 /// A link password as given in a request; never printed, never returned.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
