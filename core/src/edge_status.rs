@@ -34,6 +34,9 @@ pub struct ZoneFigures {
     pub reconnects: u64,
     /// Lookups sent to the daemon and not answered yet.
     pub lookups_in_flight: u64,
+    /// Requests waiting for those lookups' answers (several per lookup
+    /// when they ask for one code: single flight).
+    pub requests_waiting: u64,
     /// Clicks counted and not yet stored by the daemon (as of each
     /// worker's last flush).
     pub clicks_pending: u64,
@@ -51,7 +54,7 @@ struct Family {
     value: fn(&ZoneFigures) -> u64,
 }
 
-const FAMILIES: [Family; 11] = [
+const FAMILIES: [Family; 12] = [
     Family {
         name: "shortlink_zone_entries",
         kind: "gauge",
@@ -99,6 +102,12 @@ const FAMILIES: [Family; 11] = [
         kind: "gauge",
         help: "Lookups sent to shortlinkd and not answered yet.",
         value: |z| z.lookups_in_flight,
+    },
+    Family {
+        name: "shortlink_requests_waiting",
+        kind: "gauge",
+        help: "Requests waiting for the answer of a lookup in flight.",
+        value: |z| z.requests_waiting,
     },
     Family {
         name: "shortlink_clicks_pending",
@@ -198,7 +207,8 @@ mod tests {
             links_up: 2,
             links_down: 0,
             reconnects: 3,
-            lookups_in_flight: 0,
+            lookups_in_flight: 1,
+            requests_waiting: 12,
             clicks_pending: 9,
             clicks_delivered: 100,
             clicks_spooled: 11,
@@ -214,6 +224,7 @@ mod tests {
         );
         assert!(text.contains("shortlink_zone_bytes_free{zone=\"links\"} 8192\n"));
         assert!(text.contains("shortlink_clicks_spooled_total{zone=\"links\"} 11\n"));
+        assert!(text.contains("shortlink_requests_waiting{zone=\"links\"} 12\n"));
         let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
         assert_eq!(types, FAMILIES.len() + 1);
         // Every sample line is `name{labels} value`, value an integer.
@@ -241,6 +252,7 @@ mod tests {
         assert_eq!(z["requests"]["EXPIRED"], 5);
         assert_eq!(z["links_up"], 2);
         assert_eq!(z["clicks_pending"], 9);
+        assert_eq!(z["requests_waiting"], 12);
         assert_eq!(json(&[zone()]).matches("\"requests\"").count(), 1);
     }
 }

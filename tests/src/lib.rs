@@ -25,7 +25,7 @@ pub mod tally;
 pub use browser::Browser;
 pub use cluster::{Cluster, Node};
 pub use daemon::{give_to_workers, workers_ids, Daemon};
-pub use stack::{http_conf, Stack};
+pub use stack::{http_conf, Figures, Stack};
 
 /// The workspace root.
 pub fn root() -> PathBuf {

@@ -1,7 +1,9 @@
 //! The whole product for one test: a key, the daemon and nginx with the
 //! module pointed at it.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use shortlink_core::Codec;
 
@@ -9,7 +11,8 @@ use crate::{main_context, Daemon, Nginx, Scratch};
 
 /// The `http{}` body the redirect tests use: the module's directives and a
 /// server whose headers expose the module's variables, with the admin UI
-/// proxied under `/admin/` like `conf/nginx/short-domains.conf` does.
+/// proxied under `/admin/` like `conf/nginx/short-domains.conf` does, and
+/// the edge's figures at `/status`.
 pub fn http_conf(key: &Path, daemon: &Daemon, timeout: &str) -> String {
     format!(
         r#"
@@ -26,6 +29,9 @@ pub fn http_conf(key: &Path, daemon: &Daemon, timeout: &str) -> String {
         add_header X-Id $shortlink_id always;
         add_header X-Code $shortlink_code always;
         add_header X-Target $shortlink_target always;
+        location = /status {{
+            shortlink_status;
+        }}
         location / {{
             shortlink on;
         }}
@@ -109,5 +115,55 @@ impl Stack {
     pub fn get(&self, code: &str, headers: &[(&str, &str)]) -> crate::Response {
         self.nginx
             .request(b"GET", format!("/{code}").as_bytes(), headers, b"")
+    }
+
+    /// The edge's figures (`shortlink_status` at `/status`).
+    pub fn figures(&self) -> Figures {
+        let r = self.nginx.get(b"/status");
+        assert_eq!(r.status, 200, "{}", r.body_text());
+        Figures::parse(&r.body_text())
+    }
+
+    /// Polls the figures until `ok` holds (at most 10 s); panics naming `what`.
+    pub fn until_figures(&self, what: &str, ok: impl Fn(&Figures) -> bool) -> Figures {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let m = self.figures();
+            if ok(&m) {
+                return m;
+            }
+            assert!(Instant::now() < deadline, "{what}: {m:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The samples of a `shortlink_status` answer (Prometheus text), by
+/// series (`name{labels}`), for the zone `links`.
+#[derive(Debug)]
+pub struct Figures(pub HashMap<String, u64>);
+
+impl Figures {
+    /// Parses the Prometheus text; every sample is `series value`.
+    pub fn parse(text: &str) -> Figures {
+        Figures(
+            text.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| {
+                    let (series, value) = l.rsplit_once(' ').expect("name value");
+                    (series.to_string(), value.parse().expect("integer value"))
+                })
+                .collect(),
+        )
+    }
+
+    /// Requests answered with this cache status.
+    pub fn requests(&self, status: &str) -> u64 {
+        self.0[&format!("shortlink_requests_total{{zone=\"links\",cache_status=\"{status}\"}}")]
+    }
+
+    /// A figure without other labels than the zone.
+    pub fn gauge(&self, name: &str) -> u64 {
+        self.0[&format!("{name}{{zone=\"links\"}}")]
     }
 }

@@ -1,72 +1,19 @@
 //! `shortlink_status`: the edge's figures from nginx itself, checked
 //! against the requests sent, in both formats, through a daemon outage.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 use shortlink_core::Codec;
-use shortlink_e2e::Stack;
+use shortlink_e2e::{Figures, Stack};
 
 fn stack(name: &str) -> Stack {
-    Stack::start_edited(name, 2, "300ms", |http| {
-        http.replacen(
-            "        location / {",
-            "        location = /status {\n            shortlink_status;\n        }\n        location / {",
-            1,
-        )
-    })
-}
-
-/// The samples of the Prometheus answer, by series (`name{labels}`).
-fn samples(s: &Stack) -> HashMap<String, u64> {
-    let r = s.nginx.get(b"/status");
-    assert_eq!(r.status, 200, "{}", r.body_text());
-    assert_eq!(
-        r.header("Content-Type"),
-        Some("text/plain; version=0.0.4; charset=utf-8")
-    );
-    assert_eq!(r.header("Cache-Control"), Some("no-store"));
-    r.body_text()
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            let (series, value) = l.rsplit_once(' ').expect("name value");
-            (series.to_string(), value.parse().expect("integer value"))
-        })
-        .collect()
-}
-
-fn requests(m: &HashMap<String, u64>, status: &str) -> u64 {
-    m[&format!("shortlink_requests_total{{zone=\"links\",cache_status=\"{status}\"}}")]
-}
-
-fn gauge(m: &HashMap<String, u64>, name: &str) -> u64 {
-    m[&format!("{name}{{zone=\"links\"}}")]
-}
-
-/// Polls the status page until `ok` holds (at most 10 s).
-fn until(
-    s: &Stack,
-    what: &str,
-    ok: impl Fn(&HashMap<String, u64>) -> bool,
-) -> HashMap<String, u64> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let m = samples(s);
-        if ok(&m) {
-            return m;
-        }
-        assert!(Instant::now() < deadline, "{what}: {m:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    Stack::start(name, 2)
 }
 
 #[test]
 fn figures_match_the_requests_sent_in_both_formats() {
     let s = stack("status-figures");
-    until(&s, "both workers' links up", |m| {
-        gauge(m, "shortlink_daemon_links_up") == 2
+    s.until_figures("both workers' links up", |m| {
+        m.gauge("shortlink_daemon_links_up") == 2
     });
     let codes: Vec<String> = (0..3)
         .map(|i| {
@@ -91,31 +38,38 @@ fn figures_match_the_requests_sent_in_both_formats() {
         .request(b"POST", format!("/{}", codes[0]).as_bytes(), &[], b"");
     assert_eq!(r.status, 405);
 
-    let m = samples(&s);
+    let r = s.nginx.get(b"/status");
+    assert_eq!(
+        r.header("Content-Type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert_eq!(r.header("Cache-Control"), Some("no-store"));
+    let m = Figures::parse(&r.body_text());
     // 3 links: one miss each, then hits; the unknown code: one miss, then
     // negative answers; invalid codes never reach the zone or the daemon.
-    assert_eq!(requests(&m, "MISS"), 4, "{m:?}");
-    assert_eq!(requests(&m, "HIT"), 12, "{m:?}");
-    assert_eq!(requests(&m, "NEGATIVE"), 2, "{m:?}");
-    assert_eq!(requests(&m, "INVALID"), 5, "{m:?}");
-    assert_eq!(requests(&m, "BYPASS"), 1, "{m:?}");
-    assert_eq!(requests(&m, "EXPIRED"), 0, "{m:?}");
-    assert_eq!(gauge(&m, "shortlink_zone_entries"), 4, "{m:?}");
+    assert_eq!(m.requests("MISS"), 4, "{m:?}");
+    assert_eq!(m.requests("HIT"), 12, "{m:?}");
+    assert_eq!(m.requests("NEGATIVE"), 2, "{m:?}");
+    assert_eq!(m.requests("INVALID"), 5, "{m:?}");
+    assert_eq!(m.requests("BYPASS"), 1, "{m:?}");
+    assert_eq!(m.requests("EXPIRED"), 0, "{m:?}");
+    assert_eq!(m.gauge("shortlink_zone_entries"), 4, "{m:?}");
     let (used, free) = (
-        gauge(&m, "shortlink_zone_bytes_used"),
-        gauge(&m, "shortlink_zone_bytes_free"),
+        m.gauge("shortlink_zone_bytes_used"),
+        m.gauge("shortlink_zone_bytes_free"),
     );
     assert!(used > 0 && free > 0, "{m:?}");
     let zone = 4 << 20;
     assert!(used + free <= zone && used + free > zone * 9 / 10, "{m:?}");
-    assert_eq!(gauge(&m, "shortlink_zone_evictions_total"), 0);
-    assert_eq!(gauge(&m, "shortlink_lookups_in_flight"), 0);
-    assert_eq!(gauge(&m, "shortlink_daemon_links_down"), 0);
+    assert_eq!(m.gauge("shortlink_zone_evictions_total"), 0);
+    assert_eq!(m.gauge("shortlink_lookups_in_flight"), 0);
+    assert_eq!(m.gauge("shortlink_requests_waiting"), 0);
+    assert_eq!(m.gauge("shortlink_daemon_links_down"), 0);
 
     // Every redirect's click reaches the daemon; nothing stays pending.
-    until(&s, "15 clicks delivered", |m| {
-        gauge(m, "shortlink_clicks_delivered_total") == 15
-            && gauge(m, "shortlink_clicks_pending") == 0
+    s.until_figures("15 clicks delivered", |m| {
+        m.gauge("shortlink_clicks_delivered_total") == 15
+            && m.gauge("shortlink_clicks_pending") == 0
     });
     assert_eq!(
         codes.iter().map(|c| s.daemon.clicks(c)).sum::<u64>(),
@@ -146,35 +100,34 @@ fn link_state_and_reconnects_follow_a_daemon_outage() {
     let mut s = stack("status-outage");
     let code = s.daemon.create(json!({"url": "https://example.com/o"}));
     assert_eq!(s.get(&code, &[]).status, 302);
-    until(&s, "both links up", |m| {
-        gauge(m, "shortlink_daemon_links_up") == 2
+    s.until_figures("both links up", |m| {
+        m.gauge("shortlink_daemon_links_up") == 2
     });
     s.daemon.kill();
-    until(&s, "both links down", |m| {
-        gauge(m, "shortlink_daemon_links_down") == 2 && gauge(m, "shortlink_daemon_links_up") == 0
+    s.until_figures("both links down", |m| {
+        m.gauge("shortlink_daemon_links_down") == 2 && m.gauge("shortlink_daemon_links_up") == 0
     });
     // Cached: still a hit while the daemon is down, and its click waits.
     assert_eq!(s.get(&code, &[]).status, 302);
-    let m = until(&s, "the click pending", |m| {
-        gauge(m, "shortlink_clicks_pending") >= 1
+    let m = s.until_figures("the click pending", |m| {
+        m.gauge("shortlink_clicks_pending") >= 1
     });
-    assert_eq!(requests(&m, "HIT"), 1);
+    assert_eq!(m.requests("HIT"), 1);
     s.daemon.restart();
-    until(
-        &s,
+    s.until_figures(
         "both links back, two reconnects, the click delivered",
         |m| {
-            gauge(m, "shortlink_daemon_links_up") == 2
-                && gauge(m, "shortlink_daemon_reconnects_total") == 2
-                && gauge(m, "shortlink_clicks_pending") == 0
-                && gauge(m, "shortlink_clicks_delivered_total") == 2
+            m.gauge("shortlink_daemon_links_up") == 2
+                && m.gauge("shortlink_daemon_reconnects_total") == 2
+                && m.gauge("shortlink_clicks_pending") == 0
+                && m.gauge("shortlink_clicks_delivered_total") == 2
         },
     );
     // A reload keeps the counters (they live in the zone) and the new
     // workers take rows of their own.
     s.reload();
     assert_eq!(s.get(&code, &[]).status, 302);
-    until(&s, "new workers up, counts kept", |m| {
-        gauge(m, "shortlink_daemon_links_up") == 2 && requests(m, "HIT") == 2
+    s.until_figures("new workers up, counts kept", |m| {
+        m.gauge("shortlink_daemon_links_up") == 2 && m.requests("HIT") == 2
     });
 }

@@ -6,8 +6,8 @@
 //! A worker claims a row at start (compare-and-swap of its pid on a free
 //! row or one whose owner died) and gives it back at exit. Counters stay in
 //! the row across owners, so their sums only grow; gauges (link state,
-//! lookups in flight, clicks pending) are the owner's and are cleared when
-//! the row changes hands. `shortlink_status` sums the counters of every row
+//! lookups in flight, requests waiting, clicks pending) are the owner's
+//! and are cleared when the row changes hands. `shortlink_status` sums the counters of every row
 //! and the gauges of rows whose owner is alive.
 
 use core::cell::Cell;
@@ -26,6 +26,8 @@ pub struct Row {
     pub link_up: AtomicU32,
     /// Lookups waiting for the daemon.
     pub lookups_in_flight: AtomicU64,
+    /// Requests waiting for those lookups' answers.
+    pub requests_waiting: AtomicU64,
     /// Requests by cache status (`edge_status::CACHE_STATUSES` order).
     pub requests: [AtomicU64; 6],
     /// Times the daemon link came back after being down.
@@ -74,6 +76,7 @@ impl Rows {
             {
                 row.link_up.store(0, Relaxed);
                 row.lookups_in_flight.store(0, Relaxed);
+                row.requests_waiting.store(0, Relaxed);
                 row.clicks_pending.store(0, Relaxed);
                 MINE.with(|m| m.set(i));
                 return;
@@ -89,6 +92,7 @@ impl Rows {
             let row = &self.rows[i];
             row.link_up.store(0, Relaxed);
             row.lookups_in_flight.store(0, Relaxed);
+            row.requests_waiting.store(0, Relaxed);
             row.clicks_pending.store(0, Relaxed);
             row.pid.store(0, Relaxed);
         }
@@ -125,6 +129,7 @@ impl Rows {
                 f.links_down += 1;
             }
             f.lookups_in_flight += row.lookups_in_flight.load(Relaxed);
+            f.requests_waiting += row.requests_waiting.load(Relaxed);
             f.clicks_pending += row.clicks_pending.load(Relaxed);
         }
         f.evictions = self.evictions.load(Relaxed);

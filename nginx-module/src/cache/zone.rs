@@ -61,7 +61,7 @@ pub struct Shared {
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE09");
+pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE10");
 /// Locks the slab pool for the life of the guard.
 pub struct Locked(NonNull<ngx_slab_pool_t>);
 

@@ -29,6 +29,7 @@ impl DaemonLink {
         }
         if let Some(wait) = self.lookups.get_mut(code) {
             wait.waiters.push(r);
+            self.waiting += 1;
             return Started::Waiting;
         }
         let sent_at = if self.state == State::Ready {
@@ -52,6 +53,7 @@ impl DaemonLink {
         // `lookups` until the timer is deleted or has fired.
         unsafe { nginx_sys::ngx_add_timer(&mut wait.timer, self.conf.timeout) };
         self.lookups.insert(code.to_vec(), wait);
+        self.waiting += 1;
         Started::Waiting
     }
 
@@ -88,7 +90,9 @@ impl DaemonLink {
     /// itself goes on and fills the cache).
     pub fn forget(&mut self, code: &[u8], r: *mut ngx_http_request_t) {
         if let Some(wait) = self.lookups.get_mut(code) {
+            let before = wait.waiters.len();
             wait.waiters.retain(|&w| w != r);
+            self.waiting -= before - wait.waiters.len();
         }
     }
 
@@ -148,6 +152,7 @@ impl DaemonLink {
             // SAFETY: the timer is ours and set.
             unsafe { nginx_sys::ngx_del_timer(&mut wait.timer) };
         }
+        self.waiting -= wait.waiters.len();
         for r in wait.waiters.drain(..) {
             (self.conf.deliver)(r, answer.clone());
         }

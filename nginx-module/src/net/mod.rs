@@ -54,8 +54,11 @@ pub fn with_link<R>(f: impl FnOnce(&mut DaemonLink) -> R) -> Option<R> {
         let mut guard = cell.try_borrow_mut().ok()?;
         let link = guard.as_mut()?;
         let out = f(link);
-        let waiting = link.lookups.len() as u64;
-        link.figures(|row| row.lookups_in_flight.store(waiting, Relaxed));
+        let (lookups, waiting) = (link.lookups.len() as u64, link.waiting as u64);
+        link.figures(|row| {
+            row.lookups_in_flight.store(lookups, Relaxed);
+            row.requests_waiting.store(waiting, Relaxed);
+        });
         Some(out)
     })
 }
@@ -274,6 +277,8 @@ pub struct DaemonLink {
     next_id: u32,
     inflight: HashMap<u32, Inflight>,
     lookups: HashMap<Vec<u8>, Box<LookupWait>>,
+    /// Requests waiting on `lookups`, all codes together.
+    waiting: usize,
     /// Password checks by request id.
     password_checks: HashMap<u32, Box<PasswordWait>>,
     /// Alias snapshot in progress: its generation and whether all fitted.
@@ -320,6 +325,7 @@ impl DaemonLink {
             next_id: 0,
             inflight: HashMap::new(),
             lookups: HashMap::new(),
+            waiting: 0,
             password_checks: HashMap::new(),
             snapshot: None,
             alias_generation: 0,
