@@ -218,6 +218,11 @@ pub async fn run(
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "spool import failed"),
     }
+    // Before serving: links the allow/block lists refuse since they
+    // changed are off before any worker asks for them.
+    if let Err(e) = crate::takedown::apply_target_rules(&app).await {
+        tracing::error!(error = %e, "could not apply the allow/block lists to stored links");
+    }
 
     let Listeners {
         ipc: ipc_listener,

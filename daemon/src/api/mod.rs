@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod qr;
 pub mod stats;
+pub mod takedowns;
 pub mod users;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -50,6 +51,12 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         .route("/api/v1/keys/{id}", delete(keys::revoke_key))
         .route("/api/v1/apps", post(keys::create_app).get(keys::list_apps))
         .route("/api/v1/apps/{app_id}", delete(keys::revoke_app))
+        .route(
+            "/api/v1/takedowns",
+            post(takedowns::create).get(takedowns::list),
+        )
+        .route("/api/v1/takedowns/{id}", get(takedowns::get))
+        .route("/api/v1/takedowns/{id}/undo", post(takedowns::undo))
         .route("/api/v1/users", post(users::create).get(users::list))
         .route("/api/v1/users/{name}", delete(users::delete))
         .route("/api/v1/users/{name}/password", put(users::set_password))

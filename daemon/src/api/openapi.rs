@@ -8,7 +8,7 @@ use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use super::error::PROBLEM_JSON;
-use super::{error, health, keys, links, qr, stats, users};
+use super::{error, health, keys, links, qr, stats, takedowns, users};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -24,6 +24,7 @@ use super::{error, health, keys, links, qr, stats, users};
         keys::create_key, keys::list_keys, keys::revoke_key,
         keys::create_app, keys::list_apps, keys::revoke_app,
         users::create, users::set_password, users::list, users::delete,
+        takedowns::create, takedowns::list, takedowns::get, takedowns::undo,
         health::get,
         super::metrics::get_authenticated,
         openapi_json,
@@ -40,6 +41,7 @@ use super::{error, health, keys, links, qr, stats, users};
         keys::NewCredential, keys::KeyView, keys::CreatedKey, keys::KeyList,
         keys::AppView, keys::CreatedApp, keys::AppList,
         users::NewUser, users::NewPassword, users::UserView, users::UserList,
+        takedowns::NewTakedownBody, takedowns::TakedownView, takedowns::TakedownList,
         health::Health,
     )),
     modifiers(&SecuritySchemes),
@@ -48,6 +50,7 @@ use super::{error, health, keys, links, qr, stats, users};
         (name = "stats", description = "Click statistics"),
         (name = "keys", description = "API keys and signing apps (admin)"),
         (name = "users", description = "Admin UI users (admin)"),
+        (name = "takedowns", description = "Switch off every link to a host or by one creator, and undo it (admin)"),
         (name = "health", description = "Readiness, metrics and this document"),
     )
 )]

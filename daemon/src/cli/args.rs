@@ -88,6 +88,10 @@ pub enum AdminCommand {
     /// Admin UI users.
     #[command(subcommand)]
     User(UserCommand),
+    /// Switch off every link to a host or by one creator, list the
+    /// records, undo one.
+    #[command(subcommand)]
+    Takedown(TakedownCommand),
     /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
         /// The link's code or alias.
@@ -381,6 +385,40 @@ pub enum UserCommand {
     Delete {
         /// The user's sign-in name.
         name: String,
+    },
+}
+
+/// `shortlinkd takedown …`.
+#[derive(Debug, Subcommand)]
+pub enum TakedownCommand {
+    /// Switch off every link to HOST and its subdomains, on every node.
+    Host {
+        /// A host name or address.
+        host: String,
+        /// Why (kept in the record).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Switch off every link made by CREATOR (`key:<id>`, `app:<app id>`,
+    /// `user:<name>` or `cli`), on every node.
+    Creator {
+        /// Who made the links.
+        creator: String,
+        /// Why (kept in the record).
+        #[arg(long)]
+        reason: String,
+    },
+    /// List takedowns, newest first.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Switch back on the links a takedown switched off (those no other
+    /// takedown in force covers).
+    Undo {
+        /// The takedown's id.
+        id: i64,
     },
 }
 

@@ -12,6 +12,7 @@ use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::json;
 use tower::ServiceExt;
 
 use crate::api::error::ErrorBody;
@@ -19,6 +20,7 @@ use crate::api::import::ImportRequest;
 use crate::api::keys::{AppList, CreatedApp, CreatedKey, KeyList, NewCredential};
 use crate::api::links::{LinkPage, ListParams};
 use crate::api::stats::StatsParams;
+use crate::api::takedowns::{NewTakedownBody, TakedownList, TakedownView};
 use crate::api::users::{NewPassword, NewUser, UserList, UserView};
 use crate::app::{App, SharedApp};
 use crate::config::Config;
@@ -224,6 +226,22 @@ impl Client {
     pub async fn set_password(&self, name: &str, req: &NewPassword) -> Result<()> {
         let path = format!("/api/v1/users/{}/password", enc(name));
         self.send(Method::PUT, &path, Some(req)).await
+    }
+
+    /// `POST /api/v1/takedowns`.
+    pub async fn take_down(&self, req: &NewTakedownBody) -> Result<TakedownView> {
+        self.post("/api/v1/takedowns", req).await
+    }
+
+    /// `GET /api/v1/takedowns`.
+    pub async fn takedowns(&self, limit: u32) -> Result<TakedownList> {
+        self.get(&format!("/api/v1/takedowns?limit={limit}")).await
+    }
+
+    /// `POST /api/v1/takedowns/{id}/undo`.
+    pub async fn undo_takedown(&self, id: i64) -> Result<TakedownView> {
+        self.post(&format!("/api/v1/takedowns/{id}/undo"), &json!({}))
+            .await
     }
 
     /// `POST /api/v1/links`.

@@ -180,12 +180,159 @@ async fn ids_and_clicks(store: &Store) {
     assert_eq!(store.link_stats(1, 0, 20, false).await.unwrap().total, 3);
 }
 
+/// Takedowns: a host covers its subdomains only; a creator its own
+/// links; each switch is logged for the edge; an undo switches back on
+/// only what a takedown switched off and no takedown in force covers.
+async fn takedowns(store: &Store) {
+    use super::{Matcher, NewTakedown, Undone};
+    let link = |id: u64, alias: Option<&str>, url: &str, by: &str, off: bool| {
+        let mut n = new_link(id, alias, url, &[]);
+        n.link.created_by = Some(by.into());
+        n.link.disabled = off;
+        n
+    };
+    store
+        .insert_links(
+            vec![
+                link(100, None, "https://evil.com/a", "key:1", false),
+                link(101, Some("ev"), "https://a.Evil.com/b", "key:2", false),
+                link(102, None, "https://notevil.com/?u=evil.com", "key:1", false),
+                link(103, None, "https://evil.com/c", "key:2", true),
+            ],
+            0,
+        )
+        .await
+        .unwrap();
+    let before = store.changes_since(0).await.unwrap().0;
+    let host = |by: &str| NewTakedown {
+        kind: "host",
+        selector: "evil.com".into(),
+        reason: "phishing".into(),
+        by: by.into(),
+        at: 50,
+        matcher: Matcher::Urls {
+            contains: Some("evil.com".into()),
+            test: std::sync::Arc::new(|u: &str| {
+                url::Url::parse(u).is_ok_and(|u| {
+                    u.host_str()
+                        .is_some_and(|h| h == "evil.com" || h.ends_with(".evil.com"))
+                })
+            }),
+        },
+        once: false,
+        unless_first: false,
+    };
+    let off = |id: u64| async move {
+        store
+            .find_link(CodeRef::Id(id))
+            .await
+            .unwrap()
+            .unwrap()
+            .disabled
+    };
+    let t1 = store.take_down(host("user:alice")).await.unwrap().unwrap();
+    assert_eq!((t1.record.matched, t1.record.disabled), (3, 2));
+    assert_eq!(t1.record.created_by, "user:alice");
+    let mut changed = t1.changed.clone();
+    changed.sort();
+    assert_eq!(changed, [(100, None), (101, Some("ev".into()))]);
+    assert!(off(100).await && off(101).await && !off(102).await && off(103).await);
+    // Both switches are in the change log, under the alias they keep.
+    let (_, rows) = store.changes_since(before.seq).await.unwrap();
+    let mut logged: Vec<(u64, Option<String>, Option<String>)> = rows
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.link_id, c.old_alias, c.new_alias))
+        .collect();
+    logged.sort();
+    let ev = Some("ev".to_string());
+    assert_eq!(logged, [(100, None, None), (101, ev.clone(), ev)]);
+
+    let t2 = store
+        .take_down(NewTakedown {
+            kind: "creator",
+            selector: "key:1".into(),
+            matcher: Matcher::Creator("key:1".into()),
+            ..host("cli")
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((t2.record.matched, t2.record.disabled), (2, 1));
+    assert!(off(102).await);
+
+    // 100 is still covered by t2; 103 was off before any takedown.
+    let Undone::Done { record, changed } = store
+        .undo_takedown(t1.record.id, "user:bob".into(), 60)
+        .await
+        .unwrap()
+    else {
+        panic!("undo refused")
+    };
+    assert_eq!(changed, [(101, Some("ev".into()))]);
+    assert_eq!(record.restored, Some(1));
+    assert_eq!(record.undone_by.as_deref(), Some("user:bob"));
+    assert!(off(100).await && !off(101).await && off(103).await);
+    assert!(matches!(
+        store
+            .undo_takedown(t1.record.id, "cli".into(), 61)
+            .await
+            .unwrap(),
+        Undone::Already(_)
+    ));
+    // With t2 undone nothing covers 100 any more: t1 switched it off.
+    let Undone::Done { changed, .. } = store
+        .undo_takedown(t2.record.id, "cli".into(), 62)
+        .await
+        .unwrap()
+    else {
+        panic!("undo refused")
+    };
+    let mut changed: Vec<u64> = changed.into_iter().map(|(id, _)| id).collect();
+    changed.sort();
+    assert_eq!(changed, [100, 102]);
+    assert!(!off(100).await && !off(102).await && off(103).await);
+    assert!(matches!(
+        store.undo_takedown(999, "cli".into(), 63).await.unwrap(),
+        Undone::NotFound
+    ));
+    let list = store.takedowns(10).await.unwrap();
+    assert_eq!(
+        list.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [t2.record.id, t1.record.id]
+    );
+    assert_eq!(store.takedown(t1.record.id).await.unwrap(), Some(record));
+
+    // `once`: the same selector twice is applied once; `unless_first`
+    // records nothing for lists that follow no others.
+    let config = |selector: &str, unless_first| NewTakedown {
+        kind: "config",
+        selector: selector.into(),
+        once: true,
+        unless_first,
+        ..host("config")
+    };
+    assert!(store
+        .take_down(config("empty", true))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store.take_down(config("a", false)).await.unwrap().is_some());
+    assert!(store.take_down(config("a", false)).await.unwrap().is_none());
+    assert!(store
+        .take_down(config("empty", true))
+        .await
+        .unwrap()
+        .is_some());
+}
+
 /// Every check, in order, on a fresh, empty store.
 pub async fn check_all(store: &Store) {
     inserts(store).await;
     edits(store).await;
     changes(store).await;
     ids_and_clicks(store).await;
+    takedowns(store).await;
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ mod credentials;
 mod ids;
 mod import;
 mod links;
+mod takedowns;
 mod users;
 
 use std::sync::Arc;
@@ -26,6 +27,9 @@ pub use credentials::CredentialStore;
 pub use ids::IdStore;
 pub use import::{ImportLink, ImportStore, Imported, KeptId};
 pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+pub use takedowns::{
+    ChangedLink, Matcher, NewTakedown, Takedown, TakedownStore, TakenDown, Undone,
+};
 pub use users::UserStore;
 
 use crate::store::{LinkCache, StoreResult, StoreStats};
@@ -33,7 +37,14 @@ use crate::store::{LinkCache, StoreResult, StoreStats};
 /// Everything the daemon asks of a store, plus what every store shares.
 #[async_trait]
 pub trait Database:
-    LinkStore + ImportStore + CredentialStore + UserStore + ClickStore + ChangeLog + IdStore
+    LinkStore
+    + ImportStore
+    + CredentialStore
+    + UserStore
+    + ClickStore
+    + ChangeLog
+    + IdStore
+    + TakedownStore
 {
     /// The cache of hot links in front of the store.
     fn cache(&self) -> &LinkCache;

@@ -88,6 +88,29 @@ pub async fn append(
     Ok(())
 }
 
+/// Appends one change per link in one statement, each under the alias it
+/// keeps (a switch on or off: the codes stay, the edge drops them).
+pub async fn append_in_place(
+    tx: &impl GenericClient,
+    links: &[(i64, Option<String>)],
+) -> Result<(), PgError> {
+    if links.is_empty() {
+        return Ok(());
+    }
+    let (ids, aliases): (Vec<i64>, Vec<Option<String>>) = links.iter().cloned().unzip();
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO edge_changes (link_id, old_alias, new_alias) \
+             SELECT id, alias, alias FROM unnest($1::bigint[], $2::text[]) AS u(id, alias)",
+        )
+        .await
+        .map_err(PgError::query("preparing a change-log append"))?;
+    tx.execute(&st, &[&ids, &aliases])
+        .await
+        .map_err(PgError::query("appending to the change log"))?;
+    Ok(())
+}
+
 /// Wakes every follower (payload-free; sent outside the writing
 /// transaction so it never serialises busy commits).
 pub async fn notify(client: &impl GenericClient) -> Result<(), PgError> {

@@ -8,6 +8,7 @@ mod credentials;
 mod ids;
 mod import;
 mod links;
+mod takedowns;
 
 use async_trait::async_trait;
 
