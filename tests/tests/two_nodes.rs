@@ -217,3 +217,64 @@ fn a_visit_limit_holds_across_both_nodes() {
         "two nodes: max_visits 20, 30 visits over both nodes in 0.6 s: {redirected} redirected"
     );
 }
+
+#[test]
+fn a_takedown_on_one_node_reaches_the_other_nodes_edge_and_so_does_its_undo() {
+    let c = Cluster::start("two-nodes-takedown", 2);
+    let (a, b) = (&c.nodes[0], &c.nodes[1]);
+    let bad: Vec<String> = (0..20)
+        .map(|i| {
+            let host = if i % 2 == 0 {
+                "bad.example"
+            } else {
+                "cdn.bad.example"
+            };
+            a.daemon
+                .create(json!({"url": format!("https://{host}/{i}")}))
+        })
+        .collect();
+    let good = a.daemon.create(json!({"url": "https://good.example/"}));
+    // B's edge holds every one of them.
+    for code in bad.iter().chain([&good]) {
+        assert_eq!(b.get(code).status, 302);
+    }
+    let r = a.daemon.api(
+        "POST",
+        "/api/v1/takedowns",
+        Some(&json!({"host": "bad.example", "reason": "malware"})),
+    );
+    assert_eq!(r.status, 201, "{}", r.body_text());
+    let t: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(t["disabled"], 20, "{t}");
+    let started = Instant::now();
+    for code in &bad {
+        let took = until(b, code, Duration::from_secs(1), |s, _| s == 410);
+        assert!(
+            took.is_some(),
+            "{code} still served on B a second after the takedown"
+        );
+    }
+    println!(
+        "takedown of 20 links at B's edge within {:?}",
+        started.elapsed()
+    );
+    assert_eq!(b.get(&good).status, 302);
+
+    let r = a
+        .daemon
+        .api("POST", &format!("/api/v1/takedowns/{}/undo", t["id"]), None);
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    let started = Instant::now();
+    for code in &bad {
+        let took = until(b, code, Duration::from_secs(1), |s, _| s == 302);
+        assert!(
+            took.is_some(),
+            "{code} still gone on B a second after the undo"
+        );
+    }
+    println!("undo at B's edge within {:?}", started.elapsed());
+    // The record is the same from either node.
+    let r = b.daemon.api("GET", "/api/v1/takedowns", None);
+    let list: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(list["takedowns"][0]["restored"], 20, "{list}");
+}

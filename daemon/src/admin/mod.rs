@@ -18,6 +18,7 @@ pub mod keys;
 pub mod links;
 pub mod login;
 pub mod session;
+pub mod takedowns;
 pub mod usage;
 pub mod users;
 pub mod view;
@@ -125,6 +126,11 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/users", get(users::page).post(users::add))
         .route("/admin/users/{name}/password", post(users::reset_password))
         .route("/admin/users/{name}/delete", post(users::delete))
+        .route(
+            "/admin/takedowns",
+            get(takedowns::page).post(takedowns::create),
+        )
+        .route("/admin/takedowns/{id}/undo", post(takedowns::undo))
         .route("/admin/apps", post(keys::create_app))
         .route("/admin/apps/{app_id}/revoke", post(keys::revoke_app))
         .route("/admin/assets/admin.css", get(css))

@@ -29,6 +29,7 @@ pub enum Nav {
     New,
     Keys,
     Users,
+    Takedowns,
     None,
 }
 
@@ -61,6 +62,7 @@ pub fn layout(
                             a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
                             a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
                             a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
+                            a.current[nav == Nav::Takedowns] href="/admin/takedowns" id="nav-takedowns" { "Takedowns" }
                         }
                         form.signout method="post" action="/admin/logout" {
                             (csrf_field(a))

@@ -75,25 +75,28 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
+/// Every migration, in order; version n is `MIGRATIONS[n - 1]`.
+const MIGRATIONS: &[&str] = &[
+    include_str!("schema_v1.sql"),
+    include_str!("schema_v2.sql"),
+    include_str!("schema_v3.sql"),
+    include_str!("schema_v4.sql"),
+    include_str!("schema_v5.sql"),
+    include_str!("schema_v6.sql"),
+    include_str!("schema_v7.sql"),
+    include_str!("schema_v8.sql"),
+    include_str!("schema_v9.sql"),
+    include_str!("schema_v10.sql"),
+    include_str!("schema_v11.sql"),
+    include_str!("schema_v12.sql"),
+];
+
 /// The schema version (`PRAGMA user_version`) after the last migration:
 /// `restore` refuses a database of a newer one.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
-        M::up(include_str!("schema_v1.sql")),
-        M::up(include_str!("schema_v2.sql")),
-        M::up(include_str!("schema_v3.sql")),
-        M::up(include_str!("schema_v4.sql")),
-        M::up(include_str!("schema_v5.sql")),
-        M::up(include_str!("schema_v6.sql")),
-        M::up(include_str!("schema_v7.sql")),
-        M::up(include_str!("schema_v8.sql")),
-        M::up(include_str!("schema_v9.sql")),
-        M::up(include_str!("schema_v10.sql")),
-        M::up(include_str!("schema_v11.sql")),
-        M::up(include_str!("schema_v12.sql")),
-    ])
+    Migrations::new(MIGRATIONS.iter().map(|sql| M::up(sql)).collect())
 }
 
 impl SqliteStore {

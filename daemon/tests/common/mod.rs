@@ -3,6 +3,8 @@
 //! client speaking the nginx module's protocol.
 #![allow(dead_code)]
 
+pub mod admin;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -198,6 +200,14 @@ impl Daemon {
             assert!(Instant::now() < deadline, "daemon did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Stops the daemon (SIGTERM) and starts it again with `extra` added
+    /// to its `serve` arguments.
+    pub async fn restart_with(&mut self, extra: &[&str]) {
+        assert!(self.sigterm().success(), "{}", self.log());
+        self.extra.extend(extra.iter().map(|s| s.to_string()));
+        self.spawn().await;
     }
 
     pub fn pid(&self) -> u32 {
