@@ -68,6 +68,7 @@ pub async fn follow(
     let mut backoff = Duration::from_millis(100);
     loop {
         let mut up = false;
+        let started = std::time::Instant::now();
         let result = session(&pg, &options, &out, &mut from, &stop, &mut up).await;
         if up {
             pg.reach().answered(pg.url());
@@ -77,7 +78,7 @@ pub async fn follow(
             Ok(()) => return from,
             Err(e) => {
                 tracing::debug!(url = %pg.url(), error = %e, "change-log follower lost its session; reconnecting");
-                pg.reach().failed(pg.url(), &e);
+                pg.reach().failed(pg.url(), &e, started);
             }
         }
         tokio::select! {

@@ -200,6 +200,7 @@ impl std::fmt::Debug for Pg {
 impl Pg {
     /// A pooled connection.
     pub async fn get(&self) -> Result<deadpool_postgres::Client, PgError> {
+        let started = std::time::Instant::now();
         match self.pool.get().await {
             Ok(client) => {
                 self.reach.answered(&self.shown);
@@ -211,7 +212,7 @@ impl Pg {
                     source,
                 };
                 if e.is_unreachable() {
-                    self.reach.failed(&self.shown, &e);
+                    self.reach.failed(&self.shown, &e, started);
                 }
                 Err(e)
             }

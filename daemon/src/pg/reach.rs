@@ -19,12 +19,23 @@ pub struct Reach {
     /// `down` is set: read by every answered operation without the lock,
     /// which only the changes of state take.
     is_down: AtomicBool,
+    /// When the last outage ended: a failure of an operation begun before
+    /// then met that outage, not a new one.
+    recovered: Mutex<Option<Instant>>,
 }
 
 impl Reach {
-    /// An operation could not reach `url`.
-    pub fn failed(&self, url: &str, error: &dyn std::fmt::Display) {
+    /// An operation begun at `started` could not reach `url`. One begun
+    /// before the last outage ended (a connection attempt answered "the
+    /// database system is starting up" while another already got through)
+    /// belongs to that outage and opens no new one.
+    pub fn failed(&self, url: &str, error: &dyn std::fmt::Display, started: Instant) {
         let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        let recovered = *self.recovered.lock().unwrap_or_else(|e| e.into_inner());
+        if down.is_none() && recovered.is_some_and(|at| started < at) {
+            tracing::debug!(url, error = %error, "an operation begun during the last outage failed late");
+            return;
+        }
         self.failed.fetch_add(1, Ordering::Relaxed);
         if down.is_none() {
             tracing::error!(
@@ -48,6 +59,7 @@ impl Reach {
         let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
         self.is_down.store(false, Ordering::Release);
         if let Some((since, _)) = down.take() {
+            *self.recovered.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             // Outside the macro: its arguments run only when info is on.
             let failed = self.failed.swap(0, Ordering::Relaxed);
             tracing::info!(
@@ -83,16 +95,28 @@ mod tests {
         let r = Reach::default();
         r.answered("db");
         assert_eq!(r.problem(), None);
-        r.failed("db", &"connection refused");
-        r.failed("db", &"connection refused again");
+        let t = Instant::now;
+        r.failed("db", &"connection refused", t());
+        r.failed("db", &"connection refused again", t());
         let p = r.problem().unwrap();
         assert!(
             p.contains("connection refused") && !p.contains("again"),
             "{p}"
         );
         assert_eq!(r.failed.load(Ordering::Relaxed), 2);
+        let begun_during_the_outage = t();
         r.answered("db");
         assert_eq!(r.problem(), None);
         assert_eq!(r.failed.load(Ordering::Relaxed), 0);
+        // Its late failure belongs to the outage that ended; a failure of
+        // an operation begun after the answer is a new outage.
+        r.failed(
+            "db",
+            &"the database system is starting up",
+            begun_during_the_outage,
+        );
+        assert_eq!(r.problem(), None);
+        r.failed("db", &"connection refused", t());
+        assert!(r.problem().is_some());
     }
 }
