@@ -5,6 +5,7 @@
 //! functions (`Codec::decode`, `device::classify`) never allocate.
 
 pub mod alias;
+pub mod blocklist;
 pub mod choice;
 pub mod clicks;
 pub mod codec;

@@ -278,6 +278,13 @@ pub async fn run(
     }
     let maintenance = tokio::spawn(maintenance(Arc::clone(&app), token.clone()));
     let folds = tokio::spawn(stats::fold_loop(Arc::clone(&app), token.clone()));
+    let blocklist = app.config.blocklist_file.clone().map(|path| {
+        tokio::spawn(crate::takedown::blocklist::watch(
+            Arc::clone(&app),
+            path,
+            token.clone(),
+        ))
+    });
     // Several nodes on one PostgreSQL: changes from any node reach this
     // node's cache and workers.
     let feed = app
@@ -304,6 +311,9 @@ pub async fn run(
         let _ = folds.await;
         if let Some(feed) = feed {
             let _ = feed.await;
+        }
+        if let Some(blocklist) = blocklist {
+            let _ = blocklist.await;
         }
     };
     if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {

@@ -57,6 +57,7 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         )
         .route("/api/v1/takedowns/{id}", get(takedowns::get))
         .route("/api/v1/takedowns/{id}/undo", post(takedowns::undo))
+        .route("/api/v1/takedowns/{id}/links", get(takedowns::links))
         .route("/api/v1/users", post(users::create).get(users::list))
         .route("/api/v1/users/{name}", delete(users::delete))
         .route("/api/v1/users/{name}/password", put(users::set_password))

@@ -78,6 +78,40 @@ pub struct TakedownList {
     pub takedowns: Vec<TakedownView>,
 }
 
+/// One link a takedown matched.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TakedownLinkView {
+    /// The link's generated code (its alias, if any, beside it).
+    pub code: String,
+    pub alias: Option<String>,
+    /// The target as stored now; `null` once the link is deleted.
+    pub url: Option<String>,
+    /// This takedown switched it off (else it only recorded it: the link
+    /// was off already, or the takedown flags only, as the blocklist does
+    /// without `blocklist_disable`).
+    pub switched_off: bool,
+}
+
+/// A page of the links a takedown matched.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TakedownLinks {
+    pub links: Vec<TakedownLinkView>,
+    /// Pass as `after` for the next page; `null` on the last one.
+    pub next: Option<u64>,
+}
+
+/// Query of `GET /api/v1/takedowns/{id}/links`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct LinksParams {
+    /// At most this many, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+    /// The `next` of the page before.
+    pub after: Option<u64>,
+}
+
 /// Query of `GET /api/v1/takedowns`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -164,7 +198,15 @@ pub async fn list(
     Extension(p): Extension<Principal>,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> Result<Json<TakedownList>, ApiError> {
-    let limit = q.limit.unwrap_or(100);
+    let list = takedown::list(&app, &p, limit(q.limit)?).await?;
+    Ok(Json(TakedownList {
+        takedowns: list.into_iter().map(TakedownView::from).collect(),
+    }))
+}
+
+/// A page size of 1 to [`MAX_LIST`] (default 100).
+fn limit(given: Option<u32>) -> Result<u32, ApiError> {
+    let limit = given.unwrap_or(100);
     if !(1..=MAX_LIST).contains(&limit) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -173,10 +215,44 @@ pub async fn list(
         )
         .field("limit"));
     }
-    let list = takedown::list(&app, &p, limit).await?;
-    Ok(Json(TakedownList {
-        takedowns: list.into_iter().map(TakedownView::from).collect(),
-    }))
+    Ok(limit)
+}
+
+/// The links a takedown matched: those it switched off, and those it only
+/// recorded.
+#[utoipa::path(
+    get, path = "/api/v1/takedowns/{id}/links", operation_id = "list_takedown_links", tag = "takedowns",
+    params(("id" = i64, Path, description = "Takedown id"), LinksParams),
+    responses(
+        (status = 200, description = "A page of the links, by id", body = TakedownLinks),
+        (status = 400, description = "Bad query (`invalid_query`)", body = ErrorBody),
+        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
+        (status = 403, description = "Lacks `admin`", body = ErrorBody),
+        (status = 404, description = "No such takedown", body = ErrorBody),
+    ),
+    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
+)]
+pub async fn links(
+    State(app): State<SharedApp>,
+    Extension(p): Extension<Principal>,
+    Path(id): Path<i64>,
+    ApiQuery(q): ApiQuery<LinksParams>,
+) -> Result<Json<TakedownLinks>, ApiError> {
+    let limit = limit(q.limit)?;
+    let found = takedown::links(&app, &p, id, q.after.unwrap_or(0), limit).await?;
+    let next = (found.len() == limit as usize)
+        .then(|| found.last().map(|l| l.link_id))
+        .flatten();
+    let links = found
+        .into_iter()
+        .map(|l| TakedownLinkView {
+            code: app.codec.encode(l.link_id).to_string(),
+            alias: l.alias,
+            url: l.url,
+            switched_off: l.switched_off,
+        })
+        .collect();
+    Ok(Json(TakedownLinks { links, next }))
 }
 
 /// One takedown.

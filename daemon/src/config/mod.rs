@@ -132,6 +132,22 @@ pub struct Config {
     /// What target URLs are accepted (the `[targets]` table).
     #[command(flatten)]
     pub targets: Targets,
+    /// A file of unsafe hosts (one per line, a hosts file, Adblock `||host^`
+    /// rules or URLs: the formats of public phishing and malware feeds),
+    /// read again whenever it changes; the links it lists are flagged.
+    #[arg(long, env = "SHORTLINKD_BLOCKLIST_FILE")]
+    pub blocklist_file: Option<PathBuf>,
+    /// Also switch off the links the blocklist lists, and refuse new ones
+    /// (default false: flag them only).
+    #[arg(
+        long,
+        env = "SHORTLINKD_BLOCKLIST_DISABLE",
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub blocklist_disable: bool,
     /// More aliases to refuse besides api, admin, metrics (comma-separated).
     #[arg(long, env = "SHORTLINKD_RESERVED_ALIASES", value_delimiter = ',')]
     pub reserved_aliases: Vec<String>,
@@ -193,6 +209,8 @@ impl Default for Config {
             default_redirect: None,
             default_ttl: None,
             targets: Targets::default(),
+            blocklist_file: None,
+            blocklist_disable: false,
             reserved_aliases: Vec::new(),
             cors_origins: Vec::new(),
             log_json: false,

@@ -219,6 +219,7 @@ async fn takedowns(store: &Store) {
                 })
             }),
         },
+        switch_off: true,
         once: false,
         unless_first: false,
     };

@@ -28,7 +28,7 @@ pub use ids::IdStore;
 pub use import::{ImportLink, ImportStore, Imported, KeptId};
 pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 pub use takedowns::{
-    ChangedLink, Matcher, NewTakedown, Takedown, TakedownStore, TakenDown, Undone,
+    ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
 };
 pub use users::UserStore;
 

@@ -47,6 +47,8 @@ pub struct NewTakedown {
     pub at: i64,
     /// The links it covers.
     pub matcher: Matcher,
+    /// Switch them off; else only record them (a flag).
+    pub switch_off: bool,
     /// Skip it (`None`) when the newest takedown of this kind has the same
     /// selector: the lists were applied already, perhaps by another node.
     pub once: bool,
@@ -78,6 +80,18 @@ pub struct Takedown {
 /// A link whose state a takedown or its undo changed: how the edge knows
 /// it.
 pub type ChangedLink = (u64, Option<String>);
+
+/// One link a takedown matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakedownLink {
+    pub link_id: u64,
+    /// The takedown switched it off (else it only recorded it: off
+    /// before, or a flag).
+    pub switched_off: bool,
+    /// The link as stored now; `None` once deleted.
+    pub alias: Option<String>,
+    pub url: Option<String>,
+}
 
 /// What [`TakedownStore::take_down`] did.
 #[derive(Debug, Clone)]
@@ -121,4 +135,13 @@ pub trait TakedownStore: Send + Sync {
 
     /// One takedown.
     async fn takedown(&self, id: i64) -> StoreResult<Option<Takedown>>;
+
+    /// The links takedown `id` matched, by link id after `after`, at most
+    /// `limit`.
+    async fn takedown_links(
+        &self,
+        id: i64,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<TakedownLink>>;
 }

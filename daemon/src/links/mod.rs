@@ -6,6 +6,7 @@
 //! Validation needs only [`LinkRules`], built once at startup; operations
 //! work on [`Links`], borrowed from the daemon's state (`App::links`).
 
+pub mod blocked;
 pub mod csv_format;
 pub mod error;
 pub mod gate;

@@ -10,6 +10,7 @@ use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::variants::{self, Variant};
 use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
 
+use super::blocked::BlockedHosts;
 use super::error::{invalid, LinkError};
 pub(crate) use super::input::MAX_TTL;
 use super::input::{
@@ -37,6 +38,9 @@ pub struct LinkRules {
     pub default_ttl: Option<u64>,
     /// The bases short URLs are served under: no target may be one.
     pub served: ServedBases,
+    /// The blocklist file's hosts, refused when `blocklist_disable` is on
+    /// (the watcher keeps the set in force; empty otherwise).
+    pub blocked: BlockedHosts,
 }
 
 /// A create request that passed validation.
@@ -62,6 +66,7 @@ impl LinkRules {
             default_redirect: config.default_redirect,
             default_ttl: config.default_ttl,
             served: ServedBases::new(&config.base_url),
+            blocked: BlockedHosts::default(),
         }
     }
 
@@ -156,9 +161,16 @@ impl LinkRules {
 
     /// A target URL, normalized.
     pub(crate) fn check_url(&self, field: &'static str, raw: &str) -> Result<String, LinkError> {
-        self.targets
+        let url = self
+            .targets
             .validate(raw)
-            .map_err(|e| invalid(field, "invalid_url", format!("{field}: {e}")))
+            .map_err(|e| invalid(field, "invalid_url", format!("{field}: {e}")))?;
+        if let Some(host) = self.blocked.listed(&url) {
+            let message =
+                format!("{field}: url host \"{host}\" is on the blocklist of unsafe hosts");
+            return Err(invalid(field, "invalid_url", message));
+        }
+        Ok(url)
     }
 
     /// A target: a URL under the rules that is no short URL of this

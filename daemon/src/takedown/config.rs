@@ -52,6 +52,7 @@ pub async fn apply_target_rules(app: &App) -> StoreResult<u64> {
                 contains: None,
                 test: Arc::new(move |url: &str| policy.refuses_host(url)),
             },
+            switch_off: true,
             once: true,
             unless_first: empty,
         })

@@ -8,6 +8,7 @@
 //! before the call answers, and every other node's through the shared
 //! change log (PostgreSQL).
 
+pub mod blocklist;
 mod config;
 
 pub use config::apply_target_rules;
@@ -18,7 +19,7 @@ use shortlink_core::{HostSet, NormalHost};
 
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
-use crate::db::{ChangedLink, Matcher, NewTakedown, Takedown, Undone};
+use crate::db::{ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, Undone};
 use crate::edge::LinkChange;
 use crate::store::{unix_now, StoreError};
 
@@ -131,6 +132,7 @@ pub async fn take_down(
             by: p.who.clone(),
             at: unix_now(),
             matcher,
+            switch_off: true,
             once: false,
             unless_first: false,
         })
@@ -181,6 +183,21 @@ pub async fn get(app: &App, p: &Principal, id: i64) -> Result<Takedown, Takedown
         .takedown(id)
         .await?
         .ok_or(TakedownError::NotFound(id))
+}
+
+/// The links takedown `id` matched, by link id after `after`.
+pub async fn links(
+    app: &App,
+    p: &Principal,
+    id: i64,
+    after: u64,
+    limit: u32,
+) -> Result<Vec<TakedownLink>, TakedownError> {
+    get(app, p, id).await?;
+    Ok(app
+        .store
+        .takedown_links(id, after, limit.clamp(1, MAX_LIST))
+        .await?)
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use tokio_postgres::Row;
 use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
-use crate::db::{ChangedLink, Matcher, NewTakedown, Takedown, TakedownStore, TakenDown, Undone};
+use crate::db::{
+    ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
+};
 use crate::pg::changes;
 use crate::store::{StoreError, StoreResult};
 
@@ -126,14 +128,17 @@ async fn take_down(tx: &Transaction<'_>, t: &NewTakedown) -> StoreResult<Option<
         .map_err(failed("recording a takedown"))?
         .get(0);
     let matched = matching(tx, &t.matcher).await?;
-    let switched = tx
-        .query(
+    let switched = if t.switch_off {
+        tx.query(
             "UPDATE links SET disabled = true, updated_at = $2 \
              WHERE id = ANY($1) AND NOT disabled RETURNING id, alias",
             &[&matched, &t.at],
         )
         .await
-        .map_err(failed("switching off the links of a takedown"))?;
+        .map_err(failed("switching off the links of a takedown"))?
+    } else {
+        Vec::new()
+    };
     let changed = changed_links(&switched);
     let changed_ids: std::collections::HashSet<i64> = changed.iter().map(|(id, _)| *id).collect();
     let flags: Vec<bool> = matched.iter().map(|id| changed_ids.contains(id)).collect();
@@ -249,5 +254,33 @@ impl TakedownStore for PgStore {
     async fn takedown(&self, id: i64) -> StoreResult<Option<Takedown>> {
         let c = self.pg().get().await?;
         by_id(&c, id).await
+    }
+
+    async fn takedown_links(
+        &self,
+        id: i64,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<TakedownLink>> {
+        let c = self.pg().get().await?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let rows = c
+            .query(
+                "SELECT t.link_id, t.changed, l.alias, l.url FROM takedown_links t \
+                 LEFT JOIN links l ON l.id = t.link_id \
+                 WHERE t.takedown_id = $1 AND t.link_id > $2 ORDER BY t.link_id LIMIT $3",
+                &[&id, &after, &i64::from(limit)],
+            )
+            .await
+            .map_err(failed("listing the links of a takedown"))?;
+        Ok(rows
+            .iter()
+            .map(|r| TakedownLink {
+                link_id: r.get::<_, i64>(0) as u64,
+                switched_off: r.get(1),
+                alias: r.get(2),
+                url: r.get(3),
+            })
+            .collect())
     }
 }

@@ -5,7 +5,9 @@
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::db::{ChangedLink, Matcher, NewTakedown, Takedown, TakedownStore, TakenDown, Undone};
+use crate::db::{
+    ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
+};
 use crate::store::{changes, SqliteStore, StoreError, StoreResult};
 
 const COLUMNS: &str = "id, kind, selector, reason, created_by, created_at, matched, disabled, \
@@ -104,8 +106,8 @@ fn take_down(c: &Connection, t: &NewTakedown) -> StoreResult<Option<TakenDown>> 
         "INSERT INTO takedown_links (takedown_id, link_id, changed) VALUES (?1, ?2, ?3)",
     )?;
     for (link, alias, off) in &matched {
-        insert.execute(params![id, *link as i64, !off])?;
-        if !off {
+        insert.execute(params![id, *link as i64, !off && t.switch_off])?;
+        if !off && t.switch_off {
             switch(c, *link, alias.as_deref(), true, t.at)?;
             changed.push((*link, alias.clone()));
         }
@@ -173,5 +175,30 @@ impl TakedownStore for SqliteStore {
 
     async fn takedown(&self, id: i64) -> StoreResult<Option<Takedown>> {
         self.read(move |c| by_id(c, id)).await
+    }
+
+    async fn takedown_links(
+        &self,
+        id: i64,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<TakedownLink>> {
+        self.read(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT t.link_id, t.changed, l.alias, l.url FROM takedown_links t \
+                 LEFT JOIN links l ON l.id = t.link_id \
+                 WHERE t.takedown_id = ?1 AND t.link_id > ?2 ORDER BY t.link_id LIMIT ?3",
+            )?
+            .query_map(params![id, after as i64, limit], |r| {
+                Ok(TakedownLink {
+                    link_id: r.get::<_, i64>(0)? as u64,
+                    switched_off: r.get(1)?,
+                    alias: r.get(2)?,
+                    url: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?)
+        })
+        .await
     }
 }
