@@ -143,16 +143,19 @@ async fn a_read_after_a_write_waits_briefly_for_an_older_transaction() {
 
     let (ready, blocker) = hold(300);
     ready.await.unwrap();
+    // From here the other transaction stays open 300 ms: the read cannot
+    // answer before (the insert may take much of it on a loaded machine,
+    // so the wait is measured from here, not from the read).
+    let held = Instant::now();
     store
         .insert_links(vec![new_link(1, Some("a"), "https://e.com/1", &[])], 0)
         .await
         .unwrap();
-    let started = Instant::now();
     let (head, rows) = store.changes_since(0).await.unwrap();
-    let waited = started.elapsed();
+    let waited = held.elapsed();
     assert_eq!(logged(&rows.unwrap()), [(1, Some("a".into()))]);
     assert_eq!(head.seq, 1);
-    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
     blocker.await.unwrap();
 
     // The other transaction outlasts the wait: the read answers without
