@@ -31,6 +31,7 @@ pub mod server;
 pub mod spool;
 pub mod stats;
 pub mod store;
+pub mod teams;
 pub mod timestamp;
 pub mod unread_body;
 pub mod users;

@@ -29,6 +29,7 @@ pub enum Nav {
     New,
     Keys,
     Users,
+    Teams,
     None,
 }
 
@@ -59,8 +60,11 @@ pub fn layout(
                             a.current[nav == Nav::Dashboard] href="/admin/dashboard" id="nav-dashboard" { "Dashboard" }
                             a.current[nav == Nav::Links] href="/admin/links" { "Links" }
                             a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
-                            a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
-                            a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
+                            @if a.role == crate::auth::Role::Admin {
+                                a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
+                                a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
+                                a.current[nav == Nav::Teams] href="/admin/teams" id="nav-teams" { "Teams" }
+                            }
                         }
                         form.signout method="post" action="/admin/logout" {
                             (csrf_field(a))

@@ -8,7 +8,7 @@ use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use super::error::PROBLEM_JSON;
-use super::{error, health, keys, links, qr, stats, users};
+use super::{error, health, keys, links, qr, stats, teams, users};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -24,6 +24,7 @@ use super::{error, health, keys, links, qr, stats, users};
         keys::create_key, keys::list_keys, keys::revoke_key,
         keys::create_app, keys::list_apps, keys::revoke_app,
         users::create, users::set_password, users::list, users::delete,
+        teams::set_membership, teams::create, teams::list, teams::delete,
         health::get,
         super::metrics::get_authenticated,
         openapi_json,
@@ -40,6 +41,7 @@ use super::{error, health, keys, links, qr, stats, users};
         keys::NewCredential, keys::KeyView, keys::CreatedKey, keys::KeyList,
         keys::AppView, keys::CreatedApp, keys::AppList,
         users::NewUser, users::NewPassword, users::UserView, users::UserList,
+        teams::NewTeam, teams::TeamView, teams::TeamList, teams::Membership, crate::auth::Role,
         health::Health,
     )),
     modifiers(&SecuritySchemes),
@@ -47,7 +49,8 @@ use super::{error, health, keys, links, qr, stats, users};
         (name = "links", description = "Create, read, list, edit and delete short links"),
         (name = "stats", description = "Click statistics"),
         (name = "keys", description = "API keys and signing apps (admin)"),
-        (name = "users", description = "Admin UI users (admin)"),
+        (name = "users", description = "Users, their team and role (admin)"),
+        (name = "teams", description = "Teams: who links, users and keys belong to (admin)"),
         (name = "health", description = "Readiness, metrics and this document"),
     )
 )]

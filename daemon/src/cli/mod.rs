@@ -19,6 +19,7 @@ mod serve;
 pub mod settings;
 mod stats;
 mod table;
+pub mod teams;
 
 use std::process::ExitCode;
 
@@ -104,6 +105,7 @@ async fn dispatch(
         AdminCommand::Key(c) => credentials::key(client, c, out).await?,
         AdminCommand::App(c) => credentials::app(client, c, out).await?,
         AdminCommand::User(c) => credentials::user(client, c, out).await?,
+        AdminCommand::Team(c) => teams::team(client, c, out).await?,
         AdminCommand::Link(c) => links::link(client, *c, out).await?,
         AdminCommand::Stats {
             code,

@@ -10,10 +10,13 @@ mod changes;
 mod clicks;
 #[cfg(test)]
 pub(crate) mod contract;
+#[cfg(test)]
+mod contract_teams;
 mod credentials;
 mod ids;
 mod import;
 mod links;
+mod teams;
 mod users;
 
 use std::sync::Arc;
@@ -26,6 +29,7 @@ pub use credentials::CredentialStore;
 pub use ids::IdStore;
 pub use import::{ImportLink, ImportStore, Imported, KeptId};
 pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+pub use teams::TeamStore;
 pub use users::UserStore;
 
 use crate::store::{LinkCache, StoreResult, StoreStats};
@@ -33,7 +37,7 @@ use crate::store::{LinkCache, StoreResult, StoreStats};
 /// Everything the daemon asks of a store, plus what every store shares.
 #[async_trait]
 pub trait Database:
-    LinkStore + ImportStore + CredentialStore + UserStore + ClickStore + ChangeLog + IdStore
+    LinkStore + ImportStore + CredentialStore + UserStore + TeamStore + ClickStore + ChangeLog + IdStore
 {
     /// The cache of hot links in front of the store.
     fn cache(&self) -> &LinkCache;

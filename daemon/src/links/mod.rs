@@ -18,6 +18,7 @@ pub mod ops;
 pub mod password;
 pub mod patch;
 pub mod rules;
+pub mod team;
 pub mod view;
 
 pub use error::LinkError;
@@ -88,6 +89,7 @@ pub(crate) mod fixture {
                 ids: &self.ids,
                 edge: Edge::new(&self.rules.codec, &self.store, &self.hub),
                 metrics: &self.metrics,
+                team: super::team::TeamScope::ALL,
             }
         }
     }

@@ -15,6 +15,7 @@ pub mod clicks;
 pub mod ids;
 pub mod keys;
 pub mod links;
+pub mod teams;
 pub mod users;
 
 mod backend;
@@ -77,7 +78,7 @@ impl std::fmt::Debug for SqliteStore {
 
 /// The schema version (`PRAGMA user_version`) after the last migration:
 /// `restore` refuses a database of a newer one.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -92,6 +93,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("schema_v9.sql")),
         M::up(include_str!("schema_v10.sql")),
         M::up(include_str!("schema_v11.sql")),
+        M::up(include_str!("schema_v12.sql")),
     ])
 }
 

@@ -20,13 +20,19 @@ pub async fn edit(
     Path(code): Path<String>,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
-    let link = admin.app.links().get(&code).await?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .get(&code)
+        .await?;
     let form = LinkForm::from_fields(&fields);
     admin.app.rules.served.remember(&a.base);
     let result = match form.to_update(&link) {
         Ok(patch) => admin
             .app
             .links()
+            .acting_as(&a.principal())
             .update(&code, patch)
             .await
             .map_err(link_errors),
@@ -65,7 +71,12 @@ async fn set_disabled(
         disabled: Some(disabled),
         ..UpdateLink::default()
     };
-    let link = admin.app.links().update(code, patch).await?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .update(code, patch)
+        .await?;
     let code = codes::public(&admin.app.codec, &link);
     tracing::info!(code = %code, disabled, user = %a.user, "link switched in the admin UI");
     let title = if disabled {
@@ -107,7 +118,12 @@ pub async fn delete(
     a: Authed,
     Path(code): Path<String>,
 ) -> Result<Redirect, AdminError> {
-    let link = admin.app.links().delete(&code).await?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .delete(&code)
+        .await?;
     let code = codes::public(&admin.app.codec, &link);
     tracing::info!(code = %code, user = %a.user, "link deleted in the admin UI");
     admin.sessions.set_flash(

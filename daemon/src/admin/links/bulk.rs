@@ -170,6 +170,7 @@ pub async fn bulk_create(
     let mut results = admin
         .app
         .links()
+        .acting_as(&a.principal())
         .create_batch(&good, Some(&who))
         .await?
         .into_iter();

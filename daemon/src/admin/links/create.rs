@@ -57,7 +57,13 @@ pub async fn create(
     };
     let who = a.principal().who;
     admin.app.rules.served.remember(&a.base);
-    match admin.app.links().create(&req, Some(&who)).await {
+    match admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .create(&req, Some(&who))
+        .await
+    {
         Ok(created) => {
             let code = codes::public(&admin.app.codec, created.link());
             admin.sessions.set_flash(

@@ -13,6 +13,7 @@ mod links;
 mod list;
 mod name_locks;
 mod rows;
+mod teams;
 mod users;
 
 use std::sync::atomic::AtomicU64;
