@@ -233,6 +233,7 @@ pub struct LinkPage {
     responses(
         (status = 200, description = "A page of links", body = LinkPage),
         (status = 400, description = "Bad query (`invalid_query`, `invalid_cursor`)", body = ErrorBody),
+        (status = 422, description = "No such team (`unknown_team`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `links:read`", body = ErrorBody),
         (status = 500, description = "Internal error", body = ErrorBody),
@@ -246,7 +247,10 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> Result<Json<LinkPage>, ApiError> {
     p.require(Scope::LinksRead)?;
-    let query = list_query::parse(raw.as_deref().unwrap_or(""))?;
+    let (mut query, team) = list_query::parse(raw.as_deref().unwrap_or(""))?;
+    if let Some(name) = team {
+        query.team = Some(crate::teams::find(&app, &name).await?.id);
+    }
     let (sort, ascending) = (query.sort, query.ascending);
     let page = app.links().acting_as(&p).list(query).await?;
     let next_cursor = page

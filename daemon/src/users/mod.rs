@@ -149,12 +149,20 @@ pub async fn set_membership(
 /// of their user takes effect here at once (other daemons within the
 /// cache's lifetime).
 async fn forget_keys_of(app: &App, id: i64) -> Result<(), UserError> {
-    for key in app.store.list_keys().await? {
-        if key.user_id == Some(id) {
-            app.auth.forget_key(&key.prefix);
-        }
+    for prefix in keys_of(app, id).await? {
+        app.auth.forget_key(&prefix);
     }
     Ok(())
+}
+
+/// The prefixes of user `id`'s keys.
+async fn keys_of(app: &App, id: i64) -> Result<Vec<String>, UserError> {
+    let keys = app.store.list_keys().await?;
+    Ok(keys
+        .into_iter()
+        .filter(|k| k.user_id == Some(id))
+        .map(|k| k.prefix)
+        .collect())
 }
 
 /// Sets a user's password, which ends the sessions opened with the old one.
@@ -186,10 +194,15 @@ pub async fn list(app: &App, by: &Principal) -> Result<Vec<Account>, UserError> 
 /// their next request (the session check finds no account).
 pub async fn delete(app: &App, by: &Principal, name: &str) -> Result<(), UserError> {
     by.require(Scope::Admin)?;
-    let user = app.store.user_by_name(name.to_string()).await?;
+    // Their keys are found before the delete: PostgreSQL clears the
+    // keys' user with it.
+    let keys = match app.store.user_by_name(name.to_string()).await? {
+        Some(user) => keys_of(app, user.id).await?,
+        None => Vec::new(),
+    };
     app.store.delete_user(name.to_string(), unix_now()).await?;
-    if let Some(user) = user {
-        forget_keys_of(app, user.id).await?;
+    for prefix in keys {
+        app.auth.forget_key(&prefix);
     }
     tracing::info!(user = %name, by = %by.who, "user deleted");
     Ok(())
