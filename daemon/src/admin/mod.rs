@@ -298,6 +298,14 @@ impl Authed {
     pub fn principal(&self) -> Principal {
         Principal::user(&self.user, self.team_id, self.role)
     }
+
+    /// 403 unless the user's role allows `scope` (a viewer changes no
+    /// link; only admins manage keys, users and teams).
+    pub fn may(&self, scope: crate::auth::Scope) -> Result<(), AdminError> {
+        self.principal()
+            .require(scope)
+            .map_err(|e| AdminError::Status(StatusCode::FORBIDDEN, e.to_string()))
+    }
 }
 
 /// The public base of short URLs for this request.

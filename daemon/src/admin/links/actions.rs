@@ -20,6 +20,7 @@ pub async fn edit(
     Path(code): Path<String>,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let link = admin
         .app
         .links()
@@ -67,6 +68,7 @@ async fn set_disabled(
     code: &str,
     disabled: bool,
 ) -> Result<Redirect, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let patch = UpdateLink {
         disabled: Some(disabled),
         ..UpdateLink::default()
@@ -118,6 +120,7 @@ pub async fn delete(
     a: Authed,
     Path(code): Path<String>,
 ) -> Result<Redirect, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let link = admin
         .app
         .links()

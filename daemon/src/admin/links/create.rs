@@ -44,6 +44,7 @@ pub async fn create(
     a: Authed,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let form = LinkForm::from_fields(&fields);
     let req = match form.to_create() {
         Ok(r) => r,
