@@ -12,6 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use super::{StoreError, StoreResult};
 use crate::auth::app_secret::SecretSeal;
 use crate::auth::Role;
+pub use crate::store::teams::Owner;
 
 /// Why the seal functions fail on a store opened without the key.
 const NO_SEAL: &str =
@@ -79,29 +80,6 @@ pub struct ApiKey {
     /// The most the key may do: its user's role, read with the key (so a
     /// role change reaches the key when the cached row is re-read).
     pub role: Role,
-}
-
-/// A credential's owner when it is made: a user (whose team and role the
-/// credential follows), or a team and role of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner {
-    /// The user it acts for, if any.
-    pub user_id: Option<i64>,
-    /// Its team (the user's, when there is a user).
-    pub team_id: i64,
-    /// Its role (the user's, when there is a user).
-    pub role: Role,
-}
-
-impl Owner {
-    /// A credential of its own in `team_id` with `role`, no user.
-    pub fn of_team(team_id: i64, role: Role) -> Self {
-        Self {
-            user_id: None,
-            team_id,
-            role,
-        }
-    }
 }
 
 fn key_row(r: &Row<'_>) -> rusqlite::Result<ApiKey> {
