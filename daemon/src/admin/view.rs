@@ -59,7 +59,9 @@ pub fn layout(
                         nav {
                             a.current[nav == Nav::Dashboard] href="/admin/dashboard" id="nav-dashboard" { "Dashboard" }
                             a.current[nav == Nav::Links] href="/admin/links" { "Links" }
-                            a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
+                            @if a.role != crate::auth::Role::Viewer {
+                                a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
+                            }
                             @if a.role == crate::auth::Role::Admin {
                                 a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
                                 a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
