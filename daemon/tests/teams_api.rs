@@ -215,7 +215,7 @@ async fn a_viewer_reads_and_an_admin_sees_every_team() {
     let (s, v) = call(&d, &ada, "GET", "/api/v1/links?team=nope", None).await;
     assert_eq!(
         (s, v["error"]["code"].as_str()),
-        (422, Some("unknown_team"))
+        (404, Some("unknown_team"))
     );
     let (s, v) = call(&d, &ada, "GET", "/api/v1/links/a-link", None).await;
     assert_eq!(
@@ -295,6 +295,6 @@ async fn a_moved_or_removed_user_takes_their_keys_along() {
     let (s, v) = d.req("DELETE", "/api/v1/teams/empty", None).await;
     assert_eq!(
         (s, v["error"]["code"].as_str()),
-        (422, Some("unknown_team"))
+        (404, Some("unknown_team"))
     );
 }

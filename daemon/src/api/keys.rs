@@ -215,7 +215,9 @@ impl From<CredentialError> for ApiError {
             CredentialError::InvalidName => invalid("invalid_name", "name"),
             CredentialError::InvalidScopes(_) => invalid("invalid_scopes", "scopes"),
             CredentialError::InvalidExpiry(_) => invalid("invalid_expiry", "expires_at"),
-            CredentialError::UnknownUser(_) => invalid("unknown_user", "user"),
+            CredentialError::UnknownUser(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_user", e.to_string()).field("user")
+            }
             CredentialError::Denied(e) => e.into(),
             CredentialError::Store(e) => e.into(),
         }
@@ -232,7 +234,8 @@ impl From<CredentialError> for ApiError {
         (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
         (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
         (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
-        (status = 422, description = "`invalid_name`, `invalid_scopes`, `invalid_expiry`, `unknown_user`, `invalid_body`", body = ErrorBody),
+        (status = 404, description = "No such user to make the key for (`unknown_user`)", body = ErrorBody),
+        (status = 422, description = "`invalid_name`, `invalid_scopes`, `invalid_expiry`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
 )]

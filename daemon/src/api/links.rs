@@ -233,7 +233,7 @@ pub struct LinkPage {
     responses(
         (status = 200, description = "A page of links", body = LinkPage),
         (status = 400, description = "Bad query (`invalid_query`, `invalid_cursor`)", body = ErrorBody),
-        (status = 422, description = "No such team (`unknown_team`)", body = ErrorBody),
+        (status = 404, description = "No such team (`unknown_team`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `links:read`", body = ErrorBody),
         (status = 500, description = "Internal error", body = ErrorBody),

@@ -73,8 +73,7 @@ impl From<TeamError> for ApiError {
                     .field("name")
             }
             TeamError::Unknown(_) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_team", message)
-                    .field("team")
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_team", message).field("team")
             }
             TeamError::Denied(e) => e.into(),
             TeamError::Store(e) => e.into(),
@@ -136,7 +135,7 @@ pub async fn list(
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
         (status = 409, description = "Still in use (`in_use`)", body = ErrorBody),
-        (status = 422, description = "No such team (`unknown_team`)", body = ErrorBody),
+        (status = 404, description = "No such team (`unknown_team`)", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
 )]
@@ -159,11 +158,11 @@ pub async fn delete(
         (status = 200, description = "The user as it is now", body = UserView),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
-        (status = 404, description = "No such user", body = ErrorBody),
+        (status = 404, description = "No such user (`not_found`) or team (`unknown_team`)", body = ErrorBody),
         (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
         (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
         (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
-        (status = 422, description = "`unknown_team`, `invalid_body`", body = ErrorBody),
+        (status = 422, description = "`invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
 )]

@@ -102,7 +102,8 @@ impl From<UserError> for ApiError {
         (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
         (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
         (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
-        (status = 422, description = "`invalid_name`, `weak_password`, `unknown_team`, `invalid_body`", body = ErrorBody),
+        (status = 404, description = "No such team (`unknown_team`)", body = ErrorBody),
+        (status = 422, description = "`invalid_name`, `weak_password`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
 )]
