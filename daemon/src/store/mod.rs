@@ -93,7 +93,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("schema_v9.sql")),
         M::up(include_str!("schema_v10.sql")),
         M::up(include_str!("schema_v11.sql")),
-        M::up(include_str!("schema_v12.sql")),
+        M::up(include_str!("schema_v13.sql")),
     ])
 }
 
