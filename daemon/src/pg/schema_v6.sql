@@ -1,4 +1,4 @@
--- Teams and roles (auth/role.rs), as SQLite's schema_v12.sql: every link
+-- Teams and roles (auth/role.rs), as SQLite's schema_v13.sql: every link
 -- belongs to a team; users belong to a team with a role; API keys belong
 -- to a user (or, for keys made before teams, stand alone with a team and
 -- role of their own). Existing data moves into the default team (id 1).
