@@ -206,6 +206,7 @@ impl App {
             ids: &self.ids,
             edge: self.edge(),
             metrics: &self.metrics,
+            team: crate::links::team::TeamScope::ALL,
         }
     }
 }

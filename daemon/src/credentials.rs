@@ -6,9 +6,9 @@
 use crate::app::App;
 use crate::auth::{
     self, parse_scopes, scopes_from_stored, scopes_to_string, AppSecret, AuthError, NewApiKey,
-    Principal, Scope, ScopeError,
+    Principal, Role, Scope, ScopeError,
 };
-use crate::store::keys;
+use crate::store::keys::{self, Owner};
 use crate::store::{unix_now, StoreError};
 
 /// Longest credential name, in bytes.
@@ -26,6 +26,9 @@ pub enum CredentialError {
     /// The expiry is not in the future.
     #[error("expires_at ({0}) must be in the future")]
     InvalidExpiry(i64),
+    /// The key was to act for a user who does not exist.
+    #[error("no user \"{0}\" to make the key for")]
+    UnknownUser(String),
     /// The caller may not manage credentials.
     #[error(transparent)]
     Denied(#[from] AuthError),
@@ -51,6 +54,12 @@ pub struct KeyInfo {
     pub revoked_at: Option<i64>,
     /// Unix seconds after which the key is refused; `None`: never.
     pub expires_at: Option<i64>,
+    /// The user the key acts for (`None`: a key of its own).
+    pub user_id: Option<i64>,
+    /// The team the key acts in.
+    pub team_id: i64,
+    /// The most the key may do, whatever its scopes say.
+    pub role: Role,
 }
 
 /// A key just made: the only time its secret is known.
@@ -98,6 +107,9 @@ impl From<&keys::ApiKey> for KeyInfo {
             created_at: k.created_at,
             revoked_at: k.revoked_at,
             expires_at: k.expires_at,
+            user_id: k.user_id,
+            team_id: k.team_id,
+            role: k.role,
         }
     }
 }
@@ -125,20 +137,47 @@ fn check_new(name: &str, scopes: &[String]) -> Result<(String, Vec<Scope>), Cred
     Ok((name.to_string(), scopes))
 }
 
+/// Who a new key acts for: the user named `user` (the key follows their
+/// team and role from then on), else a key of its own in the creator's
+/// team with the role its scopes give.
+async fn key_owner(
+    app: &App,
+    by: &Principal,
+    user: Option<&str>,
+    scopes: &[Scope],
+) -> Result<Owner, CredentialError> {
+    let Some(name) = user.map(str::trim).filter(|n| !n.is_empty()) else {
+        return Ok(Owner::of_team(by.team_id, Role::from_scopes(scopes)));
+    };
+    let user = app
+        .store
+        .user_by_name(name.to_string())
+        .await?
+        .ok_or_else(|| CredentialError::UnknownUser(name.to_string()))?;
+    Ok(Owner {
+        user_id: Some(user.id),
+        team_id: user.team_id,
+        role: user.role,
+    })
+}
+
 /// Creates an API key named `name` with `scopes` (wire names), refused
-/// after `expires_at` (Unix seconds) when given.
+/// after `expires_at` (Unix seconds) when given, acting for `user` when
+/// named (never beyond that user's role).
 pub async fn create_key(
     app: &App,
     by: &Principal,
     name: &str,
     scopes: &[String],
     expires_at: Option<i64>,
+    user: Option<&str>,
 ) -> Result<CreatedKey, CredentialError> {
     by.require(Scope::Admin)?;
     let (name, scopes) = check_new(name, scopes)?;
     if let Some(at) = expires_at.filter(|&at| at <= unix_now()) {
         return Err(CredentialError::InvalidExpiry(at));
     }
+    let owner = key_owner(app, by, user, &scopes).await?;
     let NewApiKey {
         secret,
         prefix,
@@ -155,6 +194,7 @@ pub async fn create_key(
             stored_scopes,
             now,
             expires_at,
+            owner,
         )
         .await?;
     tracing::info!(key = id, name = %name, by = %by.who, "API key created");
@@ -167,6 +207,9 @@ pub async fn create_key(
             created_at: now,
             revoked_at: None,
             expires_at,
+            user_id: owner.user_id,
+            team_id: owner.team_id,
+            role: owner.role,
         },
         secret,
     })
@@ -202,6 +245,7 @@ pub async fn create_app(
     let secret = AppSecret::generate();
     let now = unix_now();
     let stored_scopes = scopes_to_string(&scopes);
+    let owner = Owner::of_team(by.team_id, Role::from_scopes(&scopes));
     let id = app
         .store
         .create_app(
@@ -210,6 +254,7 @@ pub async fn create_app(
             secret.to_stored(),
             stored_scopes,
             now,
+            owner,
         )
         .await?;
     tracing::info!(app = %app_id, name = %name, by = %by.who, "app created");
@@ -289,7 +334,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let app = app(dir.path()).await;
         let cli = Principal::local();
-        let made = create_key(&app, &cli, " reader ", &["links:read".into()], None)
+        let made = create_key(&app, &cli, " reader ", &["links:read".into()], None, None)
             .await
             .unwrap();
         assert_eq!(made.key.name, "reader");

@@ -32,6 +32,7 @@ pub mod spool;
 pub mod stats;
 pub mod store;
 pub mod takedown;
+pub mod teams;
 pub mod timestamp;
 pub mod unread_body;
 pub mod users;

@@ -58,7 +58,7 @@ async fn list_pages_short_flags_and_json() {
     assert_eq!(v["apps"], json!([]));
     let text = ok(&d.cli(&["key", "list"]));
     assert!(
-        text.starts_with("ID\tNAME\tPREFIX\tSCOPES\tSTATUS\tCREATED\n"),
+        text.starts_with("ID\tNAME\tPREFIX\tSCOPES\tROLE\tTEAM\tSTATUS\tCREATED\n"),
         "{text}"
     );
 }

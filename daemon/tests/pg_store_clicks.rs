@@ -293,8 +293,8 @@ async fn stats_answer_as_sqlite_answers() {
                 let s = sqlite.link_stats(id, from, to, daily).await.unwrap();
                 assert_eq!(p, s, "link {id} {from}..={to} daily {daily}");
             }
-            let (p, ptop) = pg.site_stats(from, to, daily, 3).await.unwrap();
-            let (s, stop) = sqlite.site_stats(from, to, daily, 3).await.unwrap();
+            let (p, ptop) = pg.site_stats(from, to, daily, 3, None).await.unwrap();
+            let (s, stop) = sqlite.site_stats(from, to, daily, 3, None).await.unwrap();
             assert_eq!(p, s, "site {from}..={to} daily {daily}");
             let ids = |t: &[(Link, i64)]| {
                 t.iter()
@@ -322,7 +322,7 @@ async fn stats_answer_as_sqlite_answers() {
         code(&one.countries),
         [("--".into(), 5), ("DE".to_string(), 3), ("FR".into(), 2)]
     );
-    let (site, top) = pg.site_stats(0, 200, false, 2).await.unwrap();
+    let (site, top) = pg.site_stats(0, 200, false, 2, None).await.unwrap();
     assert_eq!(site.top, [(3, 13), (1, 10)]);
     assert_eq!(
         code(&site.countries),
@@ -346,8 +346,8 @@ async fn stats_answer_as_sqlite_answers() {
     sqlite.fold_clicks().await.unwrap();
     cluster.psql("stats", "DELETE FROM links WHERE id = 3");
     sqlite.delete_link(3).await.unwrap();
-    let (p, ptop) = pg.site_stats(0, 200, false, 2).await.unwrap();
-    let (s, stop) = sqlite.site_stats(0, 200, false, 2).await.unwrap();
+    let (p, ptop) = pg.site_stats(0, 200, false, 2, None).await.unwrap();
+    let (s, stop) = sqlite.site_stats(0, 200, false, 2, None).await.unwrap();
     assert_eq!(p, s);
     let ids: Vec<u64> = ptop.iter().map(|(l, _)| l.id).collect();
     assert_eq!(ids, stop.iter().map(|(l, _)| l.id).collect::<Vec<_>>());

@@ -6,8 +6,10 @@ mod pg_common;
 
 use pg_common::config_for;
 use shortlink_core::DeploymentKey;
+use shortlinkd::auth::Role;
 use shortlinkd::db::{CredentialStore, UserStore};
 use shortlinkd::pg::store::PgStore;
+use shortlinkd::store::keys::Owner;
 use shortlinkd::store::StoreError;
 use testpg::PgCluster;
 
@@ -30,6 +32,7 @@ async fn credentials_and_users_behave_as_on_sqlite() {
             "links:read".into(),
             10,
             None,
+            Owner::of_team(1, Role::Member),
         )
         .await
         .unwrap();
@@ -41,6 +44,7 @@ async fn credentials_and_users_behave_as_on_sqlite() {
             "*".into(),
             11,
             Some(500),
+            Owner::of_team(1, Role::Member),
         )
         .await
         .unwrap();
@@ -57,7 +61,15 @@ async fn credentials_and_users_behave_as_on_sqlite() {
     assert_eq!(expiring.expires_at, Some(500));
     assert!(b.key_by_prefix("nope".into()).await.unwrap().is_none());
     let err = a
-        .create_key("dup".into(), "abc123".into(), vec![9], "*".into(), 12, None)
+        .create_key(
+            "dup".into(),
+            "abc123".into(),
+            vec![9],
+            "*".into(),
+            12,
+            None,
+            Owner::of_team(1, Role::Member),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -84,6 +96,7 @@ async fn credentials_and_users_behave_as_on_sqlite() {
             SECRET.into(),
             "links:write".into(),
             40,
+            Owner::of_team(1, Role::Member),
         )
         .await
         .unwrap();
@@ -109,6 +122,7 @@ async fn credentials_and_users_behave_as_on_sqlite() {
             SECRET.into(),
             "*".into(),
             41,
+            Owner::of_team(1, Role::Member),
         )
         .await
         .unwrap_err();
@@ -117,9 +131,16 @@ async fn credentials_and_users_behave_as_on_sqlite() {
         "{dup:?}"
     );
     // Moved to another app's row, a sealed secret does not open.
-    a.create_app("app_2".into(), "other".into(), "x".into(), "*".into(), 42)
-        .await
-        .unwrap();
+    a.create_app(
+        "app_2".into(),
+        "other".into(),
+        "x".into(),
+        "*".into(),
+        42,
+        Owner::of_team(1, Role::Member),
+    )
+    .await
+    .unwrap();
     cluster.psql(
         "creds",
         "UPDATE apps SET secret = (SELECT secret FROM apps WHERE app_id = 'app_1') \
@@ -215,10 +236,21 @@ async fn users_add_conflict_change_password_list_and_delete() {
     let key = DeploymentKey::from_bytes([5; 32]);
     let a = PgStore::open(&config, &key).await.unwrap();
     let b = PgStore::open(&config, &key).await.unwrap();
-    let zed = a.add_user("zed".into(), "h1".into(), 10).await.unwrap();
-    let amy = b.add_user("amy".into(), "h2".into(), 11).await.unwrap();
-    b.add_user("Bob".into(), "h3".into(), 12).await.unwrap();
-    let err = b.add_user("zed".into(), "h4".into(), 13).await.unwrap_err();
+    let zed = a
+        .add_user("zed".into(), "h1".into(), 10, 1, Role::Admin)
+        .await
+        .unwrap();
+    let amy = b
+        .add_user("amy".into(), "h2".into(), 11, 1, Role::Admin)
+        .await
+        .unwrap();
+    b.add_user("Bob".into(), "h3".into(), 12, 1, Role::Admin)
+        .await
+        .unwrap();
+    let err = b
+        .add_user("zed".into(), "h4".into(), 13, 1, Role::Admin)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, StoreError::Conflict(m) if m.contains("zed")),
         "{err:?}"
@@ -244,10 +276,10 @@ async fn users_add_conflict_change_password_list_and_delete() {
         a.set_user_password("nobody".into(), "h".into(), 1).await,
         Err(StoreError::NotFound(_))
     ));
-    a.delete_user("amy".into()).await.unwrap();
+    a.delete_user("amy".into(), 50).await.unwrap();
     assert!(b.user_by_name("amy".into()).await.unwrap().is_none());
     assert!(matches!(
-        b.delete_user("amy".into()).await,
+        b.delete_user("amy".into(), 50).await,
         Err(StoreError::NotFound(_))
     ));
     assert_ne!(amy, zed);

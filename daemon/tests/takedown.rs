@@ -330,3 +330,50 @@ async fn the_admin_page_takes_down_lists_and_undoes() {
     assert_eq!(s, 303);
     assert_eq!(d.req("GET", &path, None).await.1["disabled"], false);
 }
+
+#[tokio::test]
+async fn a_users_takedown_covers_the_links_of_their_keys() {
+    let d = Daemon::start().await;
+    let out = d.cli_stdin(
+        &["user", "add", "bob", "--role", "member"],
+        "a long password\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = d.cli(&[
+        "key",
+        "create",
+        "--name",
+        "bob-ci",
+        "--scopes",
+        "links:write",
+        "--user",
+        "bob",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bobs = stdout(&out).trim().to_string();
+    for i in 0..2 {
+        let (s, _, v) = d
+            .req_with(
+                "POST",
+                "/api/v1/links",
+                &[("x-api-key", &bobs)],
+                Some(json!({"url": format!("https://bob{i}.example/")})),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+    }
+    d.create(json!({"url": "https://other.example/"})).await;
+    let (s, t) = d
+        .req(
+            "POST",
+            "/api/v1/takedowns",
+            Some(json!({"creator": "user:bob", "reason": "account compromised"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{t}");
+    assert_eq!(
+        (&t["matched"], &t["disabled"]),
+        (&json!(2), &json!(2)),
+        "{t}"
+    );
+}

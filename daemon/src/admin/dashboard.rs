@@ -9,17 +9,47 @@ use super::charts;
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed};
 use crate::stats::{self, Granularity};
+use crate::store::links::{LinkState, ListQuery};
 use crate::store::unix_now;
 
 /// Links listed under "Most clicked".
 const TOP: usize = 10;
 const DAY: i64 = 86_400;
 
+/// How many of team `team`'s links are in each state now (a member's
+/// dashboard counts only their team).
+async fn team_states(app: &crate::app::App, team: i64) -> Result<Vec<(String, u64)>, AdminError> {
+    let mut out = Vec::new();
+    for state in [
+        LinkState::Active,
+        LinkState::Disabled,
+        LinkState::Expired,
+        LinkState::Exhausted,
+    ] {
+        let query = ListQuery {
+            limit: 1,
+            state: Some(state),
+            team: Some(team),
+            now: unix_now(),
+            ..ListQuery::default()
+        };
+        out.push((
+            state.as_str().to_string(),
+            app.store.list_links(query).await?.total,
+        ));
+    }
+    Ok(out)
+}
+
 /// GET `/admin/dashboard`.
 pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, AdminError> {
     let app = &admin.app;
     let now = unix_now();
-    let states = app.store.count_links_by_state(now).await?;
+    let p = a.principal();
+    let states = match p.team_filter() {
+        None => app.store.count_links_by_state(now).await?,
+        Some(team) => team_states(app, team).await?,
+    };
     let count = |s: &str| {
         states
             .iter()
@@ -28,8 +58,9 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
     };
     let total: u64 = states.iter().map(|(_, n)| n).sum();
     let today_start = now - now.rem_euclid(DAY);
-    let today = stats::site_query(app, Some(today_start), None, Granularity::Day, 0).await?;
-    let month = stats::site_query(app, Some(now - 30 * DAY), None, Granularity::Day, TOP).await?;
+    let today = stats::site_query(app, &p, Some(today_start), None, Granularity::Day, 0).await?;
+    let month =
+        stats::site_query(app, &p, Some(now - 30 * DAY), None, Granularity::Day, TOP).await?;
     let chart = charts::daily_clicks(&month.series);
     let flash = admin.sessions.take_flash(&a.token);
     Ok(view::layout(

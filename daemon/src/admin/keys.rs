@@ -23,6 +23,8 @@ struct CredentialForm {
     scopes: Vec<String>,
     /// Keys only: the `datetime-local` expiry (UTC), empty for never.
     expires_at: String,
+    /// Keys only: the user the key acts for (empty: a key of its own).
+    user: String,
 }
 
 /// Errors of the two create forms.
@@ -56,6 +58,7 @@ fn field_errors(e: CredentialError) -> Result<FieldErrors, AdminError> {
         CredentialError::InvalidName => "name",
         CredentialError::InvalidScopes(_) => "scopes",
         CredentialError::InvalidExpiry(_) => "expires_at",
+        CredentialError::UnknownUser(_) => "user",
         e => return Err(e.into()),
     };
     let mut errors = FieldErrors::new();
@@ -101,6 +104,7 @@ fn with_default_scopes(f: &CredentialForm) -> CredentialForm {
             name: String::new(),
             scopes: vec!["links:write".into(), "links:read".into()],
             expires_at: String::new(),
+            user: String::new(),
         }
     } else {
         f.clone()
@@ -136,6 +140,8 @@ async fn render(
                     (scope_boxes("key", &key_form.scopes, &forms.key_errors))
                     (view::text_input("Expires (UTC, optional)", "expires_at", &key_form.expires_at,
                         "datetime-local", Some("Empty: never. After this the key is refused."), &forms.key_errors))
+                    (view::text_input("For user (optional)", "user", &key_form.user, "text",
+                        Some("The key follows this user's team and role and never does more than the role allows."), &forms.key_errors))
                     button.primary type="submit" { "Create key" }
                 }
             }
@@ -220,6 +226,7 @@ fn credential_form(f: &FormFields) -> CredentialForm {
         name: f.get("name"),
         scopes: f.all("scopes"),
         expires_at: f.get("expires_at"),
+        user: f.get("user"),
     }
 }
 
@@ -248,6 +255,7 @@ pub async fn create_key(
             &form.name,
             &form.scopes,
             expires_at,
+            Some(form.user.as_str()),
         )
         .await
         .map_err(field_errors),

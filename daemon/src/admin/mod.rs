@@ -19,6 +19,7 @@ pub mod links;
 pub mod login;
 pub mod session;
 pub mod takedowns;
+pub mod teams;
 pub mod usage;
 pub mod users;
 pub mod view;
@@ -36,7 +37,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::app::SharedApp;
-use crate::auth::Principal;
+use crate::auth::{Principal, Role};
 use crate::base_url;
 use crate::links::LinkError;
 use crate::store::StoreError;
@@ -131,6 +132,12 @@ pub fn router(state: AdminState) -> Router {
             get(takedowns::page).post(takedowns::create),
         )
         .route("/admin/takedowns/{id}/undo", post(takedowns::undo))
+        .route(
+            "/admin/users/{name}/membership",
+            post(teams::set_membership),
+        )
+        .route("/admin/teams", get(teams::page).post(teams::create))
+        .route("/admin/teams/{name}/delete", post(teams::delete))
         .route("/admin/apps", post(keys::create_app))
         .route("/admin/apps/{app_id}/revoke", post(keys::revoke_app))
         .route("/admin/assets/admin.css", get(css))
@@ -284,13 +291,26 @@ pub struct Authed {
     pub token: String,
     /// Public base of short URLs (`X-Shortlink-Base` or the configured one).
     pub base: String,
+    /// The user's team, read with the account on every request.
+    pub team_id: i64,
+    /// The user's role, read with the account on every request.
+    pub role: Role,
 }
 
 impl Authed {
-    /// The API principal the admin user acts as: every scope, named after
-    /// the user so logs and `created_by` say who did it.
+    /// The API principal the user acts as: what their role allows in
+    /// their team, named after the user so logs and `created_by` say who
+    /// did it.
     pub fn principal(&self) -> Principal {
-        Principal::admin_user(&self.user)
+        Principal::user(&self.user, self.team_id, self.role)
+    }
+
+    /// 403 unless the user's role allows `scope` (a viewer changes no
+    /// link; only admins manage keys, users and teams).
+    pub fn may(&self, scope: crate::auth::Scope) -> Result<(), AdminError> {
+        self.principal()
+            .require(scope)
+            .map_err(|e| AdminError::Status(StatusCode::FORBIDDEN, e.to_string()))
     }
 }
 
@@ -317,16 +337,18 @@ impl FromRequestParts<AdminState> for Authed {
         let account = accounts::find(&admin.app, &s.user)
             .await
             .map_err(|e| AdminError::from(e).into_response())?;
-        if account.is_none_or(|a| a.version != s.account_version) {
+        let Some(account) = account.filter(|a| a.version == s.account_version) else {
             admin.sessions.remove(token);
             tracing::info!(user = %s.user, "admin session ended: the account changed");
             return Err(to_login());
-        }
+        };
         Ok(Authed {
             user: s.user,
             csrf: s.csrf,
             token: token.to_string(),
             base: base_for(&admin.app, &parts.headers),
+            team_id: account.team_id,
+            role: account.role,
         })
     }
 }
@@ -420,6 +442,9 @@ impl From<StoreError> for AdminError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound(what) => AdminError::NotFound(format!("{what} not found.")),
+            e @ (StoreError::InUse(_) | StoreError::Conflict(_)) => {
+                AdminError::Status(StatusCode::CONFLICT, e.to_string())
+            }
             e => AdminError::Internal(e.to_string()),
         }
     }

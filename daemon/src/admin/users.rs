@@ -14,9 +14,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 
 use super::session::Flash;
+use super::teams::{role_select, team_select};
 use super::view::{self, FieldErrors, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
+use crate::auth::{Role, DEFAULT_TEAM};
 use crate::store::StoreError;
+use crate::teams;
 use crate::users::{self, UserError};
 
 /// The message when the two password fields differ (the CLI's words).
@@ -66,6 +69,7 @@ async fn render(
     flash: Option<&Flash>,
 ) -> Result<Page, AdminError> {
     let accounts = users::list(&admin.app, &a.principal()).await?;
+    let all_teams = admin.app.store.list_teams().await?;
     let none = FieldErrors::new();
     Ok(view::layout(
         "Users",
@@ -86,11 +90,15 @@ async fn render(
                             Some("At least 8 characters."), &forms.add_errors))
                         (view::text_input("Password again", "password2", "", "password", None, &forms.add_errors))
                     }
+                    div.row {
+                        label { "Team " (team_select(&all_teams, DEFAULT_TEAM, "Team")) }
+                        label { "Role " (role_select(Role::Member, "Role")) }
+                    }
                     button.primary type="submit" { "Add user" }
                 }
             }
             table.users id="users" {
-                thead { tr { th { "Name" } th { "Added" } th { "Reset password" } th { "" } } }
+                thead { tr { th { "Name" } th { "Team and role" } th { "Added" } th { "Reset password" } th { "" } } }
                 tbody {
                     @for u in &accounts {
                         @let errors = match &forms.reset {
@@ -99,6 +107,14 @@ async fn render(
                         };
                         tr data-user=(u.name) {
                             td.name { (u.name) @if u.name == a.user { " " span.badge.state-active { "you" } } }
+                            td.membership {
+                                form.membership.inline method="post" action={ "/admin/users/" (u.name) "/membership" } {
+                                    (view::csrf_field(a))
+                                    (team_select(&all_teams, u.team_id, &format!("Team of {}", u.name)))
+                                    (role_select(u.role, &format!("Role of {}", u.name)))
+                                    button.small type="submit" { "Set" }
+                                }
+                            }
                             td.time { (view::time(u.created_at)) }
                             td {
                                 form.reset.inline method="post" action={ "/admin/users/" (u.name) "/password" } novalidate {
@@ -158,8 +174,20 @@ pub async fn add(
     fields: FormFields,
 ) -> Result<Response, AdminError> {
     let name = fields.get("name");
+    // A form without the fields (a script's) adds as before teams: an
+    // admin of the default team.
+    let team = match fields.get("team") {
+        t if t.is_empty() => "default".to_string(),
+        t => t,
+    };
+    let team = teams::find(&admin.app, &team).await?;
+    let role = match fields.get("role") {
+        r if r.is_empty() => Role::Admin,
+        r => Role::parse(&r)
+            .map_err(|e| AdminError::Status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?,
+    };
     let result = match password_twice(&fields) {
-        Ok(password) => users::create(&admin.app, &a.principal(), &name, password)
+        Ok(password) => users::create(&admin.app, &a.principal(), &name, password, team.id, role)
             .await
             .map_err(field_errors),
         Err(errors) => Err(Ok(errors)),

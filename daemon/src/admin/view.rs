@@ -30,6 +30,7 @@ pub enum Nav {
     Keys,
     Users,
     Takedowns,
+    Teams,
     None,
 }
 
@@ -59,10 +60,15 @@ pub fn layout(
                         nav {
                             a.current[nav == Nav::Dashboard] href="/admin/dashboard" id="nav-dashboard" { "Dashboard" }
                             a.current[nav == Nav::Links] href="/admin/links" { "Links" }
-                            a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
-                            a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
-                            a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
-                            a.current[nav == Nav::Takedowns] href="/admin/takedowns" id="nav-takedowns" { "Takedowns" }
+                            @if a.role != crate::auth::Role::Viewer {
+                                a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
+                            }
+                            @if a.role == crate::auth::Role::Admin {
+                                a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
+                                a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
+                                a.current[nav == Nav::Teams] href="/admin/teams" id="nav-teams" { "Teams" }
+                                a.current[nav == Nav::Takedowns] href="/admin/takedowns" id="nav-takedowns" { "Takedowns" }
+                            }
                         }
                         form.signout method="post" action="/admin/logout" {
                             (csrf_field(a))

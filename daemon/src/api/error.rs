@@ -146,6 +146,7 @@ impl From<StoreError> for ApiError {
                 "not_found",
                 format!("{what} not found"),
             ),
+            StoreError::InUse(what) => ApiError::new(StatusCode::CONFLICT, "in_use", what),
             StoreError::Closed => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",

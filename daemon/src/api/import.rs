@@ -30,5 +30,10 @@ pub async fn import(
     ApiJson(req): ApiJson<ImportRequest>,
 ) -> Result<Json<ImportOutcome>, ApiError> {
     p.require(Scope::LinksWrite)?;
-    Ok(Json(app.links().import(req.rows, Some(&p.who)).await?))
+    Ok(Json(
+        app.links()
+            .acting_as(&p)
+            .import(req.rows, Some(&p.who))
+            .await?,
+    ))
 }

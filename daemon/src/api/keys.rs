@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::error::{ApiError, ApiJson, ErrorBody};
 use crate::app::SharedApp;
 use crate::auth::Principal;
-use crate::auth::Scope;
+use crate::auth::{Role, Scope};
 use crate::credentials::{self, AppInfo, CredentialError, KeyInfo};
 use crate::timestamp::Timestamp;
 
@@ -34,6 +34,12 @@ pub struct NewCredential {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = crate::timestamp::input_or_null_schema)]
     pub expires_at: Option<crate::links::TimeInput>,
+    /// Keys only: the user the key acts for (by name); the key follows
+    /// that user's team and role and never does more than the role allows.
+    /// Absent: a key of its own in the creator's team, with the role its
+    /// scopes give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 /// Body of `POST /api/v1/apps`: a credential without an expiry.
@@ -106,6 +112,12 @@ pub struct KeyView {
     pub revoked_at: Option<Timestamp>,
     /// When the key starts being refused; absent: never.
     pub expires_at: Option<Timestamp>,
+    /// The user the key acts for, by id; absent: a key of its own.
+    pub user_id: Option<i64>,
+    /// The team the key acts in.
+    pub team_id: i64,
+    /// The most the key may do, whatever its scopes say.
+    pub role: Role,
 }
 
 /// A new key: the secret is shown this once.
@@ -173,6 +185,9 @@ impl From<KeyInfo> for KeyView {
             created_at: k.created_at.into(),
             revoked_at: k.revoked_at.map(Timestamp),
             expires_at: k.expires_at.map(Timestamp),
+            user_id: k.user_id,
+            team_id: k.team_id,
+            role: k.role,
         }
     }
 }
@@ -200,6 +215,9 @@ impl From<CredentialError> for ApiError {
             CredentialError::InvalidName => invalid("invalid_name", "name"),
             CredentialError::InvalidScopes(_) => invalid("invalid_scopes", "scopes"),
             CredentialError::InvalidExpiry(_) => invalid("invalid_expiry", "expires_at"),
+            CredentialError::UnknownUser(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_user", e.to_string()).field("user")
+            }
             CredentialError::Denied(e) => e.into(),
             CredentialError::Store(e) => e.into(),
         }
@@ -216,6 +234,7 @@ impl From<CredentialError> for ApiError {
         (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
         (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
         (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
+        (status = 404, description = "No such user to make the key for (`unknown_user`)", body = ErrorBody),
         (status = 422, description = "`invalid_name`, `invalid_scopes`, `invalid_expiry`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
@@ -226,7 +245,15 @@ pub async fn create_key(
     ApiJson(req): ApiJson<NewCredential>,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
     let expires_at = req.expiry()?;
-    let created = credentials::create_key(&app, &p, &req.name, &req.scopes, expires_at).await?;
+    let created = credentials::create_key(
+        &app,
+        &p,
+        &req.name,
+        &req.scopes,
+        expires_at,
+        req.user.as_deref(),
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedKey {

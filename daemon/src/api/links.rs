@@ -50,7 +50,7 @@ pub async fn create(
     ApiJson(req): ApiJson<CreateLink>,
 ) -> Result<Response, ApiError> {
     p.require(Scope::LinksWrite)?;
-    let created = app.links().create(&req, Some(&p.who)).await?;
+    let created = app.links().acting_as(&p).create(&req, Some(&p.who)).await?;
     let view = LinkView::new(&app.codec, created.link(), &base(&app, &headers));
     Ok(match created {
         Created::New(_) => {
@@ -154,6 +154,7 @@ pub async fn create_batch(
         .collect();
     let mut results = app
         .links()
+        .acting_as(&p)
         .create_batch(&good, Some(&p.who))
         .await?
         .into_iter();
@@ -232,6 +233,7 @@ pub struct LinkPage {
     responses(
         (status = 200, description = "A page of links", body = LinkPage),
         (status = 400, description = "Bad query (`invalid_query`, `invalid_cursor`)", body = ErrorBody),
+        (status = 404, description = "No such team (`unknown_team`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `links:read`", body = ErrorBody),
         (status = 500, description = "Internal error", body = ErrorBody),
@@ -245,9 +247,12 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> Result<Json<LinkPage>, ApiError> {
     p.require(Scope::LinksRead)?;
-    let query = list_query::parse(raw.as_deref().unwrap_or(""))?;
+    let (mut query, team) = list_query::parse(raw.as_deref().unwrap_or(""))?;
+    if let Some(name) = team {
+        query.team = Some(crate::teams::find(&app, &name).await?.id);
+    }
     let (sort, ascending) = (query.sort, query.ascending);
-    let page = app.links().list(query).await?;
+    let page = app.links().acting_as(&p).list(query).await?;
     let next_cursor = page
         .next
         .map(|position| links::list::cursor(sort, ascending, position));
@@ -284,7 +289,7 @@ pub async fn get(
     Path(code): Path<String>,
 ) -> Result<Json<LinkView>, ApiError> {
     p.require(Scope::LinksRead)?;
-    let link = app.links().get(&code).await?;
+    let link = app.links().acting_as(&p).get(&code).await?;
     Ok(Json(LinkView::new(
         &app.codec,
         &link,
@@ -318,7 +323,7 @@ pub async fn update(
     ApiJson(patch): ApiJson<UpdateLink>,
 ) -> Result<Json<LinkView>, ApiError> {
     p.require(Scope::LinksWrite)?;
-    let link = app.links().update(&code, patch).await?;
+    let link = app.links().acting_as(&p).update(&code, patch).await?;
     Ok(Json(LinkView::new(
         &app.codec,
         &link,
@@ -345,6 +350,6 @@ pub async fn delete(
     Path(code): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     p.require(Scope::LinksWrite)?;
-    app.links().delete(&code).await?;
+    app.links().acting_as(&p).delete(&code).await?;
     Ok(StatusCode::NO_CONTENT)
 }

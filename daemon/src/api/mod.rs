@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod qr;
 pub mod stats;
 pub mod takedowns;
+pub mod teams;
 pub mod users;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -61,6 +62,12 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         .route("/api/v1/users", post(users::create).get(users::list))
         .route("/api/v1/users/{name}", delete(users::delete))
         .route("/api/v1/users/{name}/password", put(users::set_password))
+        .route(
+            "/api/v1/users/{name}/membership",
+            put(teams::set_membership),
+        )
+        .route("/api/v1/teams", post(teams::create).get(teams::list))
+        .route("/api/v1/teams/{name}", delete(teams::delete))
         .route("/api/v1/openapi.json", get(openapi::openapi_json));
     if app.config.metrics_auth {
         r = r.route("/metrics", get(metrics::get_authenticated));

@@ -8,7 +8,7 @@ use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use super::error::PROBLEM_JSON;
-use super::{error, health, keys, links, qr, stats, takedowns, users};
+use super::{error, health, keys, links, qr, stats, takedowns, teams, users};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -25,6 +25,7 @@ use super::{error, health, keys, links, qr, stats, takedowns, users};
         keys::create_app, keys::list_apps, keys::revoke_app,
         users::create, users::set_password, users::list, users::delete,
         takedowns::create, takedowns::list, takedowns::get, takedowns::undo, takedowns::links,
+        teams::set_membership, teams::create, teams::list, teams::delete,
         health::get,
         super::metrics::get_authenticated,
         openapi_json,
@@ -43,6 +44,7 @@ use super::{error, health, keys, links, qr, stats, takedowns, users};
         users::NewUser, users::NewPassword, users::UserView, users::UserList,
         takedowns::NewTakedownBody, takedowns::TakedownView, takedowns::TakedownList,
         takedowns::TakedownLinkView, takedowns::TakedownLinks,
+        teams::NewTeam, teams::TeamView, teams::TeamList, teams::Membership, crate::auth::Role,
         health::Health,
     )),
     modifiers(&SecuritySchemes),
@@ -50,7 +52,8 @@ use super::{error, health, keys, links, qr, stats, takedowns, users};
         (name = "links", description = "Create, read, list, edit and delete short links"),
         (name = "stats", description = "Click statistics"),
         (name = "keys", description = "API keys and signing apps (admin)"),
-        (name = "users", description = "Admin UI users (admin)"),
+        (name = "users", description = "Users, their team and role (admin)"),
+        (name = "teams", description = "Teams: who links, users and keys belong to (admin)"),
         (name = "takedowns", description = "Switch off every link to a host or by one creator, and undo it (admin)"),
         (name = "health", description = "Readiness, metrics and this document"),
     )

@@ -77,7 +77,7 @@ pub async fn get(
         )
         .field("scale"));
     }
-    let link = app.links().get(&code).await?;
+    let link = app.links().acting_as(&p).get(&code).await?;
     let base = base_url::for_request(&headers, &app.config.base_url);
     let url = LinkView::new(&app.codec, &link, &base).short_url;
     let internal = |e: qr::QrError| match e {

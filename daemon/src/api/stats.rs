@@ -79,7 +79,7 @@ pub async fn get(
     let to = time_param("to", q.to.as_deref())?;
     let granularity = granularity_param(q.granularity.as_deref())?;
     Ok(Json(
-        stats::query(&app, &code, from, to, granularity).await?,
+        stats::query(&app, &p, &code, from, to, granularity).await?,
     ))
 }
 
@@ -136,6 +136,6 @@ pub async fn site(
         .field("top"));
     }
     Ok(Json(
-        stats::site_query(&app, from, to, granularity, top).await?,
+        stats::site_query(&app, &p, from, to, granularity, top).await?,
     ))
 }

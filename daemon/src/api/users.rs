@@ -9,9 +9,10 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiJson, ErrorBody};
 use crate::app::SharedApp;
-use crate::auth::Principal;
+use crate::auth::{Principal, Role, Scope};
+use crate::teams;
 use crate::timestamp::Timestamp;
-use crate::users::{self, UserError};
+use crate::users::{self, Account, UserError};
 
 /// Body of `POST /api/v1/users`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -23,6 +24,13 @@ pub struct NewUser {
     /// 8 to 1024 characters.
     #[schema(min_length = 8, max_length = 1024)]
     pub password: String,
+    /// The team's name; absent: `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// `admin`, `member` or `viewer`; absent: `admin` (what every user
+    /// was before teams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
 }
 
 /// Body of `PUT /api/v1/users/{name}/password`.
@@ -43,6 +51,26 @@ pub struct UserView {
     pub name: String,
     /// When it was created.
     pub created_at: Timestamp,
+    /// The user's team, by id.
+    pub team_id: i64,
+    /// The user's team, by name.
+    pub team: String,
+    /// What the user (and their keys) may do.
+    pub role: Role,
+}
+
+impl UserView {
+    /// The view of `a`, a member of the team named `team`.
+    pub fn new(a: Account, team: String) -> Self {
+        UserView {
+            id: a.id,
+            name: a.name,
+            created_at: a.created_at.into(),
+            team_id: a.team_id,
+            team,
+            role: a.role,
+        }
+    }
 }
 
 impl From<UserError> for ApiError {
@@ -74,6 +102,7 @@ impl From<UserError> for ApiError {
         (status = 400, description = "Malformed JSON (`invalid_json`)", body = ErrorBody),
         (status = 413, description = "Body too large (`body_too_large`)", body = ErrorBody),
         (status = 415, description = "Body is not `application/json` (`unsupported_media_type`)", body = ErrorBody),
+        (status = 404, description = "No such team (`unknown_team`)", body = ErrorBody),
         (status = 422, description = "`invalid_name`, `weak_password`, `invalid_body`", body = ErrorBody),
     ),
     security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
@@ -83,15 +112,11 @@ pub async fn create(
     Extension(p): Extension<Principal>,
     ApiJson(req): ApiJson<NewUser>,
 ) -> Result<(StatusCode, Json<UserView>), ApiError> {
-    let user = users::create(&app, &p, &req.name, req.password).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(UserView {
-            id: user.id,
-            name: user.name,
-            created_at: user.created_at.into(),
-        }),
-    ))
+    p.require(Scope::Admin)?;
+    let team = teams::find(&app, req.team.as_deref().unwrap_or("default")).await?;
+    let role = req.role.unwrap_or(Role::Admin);
+    let user = users::create(&app, &p, &req.name, req.password, team.id, role).await?;
+    Ok((StatusCode::CREATED, Json(UserView::new(user, team.name))))
 }
 
 /// Sets a user's password.
@@ -142,13 +167,20 @@ pub async fn list(
     Extension(p): Extension<Principal>,
 ) -> Result<Json<UserList>, ApiError> {
     let users = users::list(&app, &p).await?;
+    let teams = app.store.list_teams().await?;
+    let name_of = |id: i64| {
+        teams
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.name.clone())
+            .unwrap_or_default()
+    };
     Ok(Json(UserList {
         users: users
             .into_iter()
-            .map(|a| UserView {
-                id: a.id,
-                name: a.name,
-                created_at: a.created_at.into(),
+            .map(|a| {
+                let team = name_of(a.team_id);
+                UserView::new(a, team)
             })
             .collect(),
     }))

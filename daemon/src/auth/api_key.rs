@@ -83,6 +83,8 @@ pub async fn verify_key(
     Ok(Principal::from_stored(
         format!("key:{}", key.id),
         &key.scopes,
+        key.team_id,
+        key.role,
     ))
 }
 

@@ -137,6 +137,9 @@ mod tests {
             created_at: 0,
             revoked_at: None,
             expires_at: None,
+            user_id: None,
+            team_id: 1,
+            role: crate::auth::Role::Admin,
         };
         cache.keep_key(&key.prefix, key.clone());
         assert_eq!(cache.key("0123456789ab"), Some(key));

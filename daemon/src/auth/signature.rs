@@ -89,6 +89,8 @@ pub async fn verify_signature(
     Ok(Principal::from_stored(
         format!("app:{}", stored.app_id),
         &stored.scopes,
+        stored.team_id,
+        stored.role,
     ))
 }
 

@@ -85,13 +85,16 @@ pub enum AdminCommand {
     /// Apps that sign requests.
     #[command(subcommand)]
     App(AppCommand),
-    /// Admin UI users.
+    /// Users: their team and role.
     #[command(subcommand)]
     User(UserCommand),
     /// Switch off every link to a host or by one creator, list the
     /// records, undo one.
     #[command(subcommand)]
     Takedown(TakedownCommand),
+    /// Teams: who links, users and keys belong to.
+    #[command(subcommand)]
+    Team(super::teams::TeamCommand),
     /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
         /// The link's code or alias.
@@ -141,6 +144,10 @@ pub enum KeyCommand {
         /// never).
         #[arg(long)]
         expires: Option<String>,
+        /// The user the key acts for: it follows their team and role
+        /// (default: a key of its own in the default team).
+        #[arg(long)]
+        user: Option<String>,
     },
     /// List keys.
     List,
@@ -370,6 +377,23 @@ pub enum UserCommand {
         /// Read the password from stdin (the default; kept for scripts).
         #[arg(long)]
         password_stdin: bool,
+        /// The user's team (default: `default`).
+        #[arg(long)]
+        team: Option<String>,
+        /// admin, member or viewer (default: admin).
+        #[arg(long)]
+        role: Option<String>,
+    },
+    /// Move a user to a team with a role.
+    Set {
+        /// The user's sign-in name.
+        name: String,
+        /// The team's name.
+        #[arg(long)]
+        team: String,
+        /// admin, member or viewer.
+        #[arg(long)]
+        role: String,
     },
     /// Change a user's password (asked for, or read from stdin).
     Passwd {

@@ -21,6 +21,7 @@ use crate::api::keys::{AppList, CreatedApp, CreatedKey, KeyList, NewCredential};
 use crate::api::links::{LinkPage, ListParams};
 use crate::api::stats::StatsParams;
 use crate::api::takedowns::{NewTakedownBody, TakedownList, TakedownView};
+use crate::api::teams::{Membership, NewTeam, TeamList, TeamView};
 use crate::api::users::{NewPassword, NewUser, UserList, UserView};
 use crate::app::{App, SharedApp};
 use crate::config::Config;
@@ -242,6 +243,31 @@ impl Client {
     pub async fn undo_takedown(&self, id: i64) -> Result<TakedownView> {
         self.post(&format!("/api/v1/takedowns/{id}/undo"), &json!({}))
             .await
+    }
+
+    /// `PUT /api/v1/users/{name}/membership`.
+    pub async fn set_membership(&self, name: &str, req: &Membership) -> Result<UserView> {
+        let path = format!("/api/v1/users/{}/membership", enc(name));
+        self.transport
+            .clone()
+            .call(Method::PUT, &path, Some(req))
+            .await
+    }
+
+    /// `POST /api/v1/teams`.
+    pub async fn create_team(&self, req: &NewTeam) -> Result<TeamView> {
+        self.post("/api/v1/teams", req).await
+    }
+
+    /// `GET /api/v1/teams`.
+    pub async fn teams(&self) -> Result<TeamList> {
+        self.get("/api/v1/teams").await
+    }
+
+    /// `DELETE /api/v1/teams/{name}`.
+    pub async fn delete_team(&self, name: &str) -> Result<()> {
+        let path = format!("/api/v1/teams/{}", enc(name));
+        self.send(Method::DELETE, &path, NO_BODY).await
     }
 
     /// `POST /api/v1/links`.

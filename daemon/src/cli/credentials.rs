@@ -1,4 +1,4 @@
-//! `key`, `app` and `user`: API keys, signing apps and admin UI users.
+//! `key`, `app` and `user`: API keys, signing apps and users.
 
 use crate::timestamp::Timestamp;
 use std::io::Write;
@@ -12,7 +12,9 @@ use super::output::Output;
 use super::password::read_password;
 use super::table::{when, Table};
 use crate::api::keys::{KeyView, NewCredential};
+use crate::api::teams::Membership;
 use crate::api::users::{NewPassword, NewUser};
+use crate::auth::Role;
 
 /// Runs a `key` command; `create` prints only the secret.
 pub async fn key(client: &Client, command: KeyCommand, out: &mut Output) -> Result<()> {
@@ -21,6 +23,7 @@ pub async fn key(client: &Client, command: KeyCommand, out: &mut Output) -> Resu
             name,
             scopes,
             expires,
+            user,
         } => {
             let expires_at = expires.map(crate::links::TimeInput::Text);
             let created = client
@@ -28,6 +31,7 @@ pub async fn key(client: &Client, command: KeyCommand, out: &mut Output) -> Resu
                     name,
                     scopes,
                     expires_at,
+                    user,
                 })
                 .await?;
             if out.json {
@@ -41,13 +45,17 @@ pub async fn key(client: &Client, command: KeyCommand, out: &mut Output) -> Resu
             if out.json {
                 return out.print_json(&keys);
             }
-            let mut t = Table::new(&["ID", "NAME", "PREFIX", "SCOPES", "STATUS", "CREATED"]);
+            let mut t = Table::new(&[
+                "ID", "NAME", "PREFIX", "SCOPES", "ROLE", "TEAM", "STATUS", "CREATED",
+            ]);
             for k in keys.keys {
                 t.row(vec![
                     k.id.to_string(),
                     k.name,
                     format!("slk_{}", k.prefix),
                     k.scopes.join(","),
+                    k.role.to_string(),
+                    k.team_id.to_string(),
                     status(k.revoked_at).into(),
                     when(Some(k.created_at)),
                 ]);
@@ -104,6 +112,7 @@ pub async fn app(client: &Client, command: AppCommand, out: &mut Output) -> Resu
                     name,
                     scopes,
                     expires_at: None,
+                    user: None,
                 })
                 .await?;
             if out.json {
@@ -146,12 +155,17 @@ pub async fn app(client: &Client, command: AppCommand, out: &mut Output) -> Resu
 /// Runs a `user` command; the password is prompted for or read from stdin.
 pub async fn user(client: &Client, command: UserCommand, out: &mut Output) -> Result<()> {
     match command {
-        UserCommand::Add { name, .. } => {
+        UserCommand::Add {
+            name, team, role, ..
+        } => {
+            let role = role.as_deref().map(Role::parse).transpose()?;
             let password = read_password(&name)?;
             let user = client
                 .add_user(&NewUser {
                     name: name.clone(),
                     password,
+                    team,
+                    role,
                 })
                 .await?;
             if out.json {
@@ -165,11 +179,28 @@ pub async fn user(client: &Client, command: UserCommand, out: &mut Output) -> Re
             if out.json {
                 return out.print_json(&users);
             }
-            let mut t = Table::new(&["ID", "NAME", "CREATED"]);
+            let mut t = Table::new(&["ID", "NAME", "TEAM", "ROLE", "CREATED"]);
             for u in users.users {
-                t.row(vec![u.id.to_string(), u.name, when(Some(u.created_at))]);
+                t.row(vec![
+                    u.id.to_string(),
+                    u.name,
+                    u.team,
+                    u.role.to_string(),
+                    when(Some(u.created_at)),
+                ]);
             }
             out.table(&t)?;
+        }
+        UserCommand::Set { name, team, role } => {
+            let role = Role::parse(&role)?;
+            let user = client
+                .set_membership(&name, &Membership { team, role })
+                .await?;
+            if out.json {
+                out.print_json(&user)?;
+            } else {
+                eprintln!("{name} is now {} of team {}", user.role, user.team);
+            }
         }
         UserCommand::Delete { name } => {
             client.delete_user(&name).await?;

@@ -20,6 +20,7 @@ pub mod settings;
 mod stats;
 mod table;
 mod takedown;
+pub mod teams;
 
 use std::process::ExitCode;
 
@@ -106,6 +107,7 @@ async fn dispatch(
         AdminCommand::App(c) => credentials::app(client, c, out).await?,
         AdminCommand::User(c) => credentials::user(client, c, out).await?,
         AdminCommand::Takedown(c) => takedown::takedown(client, c, out).await?,
+        AdminCommand::Team(c) => teams::team(client, c, out).await?,
         AdminCommand::Link(c) => links::link(client, *c, out).await?,
         AdminCommand::Stats {
             code,

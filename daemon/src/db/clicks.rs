@@ -38,14 +38,15 @@ pub trait ClickStore: Send + Sync {
         daily: bool,
     ) -> StoreResult<RangeStats>;
 
-    /// Stats of every link over the same range, with the `top` most
-    /// clicked links (deleted ones left out), every acknowledged click
-    /// included.
+    /// Stats of every link (of team `team`, when given) over the same
+    /// range, with the `top` most clicked links (deleted ones left out),
+    /// every acknowledged click included.
     async fn site_stats(
         &self,
         from_hour: i64,
         to_hour: i64,
         daily: bool,
         top: usize,
+        team: Option<i64>,
     ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)>;
 }

@@ -3,13 +3,14 @@
 
 use async_trait::async_trait;
 
-use crate::store::keys::{ApiKey, App};
+use crate::store::keys::{ApiKey, App, Owner};
 use crate::store::StoreResult;
 
 /// Where credentials are kept.
 #[async_trait]
 pub trait CredentialStore: Send + Sync {
-    /// Stores a new API key (only its hash); returns its id.
+    /// Stores a new API key (only its hash) for `owner`; returns its id.
+    #[allow(clippy::too_many_arguments)]
     async fn create_key(
         &self,
         name: String,
@@ -18,9 +19,11 @@ pub trait CredentialStore: Send + Sync {
         scopes: String,
         now: i64,
         expires_at: Option<i64>,
+        owner: Owner,
     ) -> StoreResult<i64>;
 
-    /// The key whose secret starts with `prefix`.
+    /// The key whose secret starts with `prefix`, with its user's current
+    /// team and role (revoked when its user is gone).
     async fn key_by_prefix(&self, prefix: String) -> StoreResult<Option<ApiKey>>;
 
     /// Every key, oldest first.
@@ -29,8 +32,8 @@ pub trait CredentialStore: Send + Sync {
     /// Marks key `id` revoked; returns it (`NotFound` when there is none).
     async fn revoke_key(&self, id: i64, now: i64) -> StoreResult<ApiKey>;
 
-    /// Stores a new app; `secret` in clear, sealed on its way in. Returns
-    /// its id.
+    /// Stores a new app of `owner` (its team and role); `secret` in clear,
+    /// sealed on its way in. Returns its id.
     async fn create_app(
         &self,
         app_id: String,
@@ -38,6 +41,7 @@ pub trait CredentialStore: Send + Sync {
         secret: String,
         scopes: String,
         now: i64,
+        owner: Owner,
     ) -> StoreResult<i64>;
 
     /// The app with this public id, its secret opened.

@@ -10,11 +10,14 @@ mod changes;
 mod clicks;
 #[cfg(test)]
 pub(crate) mod contract;
+#[cfg(test)]
+mod contract_teams;
 mod credentials;
 mod ids;
 mod import;
 mod links;
 mod takedowns;
+mod teams;
 mod users;
 
 use std::sync::Arc;
@@ -30,6 +33,7 @@ pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
 pub use takedowns::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
 };
+pub use teams::TeamStore;
 pub use users::UserStore;
 
 use crate::store::{LinkCache, StoreResult, StoreStats};
@@ -41,6 +45,7 @@ pub trait Database:
     + ImportStore
     + CredentialStore
     + UserStore
+    + TeamStore
     + ClickStore
     + ChangeLog
     + IdStore

@@ -11,7 +11,8 @@ use crate::store::StoreResult;
 #[derive(Clone)]
 pub enum Matcher {
     /// Links whose `created_by` is this principal (`key:3`, `user:alice`,
-    /// `app:…`, `cli`).
+    /// `app:…`, `cli`); for `user:NAME`, also the links of that user's
+    /// keys.
     Creator(String),
     /// Links whose stored URL passes `test`. `contains` (lower case), when
     /// given, is a substring every such URL holds, so the store reads only

@@ -1,15 +1,33 @@
-//! Admin accounts.
+//! User accounts, each in a team with a role.
 
 use async_trait::async_trait;
 
+use crate::auth::Role;
 use crate::store::users::User;
 use crate::store::StoreResult;
 
-/// Where admin accounts are kept.
+/// Where user accounts are kept.
 #[async_trait]
 pub trait UserStore: Send + Sync {
-    /// Adds a user; a taken name is a `StoreError::Conflict`. Returns its id.
-    async fn add_user(&self, name: String, password_hash: String, now: i64) -> StoreResult<i64>;
+    /// Adds a user to team `team_id` with `role`; a taken name is a
+    /// `StoreError::Conflict`, no such team `NotFound`. Returns its id.
+    async fn add_user(
+        &self,
+        name: String,
+        password_hash: String,
+        now: i64,
+        team_id: i64,
+        role: Role,
+    ) -> StoreResult<i64>;
+
+    /// Moves a user to team `team_id` with `role` (`NotFound` for no such
+    /// user or team); the user as it is now.
+    async fn set_user_membership(
+        &self,
+        name: String,
+        team_id: i64,
+        role: Role,
+    ) -> StoreResult<User>;
 
     /// Replaces a user's password hash (`NotFound` for no such user).
     async fn set_user_password(
@@ -22,8 +40,9 @@ pub trait UserStore: Send + Sync {
     /// Every user.
     async fn list_users(&self) -> StoreResult<Vec<User>>;
 
-    /// Deletes a user (`NotFound` for no such user).
-    async fn delete_user(&self, name: String) -> StoreResult<()>;
+    /// Deletes a user and revokes their keys at `now`, in one transaction
+    /// (`NotFound` for no such user).
+    async fn delete_user(&self, name: String, now: i64) -> StoreResult<()>;
 
     /// The user of this name.
     async fn user_by_name(&self, name: String) -> StoreResult<Option<User>>;

@@ -178,6 +178,7 @@ mod tests {
             clicks: 7,
             bot_clicks: 1,
             created_by: Some("key:1".into()),
+            team_id: 1,
             forward_query: Some(false),
             country_targets: [
                 ("DE".to_string(), "https://example.de/a=b".to_string()),

@@ -65,9 +65,13 @@ pub fn parse_cursor(text: &str, sort: ListSort, ascending: bool) -> Result<(i64,
 
 impl Links<'_> {
     /// One page of links matching `query`, and their total. The state
-    /// filter is judged now.
+    /// filter is judged now. A caller who sees one team lists only it,
+    /// whatever team `query` asked for.
     pub async fn list(&self, mut query: ListQuery) -> Result<Page, LinkError> {
         query.now = unix_now();
+        if let Some(team) = self.team.sees {
+            query.team = Some(team);
+        }
         query.code_id =
             query
                 .q

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod password;
 pub mod patch;
 pub mod rules;
+pub mod team;
 pub mod view;
 
 pub use error::LinkError;
@@ -89,6 +90,7 @@ pub(crate) mod fixture {
                 ids: &self.ids,
                 edge: Edge::new(&self.rules.codec, &self.store, &self.hub),
                 metrics: &self.metrics,
+                team: super::team::TeamScope::ALL,
             }
         }
     }

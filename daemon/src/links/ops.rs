@@ -9,6 +9,7 @@ use super::error::LinkError;
 use super::input::{CreateLink, UpdateLink, MAX_BATCH};
 use super::loops::{alias_target_error, refuse_own_alias, AliasTarget};
 use super::rules::{LinkRules, Prepared};
+use super::team::TeamScope;
 use crate::codes::{self, CodeRef};
 use crate::db::Store;
 use crate::db::{Inserted, LinkEdit, NewLink, Updated};
@@ -32,6 +33,8 @@ pub struct Links<'a> {
     pub edge: Edge<'a>,
     /// Counts links created.
     pub metrics: &'a Metrics,
+    /// Which team's links are seen, and where new ones go.
+    pub team: TeamScope,
 }
 
 /// Result of a create.
@@ -52,6 +55,17 @@ impl Created {
     }
 }
 
+impl<'a> Links<'a> {
+    /// These operations as `p` may run them: only `p`'s team's links seen
+    /// (unless `p` is an admin's), new links in `p`'s team.
+    pub fn acting_as(self, p: &crate::auth::Principal) -> Links<'a> {
+        Links {
+            team: TeamScope::of(p),
+            ..self
+        }
+    }
+}
+
 impl Links<'_> {
     /// Creates one link.
     pub async fn create(
@@ -65,7 +79,7 @@ impl Links<'_> {
             prepared.link.password_hash = Some(p.hash().await?);
         }
         let id = self.ids.next().await?;
-        let (new, targets) = new_link(id, prepared);
+        let (new, targets) = new_link(id, prepared, self.team);
         let inserted = self.store.insert_links(vec![new], now).await?;
         let inserted = inserted.into_iter().next().ok_or(StoreError::Closed)?;
         let created = created(inserted, &targets)?;
@@ -112,7 +126,7 @@ impl Links<'_> {
             match p {
                 Ok(p) => {
                     let id = ids.next().expect("one id per valid item");
-                    news.push(new_link(id, p));
+                    news.push(new_link(id, p, self.team));
                     refused.push(None);
                 }
                 Err(e) => refused.push(Some(e)),
@@ -155,7 +169,8 @@ impl Links<'_> {
             by => by,
         };
         let link = self.store.find_link(by).await?;
-        link.ok_or_else(|| LinkError::NotFound(code.to_string()))
+        link.filter(|l| self.team.sees_link(l))
+            .ok_or_else(|| LinkError::NotFound(code.to_string()))
     }
 
     /// Edits a link; the edge is told to drop it before this returns.
@@ -169,8 +184,14 @@ impl Links<'_> {
         let alias_targets = checked.take_alias_targets();
         let served = self.rules.served.clone();
         let targets = alias_targets.clone();
+        let (team, missing) = (self.team, code.to_string());
         let edit = LinkEdit {
+            // Judged on the stored row inside the write: a link of another
+            // team is "not found" and left as it is.
             apply: Box::new(move |old: &Link| {
+                if !team.sees_link(old) {
+                    return Err(LinkError::NotFound(missing));
+                }
                 let mut new = old.clone();
                 checked.apply(&mut new, now).map(|()| new)
             }),
@@ -194,9 +215,11 @@ impl Links<'_> {
         Ok(new)
     }
 
-    /// Deletes a link; the edge is told before this returns.
+    /// Deletes a link; the edge is told before this returns. A link's team
+    /// never changes, so seeing it first and deleting it by id after is
+    /// safe.
     pub async fn delete(&self, code: &str) -> Result<Link, LinkError> {
-        let id = self.resolve_id(code).await?;
+        let id = self.get(code).await?.id;
         let deleted = self
             .store
             .delete_link(id)
@@ -231,12 +254,18 @@ impl Links<'_> {
 
 /// The store's insert of `prepared` under `id`, and the alias targets its
 /// refusal may name.
-pub(crate) fn new_link(id: u64, prepared: Prepared) -> (NewLink, Vec<AliasTarget>) {
+/// The link goes into the scope's owner team.
+pub(crate) fn new_link(
+    id: u64,
+    prepared: Prepared,
+    team: TeamScope,
+) -> (NewLink, Vec<AliasTarget>) {
     let mut link = prepared.link;
     link.id = id;
+    link.team_id = team.owner;
     let new = NewLink {
         link,
-        dedupe_hash: prepared.dedupe_hash,
+        dedupe_hash: team.dedupe_hash(prepared.dedupe_hash),
         dedupe: prepared.dedupe,
         alias_targets: prepared
             .alias_targets

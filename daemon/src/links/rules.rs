@@ -141,6 +141,8 @@ impl LinkRules {
             // Hashed by the caller (in the argon2 pool, off this task).
             password_hash: None,
             variants,
+            // Set to the creator's team with the id (`ops::new_link`).
+            team_id: crate::auth::DEFAULT_TEAM,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),

@@ -53,6 +53,10 @@ pub struct LinkView {
     pub bot_clicks: i64,
     /// Who created it (`key:3`, `app:name`, `user:alice`, `cli`).
     pub created_by: Option<String>,
+    /// The team it belongs to (its creator's): only that team and admins
+    /// see it.
+    #[serde(default)]
+    pub team_id: i64,
     /// The link's own choice to append the visit's query string to the
     /// target; absent: the location's `shortlink_forward_query` decides.
     #[serde(default)]
@@ -100,6 +104,7 @@ impl LinkView {
             clicks: link.clicks,
             bot_clicks: link.bot_clicks,
             created_by: link.created_by.clone(),
+            team_id: link.team_id,
             forward_query: link.forward_query,
             country_targets: link
                 .country_targets

@@ -6,6 +6,7 @@ use shortlink_core::device::DeviceClass;
 use utoipa::ToSchema;
 
 use crate::app::App;
+use crate::auth::Principal;
 use crate::links::LinkError;
 use crate::store::unix_now;
 use crate::timestamp::Timestamp;
@@ -193,15 +194,17 @@ impl Range {
     }
 }
 
-/// Stats of a link over `[from, to)` (Unix seconds; defaults: the last 7 days).
+/// Stats of a link `by` may see over `[from, to)` (Unix seconds;
+/// defaults: the last 7 days).
 pub async fn query(
     app: &App,
+    by: &Principal,
     code: &str,
     from: Option<i64>,
     to: Option<i64>,
     granularity: Granularity,
 ) -> Result<StatsView, LinkError> {
-    let link = app.links().get(code).await?;
+    let link = app.links().acting_as(by).get(code).await?;
     let range = Range::new(from, to, granularity)?;
     let (from_hour, to_hour) = range.hours();
     let (id, daily) = (link.id, range.daily());
@@ -269,10 +272,11 @@ pub struct SiteStatsView {
     pub countries: Vec<CountryCount>,
 }
 
-/// Stats of every link over `[from, to)`, with the `top` most clicked
-/// links (at most [`MAX_TOP`]).
+/// Stats of every link `by` sees (their team's, or all for an admin) over
+/// `[from, to)`, with the `top` most clicked links (at most [`MAX_TOP`]).
 pub async fn site_query(
     app: &App,
+    by: &Principal,
     from: Option<i64>,
     to: Option<i64>,
     granularity: Granularity,
@@ -281,7 +285,10 @@ pub async fn site_query(
     let range = Range::new(from, to, granularity)?;
     let (from_hour, to_hour) = range.hours();
     let (daily, top) = (range.daily(), top.min(MAX_TOP));
-    let r = app.store.site_stats(from_hour, to_hour, daily, top).await?;
+    let r = app
+        .store
+        .site_stats(from_hour, to_hour, daily, top, by.team_filter())
+        .await?;
     let (r, top) = r;
     Ok(SiteStatsView {
         from: range.from.into(),

@@ -16,6 +16,9 @@ pub enum StoreError {
     /// A unique name (alias, user name) is already taken.
     #[error("{0} is already taken")]
     Conflict(String),
+    /// The row is still referred to (a team with members or links).
+    #[error("{0}")]
+    InUse(String),
     /// The row does not exist.
     #[error("{0} not found")]
     NotFound(String),

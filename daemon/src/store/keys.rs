@@ -11,6 +11,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::{StoreError, StoreResult};
 use crate::auth::app_secret::SecretSeal;
+use crate::auth::Role;
+pub use crate::store::teams::Owner;
 
 /// Why the seal functions fail on a store opened without the key.
 const NO_SEAL: &str =
@@ -71,6 +73,13 @@ pub struct ApiKey {
     pub revoked_at: Option<i64>,
     /// Unix seconds after which the key is refused; `None`: never.
     pub expires_at: Option<i64>,
+    /// The user the key acts for; `None` for a key made before teams.
+    pub user_id: Option<i64>,
+    /// The team the key acts in: its user's, read with the key.
+    pub team_id: i64,
+    /// The most the key may do: its user's role, read with the key (so a
+    /// role change reaches the key when the cached row is re-read).
+    pub role: Role,
 }
 
 fn key_row(r: &Row<'_>) -> rusqlite::Result<ApiKey> {
@@ -83,12 +92,22 @@ fn key_row(r: &Row<'_>) -> rusqlite::Result<ApiKey> {
         created_at: r.get(5)?,
         revoked_at: r.get(6)?,
         expires_at: r.get(7)?,
+        user_id: r.get(8)?,
+        team_id: r.get(9)?,
+        role: Role::from_stored(&r.get::<_, String>(10)?),
     })
 }
 
-const KEY_COLUMNS: &str = "id, name, prefix, hash, scopes, created_at, revoked_at, expires_at";
+/// A key with its user's current team and role; a key whose user is gone
+/// reads as revoked (deleting a user revokes their keys too).
+const KEY_COLUMNS: &str = "k.id, k.name, k.prefix, k.hash, k.scopes, k.created_at, \
+     CASE WHEN k.user_id IS NOT NULL AND u.id IS NULL THEN coalesce(k.revoked_at, 0) \
+     ELSE k.revoked_at END, k.expires_at, k.user_id, coalesce(u.team_id, k.team_id), \
+     CASE WHEN k.user_id IS NULL THEN k.role ELSE coalesce(u.role, 'viewer') END \
+     FROM api_keys k LEFT JOIN users u ON u.id = k.user_id";
 
 /// Stores a new key; returns its id.
+#[allow(clippy::too_many_arguments)]
 pub fn insert_key(
     conn: &Connection,
     name: &str,
@@ -97,18 +116,29 @@ pub fn insert_key(
     scopes: &str,
     now: i64,
     expires_at: Option<i64>,
+    owner: Owner,
 ) -> StoreResult<i64> {
     conn.execute(
-        "INSERT INTO api_keys (name, prefix, hash, scopes, created_at, expires_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![name, prefix, hash, scopes, now, expires_at],
+        "INSERT INTO api_keys (name, prefix, hash, scopes, created_at, expires_at, user_id, \
+         team_id, role) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            name,
+            prefix,
+            hash,
+            scopes,
+            now,
+            expires_at,
+            owner.user_id,
+            owner.team_id,
+            owner.role.as_str()
+        ],
     )?;
     Ok(conn.last_insert_rowid())
 }
 
 /// The key whose secret starts with `prefix`.
 pub fn key_by_prefix(conn: &Connection, prefix: &str) -> StoreResult<Option<ApiKey>> {
-    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE prefix = ?1");
+    let sql = format!("SELECT {KEY_COLUMNS} WHERE k.prefix = ?1");
     Ok(conn
         .prepare_cached(&sql)?
         .query_row([prefix], key_row)
@@ -117,7 +147,7 @@ pub fn key_by_prefix(conn: &Connection, prefix: &str) -> StoreResult<Option<ApiK
 
 /// All keys, oldest first.
 pub fn list_keys(conn: &Connection) -> StoreResult<Vec<ApiKey>> {
-    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY id");
+    let sql = format!("SELECT {KEY_COLUMNS} ORDER BY k.id");
     let mut st = conn.prepare(&sql)?;
     let rows = st.query_map([], key_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -129,7 +159,7 @@ pub fn revoke_key(conn: &Connection, id: i64, now: i64) -> StoreResult<ApiKey> {
         "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
         params![id, now],
     )?;
-    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1");
+    let sql = format!("SELECT {KEY_COLUMNS} WHERE k.id = ?1");
     conn.query_row(&sql, [id], key_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("API key {id}")))
@@ -154,6 +184,10 @@ pub struct App {
     pub created_at: i64,
     /// Unix seconds, once revoked; the row stays for the record.
     pub revoked_at: Option<i64>,
+    /// The team the app acts in.
+    pub team_id: i64,
+    /// The most the app may do.
+    pub role: Role,
 }
 
 fn app_row(r: &Row<'_>) -> rusqlite::Result<App> {
@@ -165,15 +199,18 @@ fn app_row(r: &Row<'_>) -> rusqlite::Result<App> {
         scopes: r.get(4)?,
         created_at: r.get(5)?,
         revoked_at: r.get(6)?,
+        team_id: r.get(7)?,
+        role: Role::from_stored(&r.get::<_, String>(8)?),
     })
 }
 
-const APP_COLUMNS: &str =
-    "id, app_id, name, open_app_secret(app_id, secret), scopes, created_at, revoked_at";
+const APP_COLUMNS: &str = "id, app_id, name, open_app_secret(app_id, secret), scopes, \
+     created_at, revoked_at, team_id, role";
 /// The same without the secret (left empty): listing and revoking have no
 /// use for it, and a secret that does not open must not keep an app from
 /// being listed or revoked.
-const LISTED_APP_COLUMNS: &str = "id, app_id, name, '', scopes, created_at, revoked_at";
+const LISTED_APP_COLUMNS: &str =
+    "id, app_id, name, '', scopes, created_at, revoked_at, team_id, role";
 
 /// Stores a new app; `secret` in clear, sealed on its way in.
 pub fn insert_app(
@@ -183,11 +220,20 @@ pub fn insert_app(
     secret: &str,
     scopes: &str,
     now: i64,
+    owner: Owner,
 ) -> StoreResult<i64> {
     conn.execute(
-        "INSERT INTO apps (app_id, name, secret, scopes, created_at) \
-         VALUES (?1, ?2, seal_app_secret(?1, ?3), ?4, ?5)",
-        params![app_id, name, secret, scopes, now],
+        "INSERT INTO apps (app_id, name, secret, scopes, created_at, team_id, role) \
+         VALUES (?1, ?2, seal_app_secret(?1, ?3), ?4, ?5, ?6, ?7)",
+        params![
+            app_id,
+            name,
+            secret,
+            scopes,
+            now,
+            owner.team_id,
+            owner.role.as_str()
+        ],
     )?;
     Ok(conn.last_insert_rowid())
 }
@@ -376,7 +422,17 @@ mod tests {
         let fresh = AppSecret::generate();
         let s = fresh.to_stored();
         store
-            .write(move |c| insert_app(c, "app_new", "new", &s, "links:read", 2))
+            .write(move |c| {
+                insert_app(
+                    c,
+                    "app_new",
+                    "new",
+                    &s,
+                    "links:read",
+                    2,
+                    Owner::of_team(1, Role::Viewer),
+                )
+            })
             .await
             .unwrap();
         let opened = store.read(|c| app_by_app_id(c, "app_new")).await.unwrap();

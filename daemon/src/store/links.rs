@@ -61,6 +61,8 @@ pub struct Link {
     /// A/B variants, which replace `url` at the edge (checked by
     /// `links::rules`; stored as a JSON array of `{url, weight}`).
     pub variants: Vec<Variant>,
+    /// The team of whoever created it: only that team (and admins) see it.
+    pub team_id: i64,
 }
 
 /// Variants as stored: a JSON array of `{"url", "weight"}`, `None` for
@@ -174,7 +176,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants"
+         variants, team_id"
     };
 }
 const COLUMNS: &str = columns!();
@@ -212,6 +214,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
         country_targets: country_targets_from_stored(row.get::<_, Option<String>>(19)?.as_deref()),
         password_hash: row.get(20)?,
         variants: variants_from_stored(row.get::<_, Option<String>>(21)?.as_deref()),
+        team_id: row.get(22)?,
     })
 }
 
@@ -232,9 +235,9 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
          max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
          disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
-         variants) \
+         variants, team_id) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-         ?19, ?20, ?21)",
+         ?19, ?20, ?21, ?22)",
     )?;
     st.execute(params![
         link.id as i64,
@@ -258,6 +261,7 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         country_targets_to_stored(&link.country_targets),
         link.password_hash,
         variants_to_stored(&link.variants),
+        link.team_id,
     ])
     .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if link.alias.is_some() {

@@ -15,6 +15,7 @@ pub mod clicks;
 pub mod ids;
 pub mod keys;
 pub mod links;
+pub mod teams;
 pub mod users;
 
 mod backend;
@@ -89,6 +90,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_v10.sql"),
     include_str!("schema_v11.sql"),
     include_str!("schema_v12.sql"),
+    include_str!("schema_v13.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

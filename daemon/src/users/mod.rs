@@ -16,7 +16,7 @@ pub use password::{account_version, verify_password};
 pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::app::App;
-use crate::auth::{AuthError, Principal, Scope};
+use crate::auth::{AuthError, Principal, Role, Scope};
 use crate::store::users::User;
 use crate::store::{unix_now, StoreError};
 
@@ -59,6 +59,10 @@ pub struct Account {
     /// Changes with every password change, so sessions opened with an
     /// older password can be ended (see [`account_version`]).
     pub version: String,
+    /// The team the account belongs to.
+    pub team_id: i64,
+    /// What the account may do.
+    pub role: Role,
 }
 
 impl From<&User> for Account {
@@ -68,6 +72,8 @@ impl From<&User> for Account {
             name: u.name.clone(),
             created_at: u.created_at,
             version: account_version(&u.password_hash),
+            team_id: u.team_id,
+            role: u.role,
         }
     }
 }
@@ -87,13 +93,15 @@ fn check_password(p: &str) -> Result<(), UserError> {
     Ok(())
 }
 
-/// Adds a user (name trimmed); a taken name is a
-/// [`StoreError::Conflict`].
+/// Adds a user (name trimmed) to team `team_id` with `role`; a taken name
+/// is a [`StoreError::Conflict`].
 pub async fn create(
     app: &App,
     by: &Principal,
     name: &str,
     password: String,
+    team_id: i64,
+    role: Role,
 ) -> Result<Account, UserError> {
     by.require(Scope::Admin)?;
     let name = name.trim().to_string();
@@ -102,14 +110,59 @@ pub async fn create(
     let hash = password::hash(password).await?;
     let now = unix_now();
     let version = account_version(&hash);
-    let id = app.store.add_user(name.clone(), hash, now).await?;
-    tracing::info!(user = %name, by = %by.who, "user added");
+    let id = app
+        .store
+        .add_user(name.clone(), hash, now, team_id, role)
+        .await?;
+    tracing::info!(user = %name, team = team_id, role = %role, by = %by.who, "user added");
     Ok(Account {
         id,
         name,
         created_at: now,
         version,
+        team_id,
+        role,
     })
+}
+
+/// Moves a user to team `team_id` with `role`. Their admin sessions see it
+/// at their next request; their keys when the key is next read from the
+/// store (at most the auth cache's lifetime later, on every node).
+pub async fn set_membership(
+    app: &App,
+    by: &Principal,
+    name: &str,
+    team_id: i64,
+    role: Role,
+) -> Result<Account, UserError> {
+    by.require(Scope::Admin)?;
+    let user = app
+        .store
+        .set_user_membership(name.to_string(), team_id, role)
+        .await?;
+    forget_keys_of(app, user.id).await?;
+    tracing::info!(user = %name, team = team_id, role = %role, by = %by.who, "user's team or role changed");
+    Ok(Account::from(&user))
+}
+
+/// Drops the keys of user `id` from this daemon's auth cache, so a change
+/// of their user takes effect here at once (other daemons within the
+/// cache's lifetime).
+async fn forget_keys_of(app: &App, id: i64) -> Result<(), UserError> {
+    for prefix in keys_of(app, id).await? {
+        app.auth.forget_key(&prefix);
+    }
+    Ok(())
+}
+
+/// The prefixes of user `id`'s keys.
+async fn keys_of(app: &App, id: i64) -> Result<Vec<String>, UserError> {
+    let keys = app.store.list_keys().await?;
+    Ok(keys
+        .into_iter()
+        .filter(|k| k.user_id == Some(id))
+        .map(|k| k.prefix)
+        .collect())
 }
 
 /// Sets a user's password, which ends the sessions opened with the old one.
@@ -137,11 +190,20 @@ pub async fn list(app: &App, by: &Principal) -> Result<Vec<Account>, UserError> 
     Ok(all.iter().map(Account::from).collect())
 }
 
-/// Deletes an account; its admin sessions end at their next request (the
-/// session check finds no account).
+/// Deletes an account and revokes its keys; its admin sessions end at
+/// their next request (the session check finds no account).
 pub async fn delete(app: &App, by: &Principal, name: &str) -> Result<(), UserError> {
     by.require(Scope::Admin)?;
-    app.store.delete_user(name.to_string()).await?;
+    // Their keys are found before the delete: PostgreSQL clears the
+    // keys' user with it.
+    let keys = match app.store.user_by_name(name.to_string()).await? {
+        Some(user) => keys_of(app, user.id).await?,
+        None => Vec::new(),
+    };
+    app.store.delete_user(name.to_string(), unix_now()).await?;
+    for prefix in keys {
+        app.auth.forget_key(&prefix);
+    }
     tracing::info!(user = %name, by = %by.who, "user deleted");
     Ok(())
 }

@@ -106,9 +106,16 @@ mod tests {
     async fn signs_in_counts_failures_and_locks_out() {
         let dir = tempfile::tempdir().unwrap();
         let app = app_in(dir.path()).await;
-        let made = super::super::create(&app, &Principal::local(), "bob", "right password".into())
-            .await
-            .unwrap();
+        let made = super::super::create(
+            &app,
+            &Principal::local(),
+            "bob",
+            "right password".into(),
+            crate::auth::DEFAULT_TEAM,
+            crate::auth::Role::Admin,
+        )
+        .await
+        .unwrap();
         let throttle = LoginThrottle::default();
         let addr = from("192.0.2.1");
 
@@ -146,9 +153,16 @@ mod tests {
     async fn concurrent_attempts_check_at_most_the_limit() {
         let dir = tempfile::tempdir().unwrap();
         let app = app_in(dir.path()).await;
-        super::super::create(&app, &Principal::local(), "bob", "right password".into())
-            .await
-            .unwrap();
+        super::super::create(
+            &app,
+            &Principal::local(),
+            "bob",
+            "right password".into(),
+            crate::auth::DEFAULT_TEAM,
+            crate::auth::Role::Admin,
+        )
+        .await
+        .unwrap();
         let throttle = LoginThrottle::default();
         let addr = from("192.0.2.3");
         let attempts = (0..40).map(|i| {

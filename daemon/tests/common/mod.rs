@@ -82,8 +82,17 @@ impl Daemon {
         Self::start_on(Vec::new(), &[]).await
     }
 
+    /// Starts a daemon on SQLite in `dir`, whose database a test made
+    /// beforehand (an older schema, say).
+    pub async fn start_on_sqlite_in(dir: tempfile::TempDir) -> Self {
+        Self::start_in(dir, Vec::new(), &[]).await
+    }
+
     async fn start_on(store: Vec<String>, extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_in(tempfile::tempdir().expect("temp dir"), store, extra).await
+    }
+
+    async fn start_in(dir: tempfile::TempDir, store: Vec<String>, extra: &[&str]) -> Self {
         let key = DeploymentKey::from_bytes(TEST_KEY);
         key.write_new(&dir.path().join("key")).unwrap();
         let mut d = Daemon {

@@ -20,13 +20,20 @@ pub async fn edit(
     Path(code): Path<String>,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
-    let link = admin.app.links().get(&code).await?;
+    a.may(crate::auth::Scope::LinksWrite)?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .get(&code)
+        .await?;
     let form = LinkForm::from_fields(&fields);
     admin.app.rules.served.remember(&a.base);
     let result = match form.to_update(&link) {
         Ok(patch) => admin
             .app
             .links()
+            .acting_as(&a.principal())
             .update(&code, patch)
             .await
             .map_err(link_errors),
@@ -61,11 +68,17 @@ async fn set_disabled(
     code: &str,
     disabled: bool,
 ) -> Result<Redirect, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let patch = UpdateLink {
         disabled: Some(disabled),
         ..UpdateLink::default()
     };
-    let link = admin.app.links().update(code, patch).await?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .update(code, patch)
+        .await?;
     let code = codes::public(&admin.app.codec, &link);
     tracing::info!(code = %code, disabled, user = %a.user, "link switched in the admin UI");
     let title = if disabled {
@@ -107,7 +120,13 @@ pub async fn delete(
     a: Authed,
     Path(code): Path<String>,
 ) -> Result<Redirect, AdminError> {
-    let link = admin.app.links().delete(&code).await?;
+    a.may(crate::auth::Scope::LinksWrite)?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .delete(&code)
+        .await?;
     let code = codes::public(&admin.app.codec, &link);
     tracing::info!(code = %code, user = %a.user, "link deleted in the admin UI");
     admin.sessions.set_flash(

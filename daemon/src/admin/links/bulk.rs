@@ -146,6 +146,7 @@ pub async fn bulk_create(
     a: Authed,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let text = fields.raw("lines");
     let lines = parse_lines(&text);
     if lines.is_empty() {
@@ -170,6 +171,7 @@ pub async fn bulk_create(
     let mut results = admin
         .app
         .links()
+        .acting_as(&a.principal())
         .create_batch(&good, Some(&who))
         .await?
         .into_iter();

@@ -44,6 +44,7 @@ pub async fn create(
     a: Authed,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let form = LinkForm::from_fields(&fields);
     let req = match form.to_create() {
         Ok(r) => r,
@@ -57,7 +58,13 @@ pub async fn create(
     };
     let who = a.principal().who;
     admin.app.rules.served.remember(&a.base);
-    match admin.app.links().create(&req, Some(&who)).await {
+    match admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .create(&req, Some(&who))
+        .await
+    {
         Ok(created) => {
             let code = codes::public(&admin.app.codec, created.link());
             admin.sessions.set_flash(

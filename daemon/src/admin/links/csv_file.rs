@@ -162,6 +162,7 @@ pub async fn import_csv(
     a: Authed,
     form: Multipart,
 ) -> Result<Response, AdminError> {
+    a.may(crate::auth::Scope::LinksWrite)?;
     let refused =
         |m: &str| Ok((StatusCode::UNPROCESSABLE_ENTITY, page(&a, None, Some(m))).into_response());
     let (file, data) = match upload(form).await {
@@ -184,7 +185,12 @@ pub async fn import_csv(
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
         let chunk: Vec<ImportRow> = rows.by_ref().take(MAX_IMPORT).collect();
-        let outcome = admin.app.links().import(chunk, Some(&who)).await?;
+        let outcome = admin
+            .app
+            .links()
+            .acting_as(&a.principal())
+            .import(chunk, Some(&who))
+            .await?;
         summary.imported += outcome.imported;
         summary.present += outcome.present;
         summary.errors.extend(outcome.errors);
@@ -195,15 +201,18 @@ pub async fn import_csv(
     Ok(page(&a, Some(&summary), None).into_response())
 }
 
-/// One page of the export after `after` (newest first), clicks included.
+/// One page of the export after `after` (newest first), clicks included:
+/// only team `team`'s links when given.
 async fn export_page(
     admin: &AdminState,
     after: Option<u64>,
+    team: Option<i64>,
 ) -> Result<Vec<table::Link>, AdminError> {
     let query = ListQuery {
         limit: EXPORT_PAGE,
         after: after.map(|id| (id as i64, id)),
         now: unix_now(),
+        team,
         ..ListQuery::default()
     };
     Ok(admin.app.store.links_page(query).await?)
@@ -241,16 +250,17 @@ impl From<AdminError> for ExportStop {
 /// Writes the header and every link into `tx`; the number of links.
 async fn write_export(
     admin: &AdminState,
-    base: &str,
+    a: &Authed,
     tx: &mut Sender<Bytes, std::io::Error>,
 ) -> Result<usize, ExportStop> {
+    let (base, team) = (&a.base, a.principal().team_filter());
     let head = csv_text([csv_format::HEADER.map(String::from)])?;
     tx.send_data(Bytes::from(head))
         .await
         .map_err(|_| ExportStop::Gone)?;
     let (mut after, mut n) = (None, 0);
     loop {
-        let links = export_page(admin, after).await?;
+        let links = export_page(admin, after, team).await?;
         let Some(last) = links.last() else {
             return Ok(n);
         };
@@ -274,7 +284,7 @@ async fn write_export(
 pub async fn export_csv(State(admin): State<AdminState>, a: Authed) -> Response {
     let (mut tx, body) = Channel::<Bytes, std::io::Error>::new(4);
     tokio::spawn(async move {
-        match write_export(&admin, &a.base, &mut tx).await {
+        match write_export(&admin, &a, &mut tx).await {
             Ok(n) => tracing::info!(links = n, user = %a.user, "CSV export from the admin UI"),
             Err(ExportStop::Gone) => {}
             Err(ExportStop::Failed(e)) => {

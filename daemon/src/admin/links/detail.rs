@@ -41,6 +41,7 @@ impl Charts {
         let now = unix_now();
         let hourly = stats::query(
             &admin.app,
+            &a.principal(),
             code,
             Some(now - 47 * 3600),
             Some(now + 1),
@@ -49,6 +50,7 @@ impl Charts {
         .await?;
         let daily = stats::query(
             &admin.app,
+            &a.principal(),
             code,
             Some(now - 29 * 86_400),
             Some(now + 1),
@@ -295,7 +297,12 @@ pub async fn detail(
     a: Authed,
     Path(code): Path<String>,
 ) -> Result<Page, AdminError> {
-    let link = admin.app.links().get(&code).await?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .get(&code)
+        .await?;
     let charts = Charts::load(&admin, &a, &code, &link).await?;
     let flash = admin.sessions.take_flash(&a.token);
     Ok(detail_page(

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use super::super::creators::Creators;
 use super::super::view::{self, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
+use crate::auth::Role;
 use crate::codes;
 use crate::store::links::{Link, ListQuery};
 use crate::store::unix_now;
@@ -25,6 +26,9 @@ pub struct ListParams {
     pub q: String,
     /// Only links with this tag.
     pub tag: String,
+    /// Only links of this team (by name; admins only, others see their
+    /// own team whatever this says).
+    pub team: String,
     /// Show links older than this id (the next page's start).
     pub before: Option<u64>,
     /// Show the links just newer than this id (the previous page).
@@ -43,13 +47,16 @@ enum Start {
 }
 
 /// The list page's URL for a search and a page.
-fn list_url(q: &str, tag: &str, start: Start) -> String {
+fn list_url(q: &str, tag: &str, team: &str, start: Start) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
     if !q.is_empty() {
         s.append_pair("q", q);
     }
     if !tag.is_empty() {
         s.append_pair("tag", tag);
+    }
+    if !team.is_empty() {
+        s.append_pair("team", team);
     }
     match start {
         Start::Newest => {}
@@ -92,8 +99,13 @@ fn query(filter: &ListQuery, start: Option<u64>, ascending: bool, limit: u32) ->
 
 /// The page at `start`: up to [`PAGE_SIZE`] links, one more asked to know
 /// whether the list goes on, and one look the other way.
-async fn load(admin: &AdminState, filter: &ListQuery, start: Start) -> Result<Shown, AdminError> {
-    let links = admin.app.links();
+async fn load(
+    admin: &AdminState,
+    a: &Authed,
+    filter: &ListQuery,
+    start: Start,
+) -> Result<Shown, AdminError> {
+    let links = admin.app.links().acting_as(&a.principal());
     let more = PAGE_SIZE + 1;
     if let Start::After(id) = start {
         let found = links.list(query(filter, Some(id), true, more)).await?;
@@ -161,12 +173,29 @@ pub async fn list(
         (None, Some(id)) => Start::After(id),
         (None, None) => Start::Newest,
     };
+    let is_admin = a.role == Role::Admin;
+    let teams = if is_admin {
+        admin.app.store.list_teams().await?
+    } else {
+        Vec::new()
+    };
+    let team = p.team.trim().to_string();
+    let team_id = match teams.iter().find(|t| t.name == team) {
+        Some(t) => Some(t.id),
+        None if team.is_empty() || !is_admin => None,
+        None => {
+            return Err(AdminError::NotFound(format!(
+                "No team is named \"{team}\"."
+            )))
+        }
+    };
     let filter = ListQuery {
         q: (!q.is_empty()).then(|| q.clone()),
         tags: (!tag.is_empty()).then(|| tag.clone()).into_iter().collect(),
+        team: team_id,
         ..ListQuery::default()
     };
-    let shown = load(&admin, &filter, start).await?;
+    let shown = load(&admin, &a, &filter, start).await?;
     let (total, page) = (shown.total, &shown.links);
     let creators = Creators::load(&admin, &a).await?;
     let now = unix_now();
@@ -190,8 +219,16 @@ pub async fn list(
             form.search method="get" action="/admin/links" id="search" {
                 input type="search" name="q" value=(q) placeholder="Search target URL, alias or code" aria-label="Search";
                 input type="text" name="tag" value=(tag) placeholder="Tag" aria-label="Tag";
+                @if is_admin {
+                    select name="team" aria-label="Team" id="team-filter" {
+                        option value="" selected[team.is_empty()] { "Every team" }
+                        @for t in &teams {
+                            option value=(t.name) selected[t.name == team] { (t.name) }
+                        }
+                    }
+                }
                 button type="submit" { "Search" }
-                @if !q.is_empty() || !tag.is_empty() { a href="/admin/links" { "Clear" } }
+                @if !q.is_empty() || !tag.is_empty() || !team.is_empty() { a href="/admin/links" { "Clear" } }
             }
             p.total id="total" {
                 span id="total-count" { (total) } @if total == 1 { " link" } @else { " links" }
@@ -230,12 +267,12 @@ pub async fn list(
                 }
             }
             nav.pager {
-                @if start != Start::Newest && shown.newer { a id="newest-page" href=(list_url(&q, &tag, Start::Newest)) { "« Newest" } }
+                @if start != Start::Newest && shown.newer { a id="newest-page" href=(list_url(&q, &tag, &team, Start::Newest)) { "« Newest" } }
                 @if let (true, Some(first)) = (shown.newer, page.first()) {
-                    a id="prev-page" href=(list_url(&q, &tag, Start::After(first.id))) { "‹ Newer" }
+                    a id="prev-page" href=(list_url(&q, &tag, &team, Start::After(first.id))) { "‹ Newer" }
                 }
                 @if let (true, Some(last)) = (shown.older, page.last()) {
-                    a id="next-page" href=(list_url(&q, &tag, Start::Before(last.id))) { "Older ›" }
+                    a id="next-page" href=(list_url(&q, &tag, &team, Start::Before(last.id))) { "Older ›" }
                 }
             }
         },
@@ -248,11 +285,14 @@ mod tests {
 
     #[test]
     fn list_urls() {
-        assert_eq!(list_url("", "", Start::Newest), "/admin/links");
+        assert_eq!(list_url("", "", "", Start::Newest), "/admin/links");
         assert_eq!(
-            list_url("a b&c", "x", Start::Before(7)),
-            "/admin/links?q=a+b%26c&tag=x&before=7"
+            list_url("a b&c", "x", "sales", Start::Before(7)),
+            "/admin/links?q=a+b%26c&tag=x&team=sales&before=7"
         );
-        assert_eq!(list_url("", "", Start::After(9)), "/admin/links?after=9");
+        assert_eq!(
+            list_url("", "", "", Start::After(9)),
+            "/admin/links?after=9"
+        );
     }
 }

@@ -24,7 +24,12 @@ async fn qr_target(
     a: &Authed,
     code: &str,
 ) -> Result<(String, String), AdminError> {
-    let link = admin.app.links().get(code).await?;
+    let link = admin
+        .app
+        .links()
+        .acting_as(&a.principal())
+        .get(code)
+        .await?;
     let code = codes::public(&admin.app.codec, &link);
     Ok((format!("{}/{code}", a.base), code))
 }

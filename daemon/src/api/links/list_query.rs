@@ -108,16 +108,20 @@ pub struct ListFilters {
     /// Only links created before this time: Unix seconds or RFC 3339.
     #[param(value_type = Option<crate::timestamp::TimeText>, inline)]
     pub created_before: Option<String>,
+    /// Only links of this team (its name). For admins: everyone else sees
+    /// their own team's links only, whatever this says.
+    pub team: Option<String>,
 }
 
 /// Names of the [`ListFilters`] parameters.
-const FILTER_PARAMS: [&str; 6] = [
+const FILTER_PARAMS: [&str; 7] = [
     "sort",
     "order",
     "tags_mode",
     "state",
     "created_after",
     "created_before",
+    "team",
 ];
 
 /// Splits the query string of a list request: the tags (every `tag`,
@@ -193,8 +197,9 @@ const MAX_FILTER_TAGS: usize = 100;
 /// Names of the [`ListParams`] parameters.
 const PAGE_PARAMS: [&str; 4] = ["limit", "cursor", "q", "tag"];
 
-/// The store query of a list request's query string.
-pub(super) fn parse(raw: &str) -> Result<ListQuery, ApiError> {
+/// The store query of a list request's query string, and the team name
+/// it filters on (resolved by the caller, who has the store).
+pub(super) fn parse(raw: &str) -> Result<(ListQuery, Option<String>), ApiError> {
     let (tags, q, f) = parse_list_query(raw)?;
     if tags.len() > MAX_FILTER_TAGS {
         return Err(ApiError::new(
@@ -225,7 +230,8 @@ pub(super) fn parse(raw: &str) -> Result<ListQuery, ApiError> {
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_cursor", e).field("cursor")
         })?),
     };
-    Ok(ListQuery {
+    let team = f.team.clone().filter(|t| !t.trim().is_empty());
+    let query = ListQuery {
         limit,
         after,
         sort,
@@ -242,5 +248,6 @@ pub(super) fn parse(raw: &str) -> Result<ListQuery, ApiError> {
         created_after: time_bound(f.created_after.as_deref(), "created_after")?,
         created_before: time_bound(f.created_before.as_deref(), "created_before")?,
         ..ListQuery::default()
-    })
+    };
+    Ok((query, team))
 }

@@ -90,7 +90,7 @@ impl Links<'_> {
             .into_iter()
             .zip(ids)
             .map(|(g, id)| {
-                let (new, targets) = new_link(id, g.prepared);
+                let (new, targets) = new_link(id, g.prepared, self.team);
                 let row = ImportLink {
                     new,
                     keep_id: g.keep_id,

@@ -60,10 +60,10 @@ pub(super) async fn link_stats(
 /// read in one snapshot.
 pub(super) async fn site_stats(
     c: &mut deadpool_postgres::Client,
-    from_hour: i64,
-    to_hour: i64,
+    (from_hour, to_hour): (i64, i64),
     daily: bool,
     top: usize,
+    team: Option<i64>,
 ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)> {
     let tx = c
         .build_transaction()
@@ -75,12 +75,14 @@ pub(super) async fn site_stats(
     let st = tx
         .prepare_cached(
             "SELECT link_id, hour, bot, country, sum(count)::bigint FROM clicks \
-             WHERE hour BETWEEN $1 AND $2 GROUP BY link_id, hour, bot, country",
+             WHERE hour BETWEEN $1 AND $2 \
+             AND ($3::bigint IS NULL OR link_id IN (SELECT id FROM links WHERE team_id = $3)) \
+             GROUP BY link_id, hour, bot, country",
         )
         .await
         .map_err(PgError::query("preparing site stats"))?;
     let rows = tx
-        .query(&st, &[&from_hour, &to_hour])
+        .query(&st, &[&from_hour, &to_hour, &team])
         .await
         .map_err(PgError::query("reading site stats"))?;
     let mut tally = SiteTally::new(daily);

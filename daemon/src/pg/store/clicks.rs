@@ -180,8 +180,9 @@ impl ClickStore for PgStore {
         to_hour: i64,
         daily: bool,
         top: usize,
+        team: Option<i64>,
     ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)> {
         let mut c = self.pg().get().await?;
-        click_stats::site_stats(&mut c, from_hour, to_hour, daily, top).await
+        click_stats::site_stats(&mut c, (from_hour, to_hour), daily, top, team).await
     }
 }

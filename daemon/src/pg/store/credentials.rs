@@ -9,14 +9,21 @@ use tokio_postgres::Row;
 
 use super::users::conflict_or;
 use super::PgStore;
+use crate::auth::Role;
 use crate::db::CredentialStore;
 use crate::pg::PgError;
-use crate::store::keys::{ApiKey, App};
+use crate::store::keys::{ApiKey, App, Owner};
 use crate::store::{StoreError, StoreResult};
 
-const KEY_COLUMNS: &str = "id, name, prefix, hash, scopes, created_at, revoked_at, expires_at";
+/// A key with its user's current team and role; a key whose user is gone
+/// reads as revoked (as on SQLite, `store/keys.rs`).
+const KEY_COLUMNS: &str = "k.id, k.name, k.prefix, k.hash, k.scopes, k.created_at, \
+     CASE WHEN k.user_id IS NOT NULL AND u.id IS NULL THEN coalesce(k.revoked_at, 0) \
+     ELSE k.revoked_at END, k.expires_at, k.user_id, coalesce(u.team_id, k.team_id), \
+     CASE WHEN k.user_id IS NULL THEN k.role ELSE coalesce(u.role, 'viewer') END \
+     FROM api_keys k LEFT JOIN users u ON u.id = k.user_id";
 /// The app columns; the fourth is the stored (sealed) secret.
-const APP_COLUMNS: &str = "id, app_id, name, secret, scopes, created_at, revoked_at";
+const APP_COLUMNS: &str = "id, app_id, name, secret, scopes, created_at, revoked_at, team_id, role";
 
 fn key_row(r: &Row) -> ApiKey {
     ApiKey {
@@ -28,6 +35,9 @@ fn key_row(r: &Row) -> ApiKey {
         created_at: r.get(5),
         revoked_at: r.get(6),
         expires_at: r.get(7),
+        user_id: r.get(8),
+        team_id: r.get(9),
+        role: Role::from_stored(r.get(10)),
     }
 }
 
@@ -43,6 +53,8 @@ fn app_row(r: &Row, secret: String) -> App {
         scopes: r.get(4),
         created_at: r.get(5),
         revoked_at: r.get(6),
+        team_id: r.get(7),
+        role: Role::from_stored(r.get(8)),
     }
 }
 
@@ -56,13 +68,24 @@ impl CredentialStore for PgStore {
         scopes: String,
         now: i64,
         expires_at: Option<i64>,
+        owner: Owner,
     ) -> StoreResult<i64> {
         let c = self.pg().get().await?;
         let row = c
             .query_one(
-                "INSERT INTO api_keys (name, prefix, hash, scopes, created_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                &[&name, &prefix, &hash, &scopes, &now, &expires_at],
+                "INSERT INTO api_keys (name, prefix, hash, scopes, created_at, expires_at, \
+                 user_id, team_id, role) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+                &[
+                    &name,
+                    &prefix,
+                    &hash,
+                    &scopes,
+                    &now,
+                    &expires_at,
+                    &owner.user_id,
+                    &owner.team_id,
+                    &owner.role.as_str(),
+                ],
             )
             .await
             .map_err(conflict_or("storing an API key", || {
@@ -74,9 +97,7 @@ impl CredentialStore for PgStore {
     async fn key_by_prefix(&self, prefix: String) -> StoreResult<Option<ApiKey>> {
         let c = self.pg().get().await?;
         let st = c
-            .prepare_cached(&format!(
-                "SELECT {KEY_COLUMNS} FROM api_keys WHERE prefix = $1"
-            ))
+            .prepare_cached(&format!("SELECT {KEY_COLUMNS} WHERE k.prefix = $1"))
             .await
             .map_err(PgError::query("preparing an API key lookup"))?;
         let row = c
@@ -89,10 +110,7 @@ impl CredentialStore for PgStore {
     async fn list_keys(&self) -> StoreResult<Vec<ApiKey>> {
         let c = self.pg().get().await?;
         let rows = c
-            .query(
-                &format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY id"),
-                &[],
-            )
+            .query(&format!("SELECT {KEY_COLUMNS} ORDER BY k.id"), &[])
             .await
             .map_err(PgError::query("listing API keys"))?;
         Ok(rows.iter().map(key_row).collect())
@@ -101,16 +119,16 @@ impl CredentialStore for PgStore {
     async fn revoke_key(&self, id: i64, now: i64) -> StoreResult<ApiKey> {
         let c = self.pg().get().await?;
         // The first revocation's time stays; the key is answered either way.
+        c.execute(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+            &[&id, &now],
+        )
+        .await
+        .map_err(PgError::query("revoking an API key"))?;
         let row = c
-            .query_opt(
-                &format!(
-                    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 \
-                     RETURNING {KEY_COLUMNS}"
-                ),
-                &[&id, &now],
-            )
+            .query_opt(&format!("SELECT {KEY_COLUMNS} WHERE k.id = $1"), &[&id])
             .await
-            .map_err(PgError::query("revoking an API key"))?;
+            .map_err(PgError::query("reading a revoked API key"))?;
         row.as_ref()
             .map(key_row)
             .ok_or_else(|| StoreError::NotFound(format!("API key {id}")))
@@ -123,14 +141,23 @@ impl CredentialStore for PgStore {
         secret: String,
         scopes: String,
         now: i64,
+        owner: Owner,
     ) -> StoreResult<i64> {
         let sealed = self.seal().seal(&app_id, &secret);
         let c = self.pg().get().await?;
         let row = c
             .query_one(
-                "INSERT INTO apps (app_id, name, secret, scopes, created_at) \
-                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
-                &[&app_id, &name, &sealed, &scopes, &now],
+                "INSERT INTO apps (app_id, name, secret, scopes, created_at, team_id, role) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                &[
+                    &app_id,
+                    &name,
+                    &sealed,
+                    &scopes,
+                    &now,
+                    &owner.team_id,
+                    &owner.role.as_str(),
+                ],
             )
             .await
             .map_err(conflict_or("storing an app", || {

@@ -64,9 +64,9 @@ async fn insert_row(
             "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
              max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
              disabled, tags, created_by, dedupe_hash, forward_query, country_targets, \
-             password_hash, variants) \
+             password_hash, variants, team_id) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-             $19, $20, $21)",
+             $19, $20, $21, $22)",
         )
         .await
         .map_err(failed("preparing a link insert"))?;
@@ -96,6 +96,7 @@ async fn insert_row(
             &country_targets_to_stored(&link.country_targets),
             &link.password_hash,
             &variants_to_stored(&link.variants),
+            &link.team_id,
         ],
     )
     .await

@@ -21,7 +21,7 @@ macro_rules! state_sql {
     };
 }
 
-/// The filter of a list and its count, over parameters `$1`..`$8` (see
+/// The filter of a list and its count, over parameters `$1`..`$9` (see
 /// [`Filter::params`]). `q` is a case-sensitive substring of the URL or
 /// alias, as SQLite's `instr`; tags are the stored JSON array.
 const MATCHING: &str = concat!(
@@ -32,7 +32,8 @@ const MATCHING: &str = concat!(
     state_sql!(),
     ") \
      AND ($7::bigint IS NULL OR created_at >= $7) \
-     AND ($8::bigint IS NULL OR created_at < $8)"
+     AND ($8::bigint IS NULL OR created_at < $8) \
+     AND ($9::bigint IS NULL OR team_id = $9)"
 );
 
 /// The values of [`MATCHING`]'s parameters.
@@ -45,6 +46,7 @@ struct Filter {
     now: i64,
     created_after: Option<i64>,
     created_before: Option<i64>,
+    team: Option<i64>,
 }
 
 impl Filter {
@@ -58,10 +60,11 @@ impl Filter {
             now: query.now,
             created_after: query.created_after,
             created_before: query.created_before,
+            team: query.team,
         }
     }
 
-    /// `$1`..`$8`, in order.
+    /// `$1`..`$9`, in order.
     fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
         vec![
             &self.q,
@@ -72,6 +75,7 @@ impl Filter {
             &self.now,
             &self.created_after,
             &self.created_before,
+            &self.team,
         ]
     }
 }
@@ -120,7 +124,7 @@ pub(super) async fn list(c: &impl GenericClient, query: &ListQuery) -> StoreResu
             concat!(
                 "SELECT ",
                 columns!(),
-                " FROM links WHERE {m} ORDER BY {key} {dir}, id {dir} LIMIT $9"
+                " FROM links WHERE {m} ORDER BY {key} {dir}, id {dir} LIMIT $10"
             ),
             m = MATCHING,
             key = key,
@@ -134,8 +138,8 @@ pub(super) async fn list(c: &impl GenericClient, query: &ListQuery) -> StoreResu
                     "SELECT ",
                     columns!(),
                     " FROM links WHERE {m} \
-                     AND ({key} {cmp} $10::bigint OR ({key} = $10 AND id {cmp} $11::bigint)) \
-                     ORDER BY {key} {dir}, id {dir} LIMIT $9"
+                     AND ({key} {cmp} $11::bigint OR ({key} = $11 AND id {cmp} $12::bigint)) \
+                     ORDER BY {key} {dir}, id {dir} LIMIT $10"
                 ),
                 m = MATCHING,
                 key = key,

@@ -14,6 +14,7 @@ mod list;
 mod name_locks;
 mod rows;
 mod takedowns;
+mod teams;
 mod users;
 
 use std::sync::atomic::AtomicU64;

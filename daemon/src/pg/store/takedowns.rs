@@ -67,8 +67,13 @@ async fn lock(tx: &Transaction<'_>) -> StoreResult<()> {
 async fn matching(tx: &Transaction<'_>, matcher: &Matcher) -> StoreResult<Vec<i64>> {
     let rows = match matcher {
         Matcher::Creator(who) => {
-            tx.query("SELECT id, url FROM links WHERE created_by = $1", &[who])
-                .await
+            tx.query(
+                "SELECT id, url FROM links WHERE created_by = $1 \
+                 OR created_by IN (SELECT 'key:' || k.id FROM api_keys k \
+                     JOIN users u ON u.id = k.user_id WHERE 'user:' || u.name = $1)",
+                &[who],
+            )
+            .await
         }
         Matcher::Urls {
             contains: Some(part),

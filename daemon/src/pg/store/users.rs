@@ -2,10 +2,12 @@
 //! as [`StoreError::Conflict`] as on SQLite.
 
 use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
 use super::PgStore;
+use crate::auth::Role;
 use crate::db::UserStore;
 use crate::pg::PgError;
 use crate::store::users::User;
@@ -31,7 +33,17 @@ pub(super) fn conflict_or(
     }
 }
 
-const USER_COLUMNS: &str = "id, name, password_hash, created_at, updated_at";
+/// `StoreError::NotFound` unless team `id` exists.
+async fn require_team(c: &impl GenericClient, id: i64) -> StoreResult<()> {
+    let row = c
+        .query_opt("SELECT id FROM teams WHERE id = $1", &[&id])
+        .await
+        .map_err(PgError::query("reading a team"))?;
+    row.map(|_| ())
+        .ok_or_else(|| StoreError::NotFound(format!("team {id}")))
+}
+
+const USER_COLUMNS: &str = "id, name, password_hash, created_at, updated_at, team_id, role";
 
 fn user_row(r: &Row) -> User {
     User {
@@ -40,24 +52,54 @@ fn user_row(r: &Row) -> User {
         password_hash: r.get(2),
         created_at: r.get(3),
         updated_at: r.get(4),
+        team_id: r.get(5),
+        role: Role::from_stored(r.get(6)),
     }
 }
 
 #[async_trait]
 impl UserStore for PgStore {
-    async fn add_user(&self, name: String, password_hash: String, now: i64) -> StoreResult<i64> {
+    async fn add_user(
+        &self,
+        name: String,
+        password_hash: String,
+        now: i64,
+        team_id: i64,
+        role: Role,
+    ) -> StoreResult<i64> {
         let c = self.pg().get().await?;
+        require_team(&c, team_id).await?;
         let row = c
             .query_one(
-                "INSERT INTO users (name, password_hash, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $3) RETURNING id",
-                &[&name, &password_hash, &now],
+                "INSERT INTO users (name, password_hash, created_at, updated_at, team_id, role) \
+                 VALUES ($1, $2, $3, $3, $4, $5) RETURNING id",
+                &[&name, &password_hash, &now, &team_id, &role.as_str()],
             )
             .await
             .map_err(conflict_or("adding a user", || {
                 format!("user name \"{name}\"")
             }))?;
         Ok(row.get(0))
+    }
+
+    async fn set_user_membership(
+        &self,
+        name: String,
+        team_id: i64,
+        role: Role,
+    ) -> StoreResult<User> {
+        let c = self.pg().get().await?;
+        require_team(&c, team_id).await?;
+        let sql = format!(
+            "UPDATE users SET team_id = $2, role = $3 WHERE name = $1 RETURNING {USER_COLUMNS}"
+        );
+        let row = c
+            .query_opt(&sql, &[&name, &team_id, &role.as_str()])
+            .await
+            .map_err(PgError::query("changing a user's team and role"))?;
+        row.as_ref()
+            .map(user_row)
+            .ok_or_else(|| StoreError::NotFound(format!("user \"{name}\"")))
     }
 
     async fn set_user_password(
@@ -90,12 +132,26 @@ impl UserStore for PgStore {
         Ok(rows.iter().map(user_row).collect())
     }
 
-    async fn delete_user(&self, name: String) -> StoreResult<()> {
-        let c = self.pg().get().await?;
-        let n = c
+    async fn delete_user(&self, name: String, now: i64) -> StoreResult<()> {
+        let mut c = self.pg().get().await?;
+        let tx = c
+            .transaction()
+            .await
+            .map_err(PgError::query("starting to delete a user"))?;
+        tx.execute(
+            "UPDATE api_keys SET revoked_at = $2 WHERE revoked_at IS NULL \
+             AND user_id = (SELECT id FROM users WHERE name = $1)",
+            &[&name, &now],
+        )
+        .await
+        .map_err(PgError::query("revoking a deleted user's keys"))?;
+        let n = tx
             .execute("DELETE FROM users WHERE name = $1", &[&name])
             .await
             .map_err(PgError::query("deleting a user"))?;
+        tx.commit()
+            .await
+            .map_err(PgError::query("committing a user's deletion"))?;
         if n == 0 {
             return Err(StoreError::NotFound(format!("user \"{name}\"")));
         }

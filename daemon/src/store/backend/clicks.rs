@@ -46,9 +46,10 @@ impl ClickStore for SqliteStore {
         to_hour: i64,
         daily: bool,
         top: usize,
+        team: Option<i64>,
     ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)> {
         self.read_counted(move |c, o| {
-            let r = clicks::site_stats(c, o, from_hour, to_hour, daily, top)?;
+            let r = clicks::site_stats(c, o, (from_hour, to_hour), daily, top, team)?;
             let mut top = Vec::with_capacity(r.top.len());
             for &(id, n) in &r.top {
                 // Clicks of a deleted link go with it: every id is a link.

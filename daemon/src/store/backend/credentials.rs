@@ -1,9 +1,12 @@
-//! [`CredentialStore`] and [`UserStore`] over SQLite: one job each.
+//! [`CredentialStore`], [`UserStore`] and [`TeamStore`] over SQLite: one
+//! job each.
 
 use async_trait::async_trait;
 
-use crate::db::{CredentialStore, UserStore};
-use crate::store::keys::{self, ApiKey, App};
+use crate::auth::Role;
+use crate::db::{CredentialStore, TeamStore, UserStore};
+use crate::store::keys::{self, ApiKey, App, Owner};
+use crate::store::teams::{self, Team};
 use crate::store::users::{self, User};
 use crate::store::{SqliteStore, StoreResult};
 
@@ -17,9 +20,12 @@ impl CredentialStore for SqliteStore {
         scopes: String,
         now: i64,
         expires_at: Option<i64>,
+        owner: Owner,
     ) -> StoreResult<i64> {
-        self.write(move |c| keys::insert_key(c, &name, &prefix, &hash, &scopes, now, expires_at))
-            .await
+        self.write(move |c| {
+            keys::insert_key(c, &name, &prefix, &hash, &scopes, now, expires_at, owner)
+        })
+        .await
     }
 
     async fn key_by_prefix(&self, prefix: String) -> StoreResult<Option<ApiKey>> {
@@ -41,8 +47,9 @@ impl CredentialStore for SqliteStore {
         secret: String,
         scopes: String,
         now: i64,
+        owner: Owner,
     ) -> StoreResult<i64> {
-        self.write(move |c| keys::insert_app(c, &app_id, &name, &secret, &scopes, now))
+        self.write(move |c| keys::insert_app(c, &app_id, &name, &secret, &scopes, now, owner))
             .await
     }
 
@@ -79,8 +86,25 @@ impl CredentialStore for SqliteStore {
 
 #[async_trait]
 impl UserStore for SqliteStore {
-    async fn add_user(&self, name: String, password_hash: String, now: i64) -> StoreResult<i64> {
-        self.write(move |c| users::insert(c, &name, &password_hash, now))
+    async fn add_user(
+        &self,
+        name: String,
+        password_hash: String,
+        now: i64,
+        team_id: i64,
+        role: Role,
+    ) -> StoreResult<i64> {
+        self.write(move |c| users::insert(c, &name, &password_hash, now, team_id, role))
+            .await
+    }
+
+    async fn set_user_membership(
+        &self,
+        name: String,
+        team_id: i64,
+        role: Role,
+    ) -> StoreResult<User> {
+        self.write(move |c| users::set_membership(c, &name, team_id, role))
             .await
     }
 
@@ -98,11 +122,30 @@ impl UserStore for SqliteStore {
         self.read(users::list).await
     }
 
-    async fn delete_user(&self, name: String) -> StoreResult<()> {
-        self.write(move |c| users::delete(c, &name)).await
+    async fn delete_user(&self, name: String, now: i64) -> StoreResult<()> {
+        self.write(move |c| users::delete(c, &name, now)).await
     }
 
     async fn user_by_name(&self, name: String) -> StoreResult<Option<User>> {
         self.read(move |c| users::by_name(c, &name)).await
+    }
+}
+
+#[async_trait]
+impl TeamStore for SqliteStore {
+    async fn add_team(&self, name: String, now: i64) -> StoreResult<Team> {
+        self.write(move |c| teams::insert(c, &name, now)).await
+    }
+
+    async fn list_teams(&self) -> StoreResult<Vec<Team>> {
+        self.read(teams::list).await
+    }
+
+    async fn team_by_name(&self, name: String) -> StoreResult<Option<Team>> {
+        self.read(move |c| teams::by_name(c, &name)).await
+    }
+
+    async fn delete_team(&self, id: i64) -> StoreResult<()> {
+        self.write(move |c| teams::delete(c, id)).await
     }
 }

@@ -49,7 +49,11 @@ fn matching(c: &Connection, matcher: &Matcher) -> StoreResult<Vec<(u64, Option<S
     };
     let rows: Vec<(u64, Option<String>, bool, String)> = match matcher {
         Matcher::Creator(who) => c
-            .prepare("SELECT id, alias, disabled, url FROM links WHERE created_by = ?1")?
+            .prepare(
+                "SELECT id, alias, disabled, url FROM links WHERE created_by = ?1 \
+                 OR created_by IN (SELECT 'key:' || k.id FROM api_keys k \
+                     JOIN users u ON u.id = k.user_id WHERE 'user:' || u.name = ?1)",
+            )?
             .query_map([who], row)?
             .collect::<rusqlite::Result<_>>()?,
         Matcher::Urls {

@@ -1,7 +1,7 @@
 //! Click stats of every link over a range of hours: totals, a series and
 //! the most clicked links (the `clicks` table plus the pending clicks).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::{params, Connection};
 use shortlink_core::country::Country;
@@ -83,23 +83,26 @@ impl SiteTally {
     }
 }
 
-/// Stats of every link for hours `from_hour..=to_hour`, in hour or day
-/// buckets, with the `top` most clicked links.
+/// Stats of every link (of team `team`, when given) for hours
+/// `from_hour..=to_hour`, in hour or day buckets, with the `top` most
+/// clicked links.
 pub fn site_stats(
     conn: &Connection,
     overlay: &ClickOverlay<'_>,
-    from_hour: i64,
-    to_hour: i64,
+    (from_hour, to_hour): (i64, i64),
     daily: bool,
     top: usize,
+    team: Option<i64>,
 ) -> StoreResult<SiteStats> {
     let mut tally = SiteTally::new(daily);
     {
         let mut st = conn.prepare_cached(
             "SELECT link_id, hour, bot, country, sum(count) FROM clicks \
-             WHERE hour BETWEEN ?1 AND ?2 GROUP BY link_id, hour, bot, country",
+             WHERE hour BETWEEN ?1 AND ?2 \
+             AND (?3 IS NULL OR link_id IN (SELECT id FROM links WHERE team_id = ?3)) \
+             GROUP BY link_id, hour, bot, country",
         )?;
-        let mut rows = st.query(params![from_hour, to_hour])?;
+        let mut rows = st.query(params![from_hour, to_hour, team])?;
         while let Some(r) = rows.next()? {
             let country = Country::from_stored(r.get_ref(3)?.as_str().unwrap_or(""));
             tally.add(
@@ -111,8 +114,22 @@ pub fn site_stats(
             );
         }
     }
+    // Pending clicks name only their link: the team's ids decide.
+    let of_team: Option<HashSet<u64>> = match team {
+        None => None,
+        Some(t) => {
+            let mut st = conn.prepare_cached("SELECT id FROM links WHERE team_id = ?1")?;
+            let ids = st.query_map([t], |r| r.get::<_, i64>(0))?;
+            Some(
+                ids.map(|id| id.map(|id| id as u64))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+    };
     for (link, k, n) in overlay.all_rows() {
-        if (from_hour..=to_hour).contains(&k.hour) {
+        if (from_hour..=to_hour).contains(&k.hour)
+            && of_team.as_ref().is_none_or(|s| s.contains(&link))
+        {
             tally.add(link, k.hour, k.bot, k.country, n);
         }
     }

@@ -70,6 +70,8 @@ pub struct ListQuery {
     pub created_after: Option<i64>,
     /// Only links created before this (Unix seconds).
     pub created_before: Option<i64>,
+    /// Only links of this team; `None`: every team (an admin's list).
+    pub team: Option<i64>,
 }
 
 impl ListQuery {
@@ -102,7 +104,8 @@ const MATCHING: &str = concat!(
     state_sql!(),
     ") \
      AND (:created_after IS NULL OR created_at >= :created_after) \
-     AND (:created_before IS NULL OR created_at < :created_before)"
+     AND (:created_before IS NULL OR created_at < :created_before) \
+     AND (:team IS NULL OR team_id = :team)"
 );
 
 /// The values of [`MATCHING`]'s parameters.
@@ -115,6 +118,7 @@ struct Filter {
     now: i64,
     created_after: Option<i64>,
     created_before: Option<i64>,
+    team: Option<i64>,
 }
 
 impl Filter {
@@ -130,6 +134,7 @@ impl Filter {
             now: query.now,
             created_after: query.created_after,
             created_before: query.created_before,
+            team: query.team,
         }
     }
 
@@ -143,6 +148,7 @@ impl Filter {
             (":now", &self.now),
             (":created_after", &self.created_after),
             (":created_before", &self.created_before),
+            (":team", &self.team),
         ]
     }
 }

@@ -1,0 +1,120 @@
+//! The `teams` table: who links, users, keys and apps belong to.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{StoreError, StoreResult};
+use crate::auth::Role;
+
+/// A team: a set of users and the links they made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Team {
+    /// Row id, what links, users and keys refer to.
+    pub id: i64,
+    /// Unique name, what the CLI and the admin UI show.
+    pub name: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+fn team_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Team> {
+    Ok(Team {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        created_at: r.get(2)?,
+    })
+}
+
+/// A credential's owner when it is made: a user (whose team and role the
+/// credential follows), or a team and role of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    /// The user it acts for, if any.
+    pub user_id: Option<i64>,
+    /// Its team (the user's, when there is a user).
+    pub team_id: i64,
+    /// Its role (the user's, when there is a user).
+    pub role: Role,
+}
+
+impl Owner {
+    /// A credential of its own in `team_id` with `role`, no user.
+    pub fn of_team(team_id: i64, role: Role) -> Self {
+        Self {
+            user_id: None,
+            team_id,
+            role,
+        }
+    }
+}
+
+/// Adds a team; a taken name is a [`StoreError::Conflict`].
+pub fn insert(conn: &Connection, name: &str, now: i64) -> StoreResult<Team> {
+    conn.execute(
+        "INSERT INTO teams (name, created_at) VALUES (?1, ?2)",
+        params![name, now],
+    )
+    .map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StoreError::Conflict(format!("team name \"{name}\""))
+        }
+        e => StoreError::from(e),
+    })?;
+    Ok(Team {
+        id: conn.last_insert_rowid(),
+        name: name.to_string(),
+        created_at: now,
+    })
+}
+
+/// Every team, by id.
+pub fn list(conn: &Connection) -> StoreResult<Vec<Team>> {
+    let mut st = conn.prepare_cached("SELECT id, name, created_at FROM teams ORDER BY id")?;
+    let rows = st.query_map([], team_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The team of this name.
+pub fn by_name(conn: &Connection, name: &str) -> StoreResult<Option<Team>> {
+    Ok(conn
+        .query_row(
+            "SELECT id, name, created_at FROM teams WHERE name = ?1",
+            [name],
+            team_row,
+        )
+        .optional()?)
+}
+
+/// [`StoreError::NotFound`] unless team `id` exists.
+pub fn require(conn: &Connection, id: i64) -> StoreResult<()> {
+    let found: Option<i64> = conn
+        .query_row("SELECT id FROM teams WHERE id = ?1", [id], |r| r.get(0))
+        .optional()?;
+    found
+        .map(|_| ())
+        .ok_or_else(|| StoreError::NotFound(format!("team {id}")))
+}
+
+/// Deletes team `id`; refused ([`StoreError::InUse`]) while a link, a
+/// user or a live key or app is still in it, so nothing is left without a
+/// team.
+pub fn delete(conn: &Connection, id: i64) -> StoreResult<()> {
+    require(conn, id)?;
+    let in_use: i64 = conn.query_row(
+        "SELECT (SELECT count(*) FROM links WHERE team_id = ?1) \
+         + (SELECT count(*) FROM users WHERE team_id = ?1) \
+         + (SELECT count(*) FROM api_keys WHERE team_id = ?1 AND user_id IS NULL \
+            AND revoked_at IS NULL) \
+         + (SELECT count(*) FROM apps WHERE team_id = ?1 AND revoked_at IS NULL)",
+        [id],
+        |r| r.get(0),
+    )?;
+    if in_use > 0 {
+        return Err(StoreError::InUse(format!(
+            "team {id} still has {in_use} links, users, keys or apps; move or delete them first"
+        )));
+    }
+    conn.execute("DELETE FROM teams WHERE id = ?1", [id])?;
+    Ok(())
+}
