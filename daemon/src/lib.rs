@@ -13,6 +13,7 @@ pub mod api;
 pub mod app;
 pub mod auth;
 pub mod base_url;
+pub mod checker;
 pub mod cli;
 pub mod codes;
 pub mod config;
