@@ -39,7 +39,8 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.5, 14))
 }
 
-/// Labels of `shortlinkd_ipc_lookup_results_total`.
+/// Labels of `shortlinkd_ipc_lookup_results_total` and
+/// `shortlinkd_link_probes_total`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct LookupLabels {
     result: &'static str,
@@ -86,6 +87,15 @@ pub struct Metrics {
     pub ipc_lookup_cached: Histogram,
     /// IPC lookups that read the database.
     pub ipc_lookup_stored: Histogram,
+    /// Link checker probes that found the target answering (below 400).
+    pub link_probes_ok: Counter,
+    /// Probes that found an error status or no answer.
+    pub link_probes_failed: Counter,
+    /// Targets not probed (a private address).
+    pub link_probes_skipped: Counter,
+    /// Links failing their probes (one failure or more in a row), as of
+    /// the checker's last sweep.
+    pub links_failing: Gauge,
     /// Everything above, for the exposition.
     registry: Registry,
 }
@@ -100,7 +110,17 @@ impl Default for Metrics {
                 .get_or_create(&LookupLabels { result })
                 .clone()
         };
+        let probe_results = Family::<LookupLabels, Counter>::default();
+        let probe = |result| {
+            probe_results
+                .get_or_create(&LookupLabels { result })
+                .clone()
+        };
         let m = Self {
+            link_probes_ok: probe("ok"),
+            link_probes_failed: probe("failed"),
+            link_probes_skipped: probe("skipped"),
+            links_failing: Gauge::default(),
             ipc_lookups: Counter::default(),
             ipc_lookups_found: result("found"),
             ipc_lookups_not_found: result("not_found"),
@@ -135,7 +155,7 @@ impl Default for Metrics {
             ipc_lookup_stored: by_source("store"),
             ..m
         };
-        m.registered(lookup_results, lookup_durations)
+        m.registered(lookup_results, lookup_durations, probe_results)
     }
 }
 
@@ -145,6 +165,7 @@ impl Metrics {
         mut self,
         lookup_results: Family<LookupLabels, Counter>,
         lookup_durations: Family<SourceLabels, Histogram, fn() -> Histogram>,
+        probe_results: Family<LookupLabels, Counter>,
     ) -> Self {
         let counters = [
             (
@@ -198,6 +219,16 @@ impl Metrics {
             "ipc_lookup_results",
             "IPC lookups by result",
             lookup_results,
+        );
+        r.register(
+            "link_probes",
+            "Link checker probes by result (ok, failed, skipped)",
+            probe_results,
+        );
+        r.register(
+            "links_failing",
+            "Links whose target failed its last probe (as of the checker's last sweep)",
+            self.links_failing.clone(),
         );
         r.register(
             "ipc_connections",

@@ -6,6 +6,7 @@
 //! (the admin UI under `/admin`) can be merged in `server.rs`.
 
 pub mod auth;
+pub mod checks;
 pub mod error;
 pub mod health;
 pub mod import;
@@ -47,6 +48,8 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         )
         .route("/api/v1/links/{code}/stats", get(stats::get))
         .route("/api/v1/links/{code}/qr", get(qr::get))
+        .route("/api/v1/links/{code}/check", get(checks::get))
+        .route("/api/v1/checks", get(checks::failing))
         .route("/api/v1/stats", get(stats::site))
         .route("/api/v1/keys", post(keys::create_key).get(keys::list_keys))
         .route("/api/v1/keys/{id}", delete(keys::revoke_key))

@@ -8,7 +8,7 @@ use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use super::error::PROBLEM_JSON;
-use super::{error, health, keys, links, qr, stats, takedowns, teams, users};
+use super::{checks, error, health, keys, links, qr, stats, takedowns, teams, users};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -20,7 +20,7 @@ use super::{error, health, keys, links, qr, stats, takedowns, teams, users};
     ),
     paths(
         links::create, links::create_batch, links::list, links::get, links::update, links::delete,
-        stats::get, stats::site, qr::get,
+        stats::get, stats::site, qr::get, checks::get, checks::failing,
         keys::create_key, keys::list_keys, keys::revoke_key,
         keys::create_app, keys::list_apps, keys::revoke_app,
         users::create, users::set_password, users::list, users::delete,
@@ -44,6 +44,7 @@ use super::{error, health, keys, links, qr, stats, takedowns, teams, users};
         users::NewUser, users::NewPassword, users::UserView, users::UserList,
         takedowns::NewTakedownBody, takedowns::TakedownView, takedowns::TakedownList,
         takedowns::TakedownLinkView, takedowns::TakedownLinks,
+        checks::CheckView, checks::CheckList,
         teams::NewTeam, teams::TeamView, teams::TeamList, teams::Membership, crate::auth::Role,
         health::Health,
     )),

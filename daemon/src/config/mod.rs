@@ -16,6 +16,7 @@
 //!
 //! Precedence: flags > environment > file > defaults.
 
+mod checker;
 mod database;
 mod targets;
 
@@ -26,6 +27,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
+pub use checker::CheckerConfig;
 pub use database::{DatabaseHost, DatabaseUrl, SslMode};
 pub use targets::Targets;
 
@@ -132,6 +134,9 @@ pub struct Config {
     /// What target URLs are accepted (the `[targets]` table).
     #[command(flatten)]
     pub targets: Targets,
+    /// The background checker of link targets (the `[checker]` table).
+    #[command(flatten)]
+    pub checker: CheckerConfig,
     /// A file of unsafe hosts (one per line, a hosts file, Adblock `||host^`
     /// rules or URLs: the formats of public phishing and malware feeds),
     /// read again whenever it changes; the links it lists are flagged.
@@ -209,6 +214,7 @@ impl Default for Config {
             default_redirect: None,
             default_ttl: None,
             targets: Targets::default(),
+            checker: CheckerConfig::default(),
             blocklist_file: None,
             blocklist_disable: false,
             reserved_aliases: Vec::new(),
@@ -311,6 +317,9 @@ impl Config {
         }
         if self.signature_window <= 0 {
             return invalid("signature_window", "must be positive".into());
+        }
+        if let Some((field, message)) = self.checker.invalid() {
+            return invalid(field, message);
         }
         if self.targets.max_len == 0 {
             return invalid("targets.max_len", "must be positive".into());

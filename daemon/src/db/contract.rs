@@ -327,6 +327,93 @@ async fn takedowns(store: &Store) {
         .is_some());
 }
 
+/// The link checker's store: candidates are the links on, a claim is
+/// exclusive until it runs out or the probe is recorded, failures count in
+/// a row.
+async fn checks(store: &Store) {
+    use super::CheckResult;
+    let mut off = new_link(201, None, "https://e.com/off", &[]);
+    off.link.disabled = true;
+    let mut old = new_link(202, None, "https://e.com/old", &[]);
+    old.link.expires_at = Some(10);
+    store
+        .insert_links(
+            vec![new_link(200, None, "https://e.com/on", &[]), off, old],
+            0,
+        )
+        .await
+        .unwrap();
+    let due = store.check_candidates(199, 10, 100).await.unwrap();
+    let ids: Vec<u64> = due.iter().map(|t| t.link_id).collect();
+    assert_eq!(ids, [200]);
+    assert_eq!(due[0].url, "https://e.com/on");
+    assert_eq!(
+        store.claim_checks(vec![200], 100, 50, 160).await.unwrap(),
+        [200]
+    );
+    assert!(
+        store
+            .claim_checks(vec![200], 100, 50, 160)
+            .await
+            .unwrap()
+            .is_empty(),
+        "claimed"
+    );
+    let probe = |at: i64, status: Option<u16>, failed: Option<bool>| CheckResult {
+        link_id: 200,
+        checked_at: at,
+        status,
+        error: failed.map(|f| if f { "404".into() } else { String::new() }),
+        failed,
+    };
+    assert_eq!(
+        store
+            .record_check(probe(100, Some(404), Some(true)))
+            .await
+            .unwrap(),
+        1
+    );
+    // Checked at 100: not due again for a sweep that wants "before 100".
+    assert!(store
+        .claim_checks(vec![200], 170, 100, 230)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.claim_checks(vec![200], 170, 101, 230).await.unwrap(),
+        [200]
+    );
+    assert_eq!(
+        store
+            .record_check(probe(170, None, Some(true)))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store.record_check(probe(171, None, None)).await.unwrap(),
+        2,
+        "a skip keeps the count"
+    );
+    assert_eq!(store.count_failing(2).await.unwrap(), 1);
+    let failing = store.failing_checks(2, 0, 10).await.unwrap();
+    assert_eq!(failing.len(), 1);
+    assert_eq!((failing[0].link_id, failing[0].failures), (200, 2));
+    assert_eq!(failing[0].url.as_deref(), Some("https://e.com/on"));
+    assert!(store.failing_checks(3, 0, 10).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .record_check(probe(172, Some(200), Some(false)))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(store.count_failing(1).await.unwrap(), 0);
+    let last = store.link_checks(vec![200, 201]).await.unwrap();
+    assert_eq!(last.len(), 1, "201 was never probed");
+    assert_eq!((last[0].status, last[0].checked_at), (Some(200), Some(172)));
+}
+
 /// Every check, in order, on a fresh, empty store.
 pub async fn check_all(store: &Store) {
     inserts(store).await;
@@ -334,6 +421,7 @@ pub async fn check_all(store: &Store) {
     changes(store).await;
     ids_and_clicks(store).await;
     takedowns(store).await;
+    checks(store).await;
 }
 
 #[tokio::test]

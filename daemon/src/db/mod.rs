@@ -7,6 +7,7 @@
 //! objects: the implementation is chosen at start-up, not at compile time.
 
 mod changes;
+mod checks;
 mod clicks;
 #[cfg(test)]
 pub(crate) mod contract;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use changes::{ChangeLog, Resume};
+pub use checks::{CheckResult, CheckStore, CheckTarget, LinkCheck};
 pub use clicks::ClickStore;
 pub use credentials::CredentialStore;
 pub use ids::IdStore;
@@ -50,6 +52,7 @@ pub trait Database:
     + ChangeLog
     + IdStore
     + TakedownStore
+    + CheckStore
 {
     /// The cache of hot links in front of the store.
     fn cache(&self) -> &LinkCache;

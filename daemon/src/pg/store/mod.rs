@@ -4,6 +4,7 @@
 //! (`super::changes`, `super::follow`).
 
 mod changes;
+mod checks;
 mod click_stats;
 mod clicks;
 mod credentials;

@@ -3,6 +3,7 @@
 //! SQL helpers of the files beside it.
 
 mod changes;
+mod checks;
 mod clicks;
 mod credentials;
 mod ids;

@@ -1,0 +1,150 @@
+//! [`CheckStore`] over PostgreSQL, as on SQLite
+//! (`crate::store::backend::checks`): a claim is one upsert over the page
+//! whose `WHERE` admits only rows not claimed and not checked lately, so
+//! two nodes sweeping the same links probe each once.
+
+use async_trait::async_trait;
+use tokio_postgres::Row;
+
+use super::rows::failed;
+use super::PgStore;
+use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck};
+use crate::store::StoreResult;
+
+const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";
+
+fn check_row(r: &Row) -> LinkCheck {
+    LinkCheck {
+        link_id: r.get::<_, i64>(0) as u64,
+        url: r.get(1),
+        checked_at: r.get(2),
+        status: r.get::<_, Option<i32>>(3).map(|s| s as u16),
+        error: r.get(4),
+        failures: r.get::<_, i32>(5) as u32,
+    }
+}
+
+fn bigints(ids: &[u64]) -> Vec<i64> {
+    ids.iter().map(|&id| id as i64).collect()
+}
+
+#[async_trait]
+impl CheckStore for PgStore {
+    async fn check_candidates(
+        &self,
+        after: u64,
+        limit: u32,
+        now: i64,
+    ) -> StoreResult<Vec<CheckTarget>> {
+        let c = self.pg().get().await?;
+        let rows = c
+            .query(
+                "SELECT id, url FROM links WHERE id > $1 AND NOT disabled \
+                 AND (expires_at IS NULL OR expires_at > $3) ORDER BY id LIMIT $2",
+                &[&(after as i64), &i64::from(limit), &now],
+            )
+            .await
+            .map_err(failed("reading links to check"))?;
+        Ok(rows
+            .iter()
+            .map(|r| CheckTarget {
+                link_id: r.get::<_, i64>(0) as u64,
+                url: r.get(1),
+            })
+            .collect())
+    }
+
+    async fn claim_checks(
+        &self,
+        ids: Vec<u64>,
+        now: i64,
+        checked_before: i64,
+        until: i64,
+    ) -> StoreResult<Vec<u64>> {
+        let c = self.pg().get().await?;
+        let rows = c
+            .query(
+                "INSERT INTO link_checks (link_id, claimed_until) \
+                 SELECT id, $4 FROM unnest($1::bigint[]) AS u(id) \
+                 ON CONFLICT (link_id) DO UPDATE SET claimed_until = EXCLUDED.claimed_until \
+                 WHERE link_checks.claimed_until <= $2 \
+                 AND (link_checks.checked_at IS NULL OR link_checks.checked_at < $3) \
+                 RETURNING link_id",
+                &[&bigints(&ids), &now, &checked_before, &until],
+            )
+            .await
+            .map_err(failed("claiming links to check"))?;
+        Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
+    }
+
+    async fn record_check(&self, r: CheckResult) -> StoreResult<u32> {
+        let c = self.pg().get().await?;
+        let status = r.status.map(i32::from);
+        let row = c
+            .query_opt(
+                "UPDATE link_checks SET checked_at = $2, status = $3, error = $4, \
+                 failures = CASE WHEN $5::boolean THEN failures + 1 \
+                     WHEN NOT $5::boolean THEN 0 ELSE failures END, \
+                 claimed_until = 0 WHERE link_id = $1 RETURNING failures",
+                &[
+                    &(r.link_id as i64),
+                    &r.checked_at,
+                    &status,
+                    &r.error,
+                    &r.failed,
+                ],
+            )
+            .await
+            .map_err(failed("recording a link check"))?;
+        Ok(row.map_or(0, |row| row.get::<_, i32>(0) as u32))
+    }
+
+    async fn link_checks(&self, ids: Vec<u64>) -> StoreResult<Vec<LinkCheck>> {
+        let c = self.pg().get().await?;
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT {CHECK_COLUMNS} FROM link_checks c LEFT JOIN links l ON l.id = c.link_id \
+                     WHERE c.link_id = ANY($1) AND c.checked_at IS NOT NULL ORDER BY c.link_id"
+                ),
+                &[&bigints(&ids)],
+            )
+            .await
+            .map_err(failed("reading link checks"))?;
+        Ok(rows.iter().map(check_row).collect())
+    }
+
+    async fn failing_checks(
+        &self,
+        min_failures: u32,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<LinkCheck>> {
+        let c = self.pg().get().await?;
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT {CHECK_COLUMNS} FROM link_checks c JOIN links l ON l.id = c.link_id \
+                     WHERE c.failures >= $1 AND c.failures > 0 AND c.link_id > $2 \
+                     ORDER BY c.link_id LIMIT $3"
+                ),
+                &[&(min_failures as i32), &(after as i64), &i64::from(limit)],
+            )
+            .await
+            .map_err(failed("listing failing links"))?;
+        Ok(rows.iter().map(check_row).collect())
+    }
+
+    async fn count_failing(&self, min_failures: u32) -> StoreResult<u64> {
+        let c = self.pg().get().await?;
+        let row = c
+            .query_one(
+                "SELECT count(*) FROM link_checks c JOIN links l ON l.id = c.link_id \
+                 WHERE c.failures >= $1 AND c.failures > 0",
+                &[&(min_failures as i32)],
+            )
+            .await
+            .map_err(failed("counting failing links"))?;
+        Ok(row.get::<_, i64>(0) as u64)
+    }
+}

@@ -1,0 +1,12 @@
+-- The link checker's results (checker/): per link, the last probe (when,
+-- the status, why it failed or was skipped) and the failures in a row;
+-- claimed_until keeps a link one node's while it probes it.
+CREATE TABLE link_checks (
+    link_id       INTEGER PRIMARY KEY,
+    checked_at    INTEGER,
+    status        INTEGER,
+    error         TEXT,
+    failures      INTEGER NOT NULL DEFAULT 0,
+    claimed_until INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX link_checks_failing ON link_checks (failures) WHERE failures > 0;
