@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use common::{eventually, Daemon};
 use serde_json::{json, Value};
+use shortlink_core::ipc::LookupResult;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -78,6 +79,8 @@ async fn probes_follow_each_target_and_failures_count_in_a_row() {
         "0",
         "--check-timeout",
         "1",
+        "--check-fallback-after",
+        "2",
     ])
     .await;
     let mut codes = std::collections::HashMap::new();
@@ -143,6 +146,20 @@ async fn probes_follow_each_target_and_failures_count_in_a_row() {
     want.sort();
     assert_eq!(failing, want, "{list}");
 
+    // Two failures in a row: the edge answers them as gone (the fallback).
+    let mut ipc = d.ipc().await;
+    for path in ["gone", "flaky"] {
+        let (_, link) = d
+            .req("GET", &format!("/api/v1/links/{}", codes[path]), None)
+            .await;
+        assert_eq!(link["broken"], true, "{link}");
+        assert_eq!(ipc.lookup(1, &codes[path]).await, LookupResult::Gone);
+    }
+    assert!(matches!(
+        ipc.lookup(2, &codes["ok"]).await,
+        LookupResult::Found(_)
+    ));
+
     // A target that recovers is healthy at its next probe.
     healed.store(true, Ordering::SeqCst);
     let recovered = || async { check(&d, &codes["flaky"]).await["failures"] == 0 };
@@ -152,6 +169,14 @@ async fn probes_follow_each_target_and_failures_count_in_a_row() {
         d.log()
     );
     assert_eq!(check(&d, &codes["flaky"]).await["status"], 200);
+    let (_, link) = d
+        .req("GET", &format!("/api/v1/links/{}", codes["flaky"]), None)
+        .await;
+    assert_eq!(link["broken"], false, "{link}");
+    assert!(matches!(
+        ipc.lookup(3, &codes["flaky"]).await,
+        LookupResult::Found(_)
+    ));
     let metrics = || async {
         let m = d.metrics().await;
         m.contains("shortlinkd_links_failing 3")

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::probe::{self, Outcome, ProbeRules};
 use crate::app::SharedApp;
 use crate::db::{CheckResult, CheckTarget};
+use crate::edge::LinkChange;
 use crate::store::unix_now;
 
 /// Links read and claimed at a time.
@@ -75,12 +76,31 @@ async fn check(app: &SharedApp, rules: &ProbeRules, pace: &HostPace, target: Che
         _ => app.metrics.link_probes_failed.inc(),
     };
     let r = result(target.link_id, &outcome);
-    match app.store.record_check(r).await {
-        Ok(failures) if outcome.is_failure() => tracing::debug!(
-            link = target.link_id, url = %target.url, ?outcome, failures,
-            "link target failed its probe"
-        ),
-        Ok(_) => {}
+    let fallback_after = app.config.checker.fallback_after;
+    match app.store.record_check(r, fallback_after).await {
+        Ok(recorded) => {
+            if outcome.is_failure() {
+                tracing::debug!(
+                    link = target.link_id, url = %target.url, ?outcome,
+                    failures = recorded.failures, "link target failed its probe"
+                );
+            }
+            if let Some((id, alias)) = &recorded.switched {
+                let broken = recorded.failures >= fallback_after && outcome.is_failure();
+                tracing::info!(
+                    link = id, url = %target.url, failures = recorded.failures, broken,
+                    "{}",
+                    if broken {
+                        "link target keeps failing: visitors get the fallback"
+                    } else {
+                        "link target recovered: visitors get it again"
+                    }
+                );
+                app.edge()
+                    .links_changed([LinkChange::in_place(*id, alias.as_deref())])
+                    .await;
+            }
+        }
         Err(e) => tracing::warn!(error = %e, link = target.link_id, "cannot record a link check"),
     }
 }

@@ -45,6 +45,11 @@ pub struct CheckerConfig {
         default_missing_value = "true"
     )]
     pub private: bool,
+    /// Failed probes in a row after which the edge sends a link's
+    /// visitors to the fallback instead of the dead target, until a probe
+    /// finds it healthy again (0: never).
+    #[arg(long = "check-fallback-after", env = "SHORTLINKD_CHECK_FALLBACK_AFTER")]
+    pub fallback_after: u32,
 }
 
 impl Default for CheckerConfig {
@@ -56,6 +61,7 @@ impl Default for CheckerConfig {
             host_interval_ms: 1000,
             timeout: 10,
             private: false,
+            fallback_after: 0,
         }
     }
 }

@@ -29,6 +29,16 @@ pub struct CheckResult {
     pub failed: Option<bool>,
 }
 
+/// What recording a probe changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// Failed probes in a row, this one included.
+    pub failures: u32,
+    /// The link turned broken or healthy at the edge with this probe
+    /// (its id and alias, for the edge): the change is in the change log.
+    pub switched: Option<crate::db::ChangedLink>,
+}
+
 /// A link's last probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkCheck {
@@ -65,8 +75,11 @@ pub trait CheckStore: Send + Sync {
         until: i64,
     ) -> StoreResult<Vec<u64>>;
 
-    /// Records a probe and ends its claim; the failures in a row after it.
-    async fn record_check(&self, r: CheckResult) -> StoreResult<u32>;
+    /// Records a probe and ends its claim. With `fallback_after` > 0 the
+    /// link is marked broken once that many probes in a row failed, and
+    /// no longer once one finds it healthy; either switch is logged for
+    /// the edge in the same transaction.
+    async fn record_check(&self, r: CheckResult, fallback_after: u32) -> StoreResult<Recorded>;
 
     /// The last probes of these links (a link never probed has none).
     async fn link_checks(&self, ids: Vec<u64>) -> StoreResult<Vec<LinkCheck>>;

@@ -366,13 +366,11 @@ async fn checks(store: &Store) {
         error: failed.map(|f| if f { "404".into() } else { String::new() }),
         failed,
     };
-    assert_eq!(
-        store
-            .record_check(probe(100, Some(404), Some(true)))
-            .await
-            .unwrap(),
-        1
-    );
+    // Two failures in a row mark the link broken (fallback_after 2), in
+    // the change log; a skip changes nothing; a healthy probe unmarks it.
+    let record = |at, status, failed| store.record_check(probe(at, status, failed), 2);
+    let r = record(100, Some(404), Some(true)).await.unwrap();
+    assert_eq!((r.failures, r.switched), (1, None));
     // Checked at 100: not due again for a sweep that wants "before 100".
     assert!(store
         .claim_checks(vec![200], 170, 100, 230)
@@ -383,31 +381,39 @@ async fn checks(store: &Store) {
         store.claim_checks(vec![200], 170, 101, 230).await.unwrap(),
         [200]
     );
-    assert_eq!(
+    let (before, _) = store.changes_since(0).await.unwrap();
+    let r = record(170, None, Some(true)).await.unwrap();
+    assert_eq!((r.failures, r.switched), (2, Some((200, None))));
+    let broken = |id| async move {
         store
-            .record_check(probe(170, None, Some(true)))
+            .find_link(CodeRef::Id(id))
             .await
-            .unwrap(),
-        2
-    );
+            .unwrap()
+            .unwrap()
+            .broken
+    };
+    assert!(broken(200).await);
+    let (_, rows) = store.changes_since(before.seq).await.unwrap();
     assert_eq!(
-        store.record_check(probe(171, None, None)).await.unwrap(),
-        2,
+        rows.unwrap().iter().map(|c| c.link_id).collect::<Vec<_>>(),
+        [200]
+    );
+    let r = record(171, None, None).await.unwrap();
+    assert_eq!(
+        (r.failures, r.switched),
+        (2, None),
         "a skip keeps the count"
     );
+    assert!(broken(200).await);
     assert_eq!(store.count_failing(2).await.unwrap(), 1);
     let failing = store.failing_checks(2, 0, 10).await.unwrap();
     assert_eq!(failing.len(), 1);
     assert_eq!((failing[0].link_id, failing[0].failures), (200, 2));
     assert_eq!(failing[0].url.as_deref(), Some("https://e.com/on"));
     assert!(store.failing_checks(3, 0, 10).await.unwrap().is_empty());
-    assert_eq!(
-        store
-            .record_check(probe(172, Some(200), Some(false)))
-            .await
-            .unwrap(),
-        0
-    );
+    let r = record(172, Some(200), Some(false)).await.unwrap();
+    assert_eq!((r.failures, r.switched), (0, Some((200, None))));
+    assert!(!broken(200).await);
     assert_eq!(store.count_failing(1).await.unwrap(), 0);
     let last = store.link_checks(vec![200, 201]).await.unwrap();
     assert_eq!(last.len(), 1, "201 was never probed");

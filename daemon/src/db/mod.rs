@@ -26,7 +26,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use changes::{ChangeLog, Resume};
-pub use checks::{CheckResult, CheckStore, CheckTarget, LinkCheck};
+pub use checks::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
 pub use clicks::ClickStore;
 pub use credentials::CredentialStore;
 pub use ids::IdStore;

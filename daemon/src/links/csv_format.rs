@@ -173,6 +173,7 @@ mod tests {
                 ..TargetsInput::default()
             },
             disabled: true,
+            broken: false,
             tags: vec!["x".into(), "y".into()],
             state: "disabled".into(),
             clicks: 7,

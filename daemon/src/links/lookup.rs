@@ -22,6 +22,10 @@ use crate::store::{unix_now, LinkCache, StoreError, StoreResult};
 
 /// The edge's view of a link at `now`.
 pub fn edge_result(link: &Link, now: i64) -> LookupResult {
+    if link.broken {
+        // The checker's verdict: visitors get the fallback, not a dead page.
+        return LookupResult::Gone;
+    }
     match link.state(now) {
         LinkState::Active => LookupResult::Found(EdgeLink {
             id: link.id,

@@ -143,6 +143,7 @@ impl LinkRules {
             variants,
             // Set to the creator's team with the id (`ops::new_link`).
             team_id: crate::auth::DEFAULT_TEAM,
+            broken: false,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),

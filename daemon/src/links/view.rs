@@ -43,6 +43,10 @@ pub struct LinkView {
     pub targets: TargetsInput,
     /// Switched off by an operator.
     pub disabled: bool,
+    /// The link checker found the target failing `checker.fallback_after`
+    /// probes in a row: the edge sends visitors to the fallback until it
+    /// recovers.
+    pub broken: bool,
     /// Free-form labels.
     pub tags: Vec<String>,
     /// `active`, `disabled`, `expired` or `exhausted`.
@@ -99,6 +103,7 @@ impl LinkView {
                 android: link.targets.android.clone(),
             },
             disabled: link.disabled,
+            broken: link.broken,
             tags: link.tags.clone(),
             state: link.state(unix_now()).as_str().into(),
             clicks: link.clicks,

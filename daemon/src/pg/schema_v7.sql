@@ -10,3 +10,6 @@ CREATE TABLE link_checks (
     claimed_until bigint NOT NULL DEFAULT 0
 );
 CREATE INDEX link_checks_failing ON link_checks (failures) WHERE failures > 0;
+-- Set while the target fails `checker.fallback_after` probes in a row:
+-- the edge answers the link as gone (the fallback) until it recovers.
+ALTER TABLE links ADD COLUMN broken boolean NOT NULL DEFAULT false;

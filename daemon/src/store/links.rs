@@ -63,6 +63,10 @@ pub struct Link {
     pub variants: Vec<Variant>,
     /// The team of whoever created it: only that team (and admins) see it.
     pub team_id: i64,
+    /// The checker found the target failing `checker.fallback_after`
+    /// probes in a row: the edge answers the link as gone (the fallback)
+    /// until a probe finds it healthy. Only the checker sets it.
+    pub broken: bool,
 }
 
 /// Variants as stored: a JSON array of `{"url", "weight"}`, `None` for
@@ -176,7 +180,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id"
+         variants, team_id, broken"
     };
 }
 const COLUMNS: &str = columns!();
@@ -215,6 +219,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
         password_hash: row.get(20)?,
         variants: variants_from_stored(row.get::<_, Option<String>>(21)?.as_deref()),
         team_id: row.get(22)?,
+        broken: row.get(23)?,
     })
 }
 

@@ -6,9 +6,11 @@
 use async_trait::async_trait;
 use tokio_postgres::Row;
 
+use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
-use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck};
+use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
+use crate::pg::changes;
 use crate::store::StoreResult;
 
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";
@@ -77,26 +79,56 @@ impl CheckStore for PgStore {
         Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
     }
 
-    async fn record_check(&self, r: CheckResult) -> StoreResult<u32> {
-        let c = self.pg().get().await?;
-        let status = r.status.map(i32::from);
-        let row = c
-            .query_opt(
-                "UPDATE link_checks SET checked_at = $2, status = $3, error = $4, \
-                 failures = CASE WHEN $5::boolean THEN failures + 1 \
-                     WHEN NOT $5::boolean THEN 0 ELSE failures END, \
-                 claimed_until = 0 WHERE link_id = $1 RETURNING failures",
-                &[
-                    &(r.link_id as i64),
-                    &r.checked_at,
-                    &status,
-                    &r.error,
-                    &r.failed,
-                ],
-            )
-            .await
-            .map_err(failed("recording a link check"))?;
-        Ok(row.map_or(0, |row| row.get::<_, i32>(0) as u32))
+    async fn record_check(&self, r: CheckResult, fallback_after: u32) -> StoreResult<Recorded> {
+        let result = async {
+            let mut client = self.pg().get().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting to record a link check"))?;
+            let status = r.status.map(i32::from);
+            let row = tx
+                .query_opt(
+                    "UPDATE link_checks SET checked_at = $2, status = $3, error = $4, \
+                     failures = CASE WHEN $5::boolean THEN failures + 1 \
+                         WHEN NOT $5::boolean THEN 0 ELSE failures END, \
+                     claimed_until = 0 WHERE link_id = $1 RETURNING failures",
+                    &[&(r.link_id as i64), &r.checked_at, &status, &r.error, &r.failed],
+                )
+                .await
+                .map_err(failed("recording a link check"))?;
+            let Some(failures) = row.map(|row| row.get::<_, i32>(0) as u32) else {
+                return Ok(Recorded {
+                    failures: 0,
+                    switched: None,
+                });
+            };
+            let broken = fallback_after > 0 && failures >= fallback_after;
+            let switched = match r.failed {
+                None => None,
+                Some(_) => tx
+                    .query_opt(
+                        "UPDATE links SET broken = $2 WHERE id = $1 AND broken <> $2 RETURNING alias",
+                        &[&(r.link_id as i64), &broken],
+                    )
+                    .await
+                    .map_err(failed("marking a link broken or healthy"))?
+                    .map(|row| row.get::<_, Option<String>>(0)),
+            };
+            if let Some(alias) = &switched {
+                changes::append(&tx, r.link_id, alias.as_deref(), alias.as_deref()).await?;
+            }
+            commit(tx).await?;
+            if switched.is_some() {
+                self.pg.wake(&client).await;
+            }
+            Ok(Recorded {
+                failures,
+                switched: switched.map(|alias| (r.link_id, alias)),
+            })
+        }
+        .await;
+        counted(self.stats(), result)
     }
 
     async fn link_checks(&self, ids: Vec<u64>) -> StoreResult<Vec<LinkCheck>> {

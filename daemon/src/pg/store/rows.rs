@@ -16,7 +16,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id"
+         variants, team_id, broken"
     };
 }
 pub(super) use columns;
@@ -74,6 +74,7 @@ pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
         password_hash: row.get(20),
         variants: variants_from_stored(row.get::<_, Option<&str>>(21)),
         team_id: row.get(22),
+        broken: row.get(23),
     })
 }
 

@@ -2,10 +2,10 @@
 //! thread; claims and results are writer jobs.
 
 use async_trait::async_trait;
-use rusqlite::{params, Row};
+use rusqlite::{params, OptionalExtension, Row};
 
-use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck};
-use crate::store::{SqliteStore, StoreResult};
+use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
+use crate::store::{changes, SqliteStore, StoreResult};
 
 /// The columns [`check_row`] reads, `c` being `link_checks` and `l` links.
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";
@@ -71,7 +71,7 @@ impl CheckStore for SqliteStore {
         .await
     }
 
-    async fn record_check(&self, r: CheckResult) -> StoreResult<u32> {
+    async fn record_check(&self, r: CheckResult, fallback_after: u32) -> StoreResult<Recorded> {
         self.write(move |c| {
             let failures: Option<i64> = c
                 .prepare_cached(
@@ -89,12 +89,33 @@ impl CheckStore for SqliteStore {
                     ],
                     |row| row.get(0),
                 )
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                })?;
-            Ok(failures.unwrap_or(0) as u32)
+                .optional()?;
+            let Some(failures) = failures.map(|n| n as u32) else {
+                return Ok(Recorded {
+                    failures: 0,
+                    switched: None,
+                });
+            };
+            let broken = fallback_after > 0 && failures >= fallback_after;
+            // Only a probe decides: a skipped one leaves the mark as it is.
+            let switched = match r.failed {
+                None => None,
+                Some(_) => c
+                    .prepare_cached(
+                        "UPDATE links SET broken = ?2 WHERE id = ?1 AND broken <> ?2 RETURNING alias",
+                    )?
+                    .query_row(params![r.link_id as i64, broken], |row| {
+                        row.get::<_, Option<String>>(0)
+                    })
+                    .optional()?,
+            };
+            if let Some(alias) = &switched {
+                changes::record(c, r.link_id, alias.as_deref(), alias.as_deref())?;
+            }
+            Ok(Recorded {
+                failures,
+                switched: switched.map(|alias| (r.link_id, alias)),
+            })
         })
         .await
     }
