@@ -29,6 +29,8 @@ pub struct ListParams {
     /// Only links of this team (by name; admins only, others see their
     /// own team whatever this says).
     pub team: String,
+    /// Only links the link checker marks broken.
+    pub broken: bool,
     /// Show links older than this id (the next page's start).
     pub before: Option<u64>,
     /// Show the links just newer than this id (the previous page).
@@ -46,17 +48,36 @@ enum Start {
     After(u64),
 }
 
+/// What a list page searches for, as its URL carries it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Search {
+    q: String,
+    tag: String,
+    team: String,
+    broken: bool,
+}
+
+impl Search {
+    /// Anything to search for at all.
+    fn any(&self) -> bool {
+        !self.q.is_empty() || !self.tag.is_empty() || !self.team.is_empty() || self.broken
+    }
+}
+
 /// The list page's URL for a search and a page.
-fn list_url(q: &str, tag: &str, team: &str, start: Start) -> String {
+fn list_url(search: &Search, start: Start) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
-    if !q.is_empty() {
-        s.append_pair("q", q);
+    for (name, value) in [
+        ("q", &search.q),
+        ("tag", &search.tag),
+        ("team", &search.team),
+    ] {
+        if !value.is_empty() {
+            s.append_pair(name, value);
+        }
     }
-    if !tag.is_empty() {
-        s.append_pair("tag", tag);
-    }
-    if !team.is_empty() {
-        s.append_pair("team", team);
+    if search.broken {
+        s.append_pair("broken", "true");
     }
     match start {
         Start::Newest => {}
@@ -193,7 +214,14 @@ pub async fn list(
         q: (!q.is_empty()).then(|| q.clone()),
         tags: (!tag.is_empty()).then(|| tag.clone()).into_iter().collect(),
         team: team_id,
+        broken: p.broken.then_some(true),
         ..ListQuery::default()
+    };
+    let search = Search {
+        q: q.clone(),
+        tag: tag.clone(),
+        team: team.clone(),
+        broken: p.broken,
     };
     let shown = load(&admin, &a, &filter, start).await?;
     let (total, page) = (shown.total, &shown.links);
@@ -227,17 +255,21 @@ pub async fn list(
                         }
                     }
                 }
+                label.inline title="Targets that failed the link checker's probes" {
+                    input type="checkbox" name="broken" value="true" id="broken-filter" checked[p.broken];
+                    " Broken only"
+                }
                 button type="submit" { "Search" }
-                @if !q.is_empty() || !tag.is_empty() || !team.is_empty() { a href="/admin/links" { "Clear" } }
+                @if search.any() { a href="/admin/links" { "Clear" } }
             }
             p.total id="total" {
                 span id="total-count" { (total) } @if total == 1 { " link" } @else { " links" }
-                @if !q.is_empty() || !tag.is_empty() { " match" @if total == 1 { "es" } }
+                @if search.any() { " match" @if total == 1 { "es" } }
                 @if !page.is_empty() { span.hint { " · " (page.len()) " on this page" } }
             }
             @if page.is_empty() {
                 p.empty id="no-links" {
-                    @if q.is_empty() && tag.is_empty() && start == Start::Newest {
+                    @if !search.any() && start == Start::Newest {
                         "No links yet. " a href="/admin/links/new" { "Create the first one." }
                     } @else { "No links match." }
                 }
@@ -259,7 +291,10 @@ pub async fn list(
                                 td.time { (view::time(l.created_at)) }
                                 td.by { @if let Some(by) = &l.created_by { (creators.label(by)) } }
                                 td.time { @match l.expires_at { Some(e) => (view::time(e)), None => "never" } }
-                                td { (view::state_badge(l.state(now).as_str())) }
+                                td {
+                                    (view::state_badge(l.state(now).as_str()))
+                                    @if l.broken { " " span.badge.state-disabled title="The target failed the link checker's probes: visitors get the fallback" { "broken" } }
+                                }
                                 td.num.clicks { (l.clicks) }
                             }
                         }
@@ -267,12 +302,12 @@ pub async fn list(
                 }
             }
             nav.pager {
-                @if start != Start::Newest && shown.newer { a id="newest-page" href=(list_url(&q, &tag, &team, Start::Newest)) { "« Newest" } }
+                @if start != Start::Newest && shown.newer { a id="newest-page" href=(list_url(&search, Start::Newest)) { "« Newest" } }
                 @if let (true, Some(first)) = (shown.newer, page.first()) {
-                    a id="prev-page" href=(list_url(&q, &tag, &team, Start::After(first.id))) { "‹ Newer" }
+                    a id="prev-page" href=(list_url(&search, Start::After(first.id))) { "‹ Newer" }
                 }
                 @if let (true, Some(last)) = (shown.older, page.last()) {
-                    a id="next-page" href=(list_url(&q, &tag, &team, Start::Before(last.id))) { "Older ›" }
+                    a id="next-page" href=(list_url(&search, Start::Before(last.id))) { "Older ›" }
                 }
             }
         },
@@ -285,14 +320,18 @@ mod tests {
 
     #[test]
     fn list_urls() {
-        assert_eq!(list_url("", "", "", Start::Newest), "/admin/links");
+        let none = Search::default();
+        assert_eq!(list_url(&none, Start::Newest), "/admin/links");
+        let search = Search {
+            q: "a b&c".into(),
+            tag: "x".into(),
+            team: "sales".into(),
+            broken: true,
+        };
         assert_eq!(
-            list_url("a b&c", "x", "sales", Start::Before(7)),
-            "/admin/links?q=a+b%26c&tag=x&team=sales&before=7"
+            list_url(&search, Start::Before(7)),
+            "/admin/links?q=a+b%26c&tag=x&team=sales&broken=true&before=7"
         );
-        assert_eq!(
-            list_url("", "", "", Start::After(9)),
-            "/admin/links?after=9"
-        );
+        assert_eq!(list_url(&none, Start::After(9)), "/admin/links?after=9");
     }
 }

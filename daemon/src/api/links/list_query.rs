@@ -111,10 +111,13 @@ pub struct ListFilters {
     /// Only links of this team (its name). For admins: everyone else sees
     /// their own team's links only, whatever this says.
     pub team: Option<String>,
+    /// Only links the link checker marks broken (`true`: their target
+    /// failed `checker.fallback_after` probes in a row) or not (`false`).
+    pub broken: Option<bool>,
 }
 
 /// Names of the [`ListFilters`] parameters.
-const FILTER_PARAMS: [&str; 7] = [
+const FILTER_PARAMS: [&str; 8] = [
     "sort",
     "order",
     "tags_mode",
@@ -122,6 +125,7 @@ const FILTER_PARAMS: [&str; 7] = [
     "created_after",
     "created_before",
     "team",
+    "broken",
 ];
 
 /// Splits the query string of a list request: the tags (every `tag`,
@@ -247,6 +251,7 @@ pub(super) fn parse(raw: &str) -> Result<(ListQuery, Option<String>), ApiError> 
         }),
         created_after: time_bound(f.created_after.as_deref(), "created_after")?,
         created_before: time_bound(f.created_before.as_deref(), "created_before")?,
+        broken: f.broken,
         ..ListQuery::default()
     };
     Ok((query, team))

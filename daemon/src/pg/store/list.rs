@@ -21,7 +21,7 @@ macro_rules! state_sql {
     };
 }
 
-/// The filter of a list and its count, over parameters `$1`..`$9` (see
+/// The filter of a list and its count, over parameters `$1`..`$10` (see
 /// [`Filter::params`]). `q` is a case-sensitive substring of the URL or
 /// alias, as SQLite's `instr`; tags are the stored JSON array.
 const MATCHING: &str = concat!(
@@ -33,7 +33,8 @@ const MATCHING: &str = concat!(
     ") \
      AND ($7::bigint IS NULL OR created_at >= $7) \
      AND ($8::bigint IS NULL OR created_at < $8) \
-     AND ($9::bigint IS NULL OR team_id = $9)"
+     AND ($9::bigint IS NULL OR team_id = $9) \
+     AND ($10::boolean IS NULL OR broken = $10)"
 );
 
 /// The values of [`MATCHING`]'s parameters.
@@ -47,6 +48,7 @@ struct Filter {
     created_after: Option<i64>,
     created_before: Option<i64>,
     team: Option<i64>,
+    broken: Option<bool>,
 }
 
 impl Filter {
@@ -61,10 +63,11 @@ impl Filter {
             created_after: query.created_after,
             created_before: query.created_before,
             team: query.team,
+            broken: query.broken,
         }
     }
 
-    /// `$1`..`$9`, in order.
+    /// `$1`..`$10`, in order.
     fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
         vec![
             &self.q,
@@ -76,6 +79,7 @@ impl Filter {
             &self.created_after,
             &self.created_before,
             &self.team,
+            &self.broken,
         ]
     }
 }
@@ -124,7 +128,7 @@ pub(super) async fn list(c: &impl GenericClient, query: &ListQuery) -> StoreResu
             concat!(
                 "SELECT ",
                 columns!(),
-                " FROM links WHERE {m} ORDER BY {key} {dir}, id {dir} LIMIT $10"
+                " FROM links WHERE {m} ORDER BY {key} {dir}, id {dir} LIMIT $11"
             ),
             m = MATCHING,
             key = key,
@@ -138,8 +142,8 @@ pub(super) async fn list(c: &impl GenericClient, query: &ListQuery) -> StoreResu
                     "SELECT ",
                     columns!(),
                     " FROM links WHERE {m} \
-                     AND ({key} {cmp} $11::bigint OR ({key} = $11 AND id {cmp} $12::bigint)) \
-                     ORDER BY {key} {dir}, id {dir} LIMIT $10"
+                     AND ({key} {cmp} $12::bigint OR ({key} = $12 AND id {cmp} $13::bigint)) \
+                     ORDER BY {key} {dir}, id {dir} LIMIT $11"
                 ),
                 m = MATCHING,
                 key = key,

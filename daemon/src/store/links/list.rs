@@ -72,6 +72,8 @@ pub struct ListQuery {
     pub created_before: Option<i64>,
     /// Only links of this team; `None`: every team (an admin's list).
     pub team: Option<i64>,
+    /// Only links the link checker marks broken (`true`) or not.
+    pub broken: Option<bool>,
 }
 
 impl ListQuery {
@@ -105,7 +107,8 @@ const MATCHING: &str = concat!(
     ") \
      AND (:created_after IS NULL OR created_at >= :created_after) \
      AND (:created_before IS NULL OR created_at < :created_before) \
-     AND (:team IS NULL OR team_id = :team)"
+     AND (:team IS NULL OR team_id = :team) \
+     AND (:broken IS NULL OR broken = :broken)"
 );
 
 /// The values of [`MATCHING`]'s parameters.
@@ -119,6 +122,7 @@ struct Filter {
     created_after: Option<i64>,
     created_before: Option<i64>,
     team: Option<i64>,
+    broken: Option<bool>,
 }
 
 impl Filter {
@@ -135,6 +139,7 @@ impl Filter {
             created_after: query.created_after,
             created_before: query.created_before,
             team: query.team,
+            broken: query.broken,
         }
     }
 
@@ -149,6 +154,7 @@ impl Filter {
             (":created_after", &self.created_after),
             (":created_before", &self.created_before),
             (":team", &self.team),
+            (":broken", &self.broken),
         ]
     }
 }
