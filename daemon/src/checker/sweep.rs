@@ -141,7 +141,12 @@ pub async fn run(app: SharedApp, stop: CancellationToken) {
     let mut after = 0u64;
     loop {
         let now = unix_now();
-        let page = match app.store.check_candidates(after, PAGE, now).await {
+        let due_before = now - interval + 1;
+        let page = match app
+            .store
+            .check_candidates(after, PAGE, now, due_before)
+            .await
+        {
             Ok(page) => page,
             Err(e) => {
                 tracing::debug!(error = %e, "link checker cannot read links now");
@@ -162,7 +167,7 @@ pub async fn run(app: SharedApp, stop: CancellationToken) {
             Vec::new()
         } else {
             app.store
-                .claim_checks(ids, now, now - interval + 1, now + claim_for)
+                .claim_checks(ids, now, due_before, now + claim_for)
                 .await
                 .unwrap_or_default()
         };

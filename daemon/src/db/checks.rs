@@ -55,13 +55,15 @@ pub struct LinkCheck {
 /// Where the checker keeps its work and results.
 #[async_trait]
 pub trait CheckStore: Send + Sync {
-    /// Up to `limit` links that are on at `now` (not disabled, not
-    /// expired), by id after `after`.
+    /// Up to `limit` links due at `now`: on (not disabled, not expired),
+    /// last probed before `checked_before` (or never) and not claimed; by
+    /// id after `after`. The sweep reads on from the last id it got.
     async fn check_candidates(
         &self,
         after: u64,
         limit: u32,
         now: i64,
+        checked_before: i64,
     ) -> StoreResult<Vec<CheckTarget>>;
 
     /// Claims, of `ids`, those last probed before `checked_before` (or

@@ -343,13 +343,21 @@ async fn checks(store: &Store) {
         )
         .await
         .unwrap();
-    let due = store.check_candidates(199, 10, 100).await.unwrap();
+    let due = store.check_candidates(199, 10, 100, 50).await.unwrap();
     let ids: Vec<u64> = due.iter().map(|t| t.link_id).collect();
     assert_eq!(ids, [200]);
     assert_eq!(due[0].url, "https://e.com/on");
     assert_eq!(
         store.claim_checks(vec![200], 100, 50, 160).await.unwrap(),
         [200]
+    );
+    assert!(
+        store
+            .check_candidates(199, 10, 100, 50)
+            .await
+            .unwrap()
+            .is_empty(),
+        "claimed: not due"
     );
     assert!(
         store

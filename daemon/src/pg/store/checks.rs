@@ -37,13 +37,17 @@ impl CheckStore for PgStore {
         after: u64,
         limit: u32,
         now: i64,
+        checked_before: i64,
     ) -> StoreResult<Vec<CheckTarget>> {
         let c = self.pg().get().await?;
         let rows = c
             .query(
-                "SELECT id, url FROM links WHERE id > $1 AND NOT disabled \
-                 AND (expires_at IS NULL OR expires_at > $3) ORDER BY id LIMIT $2",
-                &[&(after as i64), &i64::from(limit), &now],
+                "SELECT l.id, l.url FROM links l LEFT JOIN link_checks c ON c.link_id = l.id \
+                 WHERE l.id > $1 AND NOT l.disabled AND (l.expires_at IS NULL OR l.expires_at > $3) \
+                 AND (c.link_id IS NULL OR ((c.checked_at IS NULL OR c.checked_at < $4) \
+                     AND c.claimed_until <= $3)) \
+                 ORDER BY l.id LIMIT $2",
+                &[&(after as i64), &i64::from(limit), &now, &checked_before],
             )
             .await
             .map_err(failed("reading links to check"))?;

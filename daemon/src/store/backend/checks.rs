@@ -28,13 +28,17 @@ impl CheckStore for SqliteStore {
         after: u64,
         limit: u32,
         now: i64,
+        checked_before: i64,
     ) -> StoreResult<Vec<CheckTarget>> {
         self.read(move |c| {
             Ok(c.prepare_cached(
-                "SELECT id, url FROM links WHERE id > ?1 AND disabled = 0 \
-                 AND (expires_at IS NULL OR expires_at > ?3) ORDER BY id LIMIT ?2",
+                "SELECT l.id, l.url FROM links l LEFT JOIN link_checks c ON c.link_id = l.id \
+                 WHERE l.id > ?1 AND l.disabled = 0 AND (l.expires_at IS NULL OR l.expires_at > ?3) \
+                 AND (c.link_id IS NULL OR ((c.checked_at IS NULL OR c.checked_at < ?4) \
+                     AND c.claimed_until <= ?3)) \
+                 ORDER BY l.id LIMIT ?2",
             )?
-            .query_map(params![after as i64, limit, now], |r| {
+            .query_map(params![after as i64, limit, now, checked_before], |r| {
                 Ok(CheckTarget {
                     link_id: r.get::<_, i64>(0)? as u64,
                     url: r.get(1)?,
