@@ -2,7 +2,9 @@
 //! local HTTP server answers 200, 404, 500, a redirect, and silence; each
 //! link's last probe, the failures in a row, the list of failing links and
 //! the metrics follow, and a target that recovers counts as healthy again.
-//! Private addresses are not probed unless allowed.
+//! Private addresses are not probed unless allowed. Single probes first
+//! (`checker::probe`): statuses, redirects, a loop, a refused `HEAD`,
+//! silence, nothing listening.
 
 mod common;
 
@@ -16,15 +18,21 @@ use serde_json::{json, Value};
 use shortlink_core::ipc::LookupResult;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Answers by path; `/flaky` answers 503 until `healed` is set.
-async fn server(healed: Arc<AtomicBool>) -> SocketAddr {
+use shortlinkd::checker::probe::{is_private, probe, system_tls, Outcome, ProbeRules};
+
+/// A target server: answers by path (`/flaky` 503 until `healed` is set,
+/// `/nohead` refuses `HEAD`, `/silent` never answers); every request's
+/// method and path go to the receiver.
+async fn server(healed: Arc<AtomicBool>) -> (SocketAddr, UnboundedReceiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let (seen, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         loop {
             let (mut s, _) = listener.accept().await.unwrap();
-            let healed = healed.clone();
+            let (healed, seen) = (healed.clone(), seen.clone());
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 1024];
@@ -35,15 +43,21 @@ async fn server(healed: Arc<AtomicBool>) -> SocketAddr {
                     }
                 }
                 let head = String::from_utf8_lossy(&buf).to_string();
-                let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
-                let answer = match path.as_str() {
-                    "/ok" => "200 OK\r\n",
-                    "/gone" => "404 Not Found\r\n",
-                    "/boom" => "500 Internal Server Error\r\n",
-                    "/moved" => "302 Found\r\nLocation: /ok\r\n",
-                    "/flaky" if healed.load(Ordering::SeqCst) => "200 OK\r\n",
-                    "/flaky" => "503 Service Unavailable\r\n",
-                    "/silent" => {
+                let mut words = head.split_whitespace();
+                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let _ = seen.send(format!("{method} {path}"));
+                let answer = match (method, path) {
+                    (_, "/ok") => "200 OK\r\n",
+                    (_, "/gone") => "404 Not Found\r\n",
+                    (_, "/boom") => "500 Internal Server Error\r\n",
+                    (_, "/moved") => "302 Found\r\nLocation: /ok\r\n",
+                    (_, "/moved-dead") => "301 Moved\r\nLocation: /gone\r\n",
+                    (_, "/loop") => "302 Found\r\nLocation: /loop\r\n",
+                    ("HEAD", "/nohead") => "405 Method Not Allowed\r\n",
+                    (_, "/nohead") => "200 OK\r\n",
+                    (_, "/flaky") if healed.load(Ordering::SeqCst) => "200 OK\r\n",
+                    (_, "/flaky") => "503 Service Unavailable\r\n",
+                    (_, "/silent") => {
                         tokio::time::sleep(Duration::from_secs(30)).await;
                         return;
                     }
@@ -55,7 +69,7 @@ async fn server(healed: Arc<AtomicBool>) -> SocketAddr {
             });
         }
     });
-    addr
+    (addr, rx)
 }
 
 async fn check(d: &Daemon, code: &str) -> Value {
@@ -69,7 +83,7 @@ async fn check(d: &Daemon, code: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probes_follow_each_target_and_failures_count_in_a_row() {
     let healed = Arc::new(AtomicBool::new(false));
-    let addr = server(healed.clone()).await;
+    let (addr, _) = server(healed.clone()).await;
     let d = Daemon::start_with(&[
         "--check-links=true",
         "--check-interval",
@@ -191,7 +205,7 @@ async fn probes_follow_each_target_and_failures_count_in_a_row() {
 
 #[tokio::test]
 async fn private_targets_are_not_probed_unless_allowed() {
-    let addr = server(Arc::new(AtomicBool::new(false))).await;
+    let (addr, _) = server(Arc::new(AtomicBool::new(false))).await;
     let d = Daemon::start_with(&["--check-links=true", "--check-interval", "1"]).await;
     let v = d
         .create(json!({"url": format!("http://{addr}/gone")}))
@@ -215,4 +229,87 @@ async fn private_targets_are_not_probed_unless_allowed() {
     let v = quiet.create(json!({"url": "https://example.com/"})).await;
     let c = check(&quiet, v["code"].as_str().unwrap()).await;
     assert_eq!(c["checked_at"], Value::Null, "{c}");
+}
+
+// One probe at a time, as the sweep makes them.
+
+fn rules(allow_private: bool) -> ProbeRules {
+    ProbeRules {
+        timeout: Duration::from_millis(800),
+        allow_private,
+        tls: system_tls().unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn statuses_redirects_and_timeouts_as_a_visitor_meets_them() {
+    let (addr, mut seen) = server(Arc::new(AtomicBool::new(false))).await;
+    let url = |p: &str| format!("http://{addr}{p}");
+    let r = rules(true);
+    assert_eq!(probe(&url("/ok"), &r).await, Outcome::Status(200));
+    assert_eq!(probe(&url("/gone"), &r).await, Outcome::Status(404));
+    assert_eq!(probe(&url("/boom"), &r).await, Outcome::Status(500));
+    assert_eq!(probe(&url("/moved"), &r).await, Outcome::Status(200));
+    assert_eq!(probe(&url("/moved-dead"), &r).await, Outcome::Status(404));
+    assert!(probe(&url("/gone"), &r).await.is_failure());
+    assert!(!probe(&url("/moved"), &r).await.is_failure());
+    match probe(&url("/loop"), &r).await {
+        Outcome::Failed(why) => assert!(why.contains("redirects"), "{why}"),
+        other => panic!("a redirect loop: {other:?}"),
+    }
+    let started = std::time::Instant::now();
+    match probe(&url("/silent"), &r).await {
+        Outcome::Failed(why) => assert!(why.contains("no answer within"), "{why}"),
+        other => panic!("a server that never answers: {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // HEAD first; GET only where HEAD is refused.
+    while seen.try_recv().is_ok() {}
+    assert_eq!(probe(&url("/nohead"), &r).await, Outcome::Status(200));
+    let mut methods = Vec::new();
+    while let Ok(m) = seen.try_recv() {
+        methods.push(m);
+    }
+    assert_eq!(methods, ["HEAD /nohead", "GET /nohead"]);
+    // Nothing listening.
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone = closed.local_addr().unwrap();
+    drop(closed);
+    match probe(&format!("http://{gone}/"), &r).await {
+        Outcome::Failed(why) => assert!(why.contains("cannot connect"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn private_addresses_are_not_probed_unless_allowed() {
+    let (addr, mut seen) = server(Arc::new(AtomicBool::new(false))).await;
+    let r = rules(false);
+    match probe(&format!("http://{addr}/ok"), &r).await {
+        Outcome::Skipped(why) => assert!(why.contains("private"), "{why}"),
+        other => panic!("loopback probed: {other:?}"),
+    }
+    match probe(&format!("http://localhost:{}/ok", addr.port()), &r).await {
+        Outcome::Skipped(_) => {}
+        other => panic!("a name of loopback probed: {other:?}"),
+    }
+    assert!(seen.try_recv().is_err(), "the server was reached");
+    for ip in [
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "127.0.0.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "::ffff:10.0.0.1",
+    ] {
+        assert!(is_private(ip.parse().unwrap()), "{ip}");
+    }
+    for ip in ["93.184.216.34", "2606:4700::1111", "100.128.0.1"] {
+        assert!(!is_private(ip.parse().unwrap()), "{ip}");
+    }
 }

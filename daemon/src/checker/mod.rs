@@ -5,6 +5,3 @@
 
 pub mod probe;
 pub mod sweep;
-
-#[cfg(test)]
-mod probe_tests;
