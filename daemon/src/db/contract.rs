@@ -446,10 +446,11 @@ async fn sqlite_keeps_the_contract() {
     store.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_keeps_the_contract() {
-    let cluster = testpg::PgCluster::start("contract");
-    let url = cluster.create_db("contract");
+/// A fresh store on a private PostgreSQL cluster named `name` (the
+/// cluster goes when the returned guard drops).
+pub async fn postgres_store(name: &str) -> (testpg::PgCluster, Store) {
+    let cluster = testpg::PgCluster::start(name);
+    let url = cluster.create_db(name);
     let config = crate::config::Config {
         database: Some(crate::config::DatabaseUrl::parse(&url).unwrap()),
         database_password_file: Some(cluster.password_file()),
@@ -459,7 +460,12 @@ async fn postgres_keeps_the_contract() {
     let pg = crate::pg::store::PgStore::open(&config, &key)
         .await
         .unwrap();
-    let store = Store::new(std::sync::Arc::new(pg));
+    (cluster, Store::new(std::sync::Arc::new(pg)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keeps_the_contract() {
+    let (_cluster, store) = postgres_store("contract").await;
     check_all(&store).await;
     store.close();
 }

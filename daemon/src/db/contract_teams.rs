@@ -214,18 +214,7 @@ async fn sqlite_keeps_the_team_contract() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_keeps_the_team_contract() {
-    let cluster = testpg::PgCluster::start("contract-teams");
-    let url = cluster.create_db("teams");
-    let config = crate::config::Config {
-        database: Some(crate::config::DatabaseUrl::parse(&url).unwrap()),
-        database_password_file: Some(cluster.password_file()),
-        ..crate::config::Config::default()
-    };
-    let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
-    let pg = crate::pg::store::PgStore::open(&config, &key)
-        .await
-        .unwrap();
-    let store = Store::new(std::sync::Arc::new(pg));
+    let (_cluster, store) = super::contract::postgres_store("contract-teams").await;
     check_teams(&store).await;
     store.close();
 }
