@@ -71,7 +71,7 @@ pub async fn follow(
         let started = std::time::Instant::now();
         let result = session(&pg, &options, &out, &mut from, &stop, &mut up).await;
         if up {
-            pg.reach().answered(pg.url());
+            pg.reach().answered(pg.url(), started);
             backoff = Duration::from_millis(100);
         }
         match result {

@@ -203,7 +203,11 @@ impl Pg {
         let started = std::time::Instant::now();
         match self.pool.get().await {
             Ok(client) => {
-                self.reach.answered(&self.shown);
+                // A connection made since the outage was noticed proves
+                // the server answers; one handed out again (checked only
+                // for being open) proves nothing newer.
+                let made = deadpool_postgres::Object::metrics(&client).created;
+                self.reach.answered(&self.shown, made);
                 Ok(client)
             }
             Err(source) => {

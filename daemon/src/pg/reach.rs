@@ -51,12 +51,19 @@ impl Reach {
         }
     }
 
-    /// An operation reached `url`.
-    pub fn answered(&self, url: &str) {
+    /// `url` answered at `at` (a connection made then, a session that
+    /// caught up since then). An answer from before the outage was noticed
+    /// (a pooled connection made earlier and handed out again) proves
+    /// nothing newer and ends no outage.
+    pub fn answered(&self, url: &str, at: Instant) {
         if !self.is_down.load(Ordering::Acquire) {
             return;
         }
         let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        match down.as_ref() {
+            Some((since, _)) if at > *since => {}
+            _ => return,
+        }
         self.is_down.store(false, Ordering::Release);
         if let Some((since, _)) = down.take() {
             *self.recovered.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
@@ -93,9 +100,11 @@ mod tests {
     #[test]
     fn an_outage_is_one_state_from_first_failure_to_first_answer() {
         let r = Reach::default();
-        r.answered("db");
-        assert_eq!(r.problem(), None);
         let t = Instant::now;
+        r.answered("db", t());
+        assert_eq!(r.problem(), None);
+        let begun_before = t();
+        std::thread::sleep(std::time::Duration::from_millis(1));
         r.failed("db", &"connection refused", t());
         r.failed("db", &"connection refused again", t());
         let p = r.problem().unwrap();
@@ -104,8 +113,12 @@ mod tests {
             "{p}"
         );
         assert_eq!(r.failed.load(Ordering::Relaxed), 2);
+        // An operation begun before the outage was noticed ends nothing.
+        r.answered("db", begun_before);
+        assert!(r.problem().is_some());
         let begun_during_the_outage = t();
-        r.answered("db");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        r.answered("db", t());
         assert_eq!(r.problem(), None);
         assert_eq!(r.failed.load(Ordering::Relaxed), 0);
         // Its late failure belongs to the outage that ended; a failure of
