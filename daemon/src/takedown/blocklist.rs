@@ -125,10 +125,17 @@ pub async fn apply(app: &SharedApp, path: &Path) -> Result<u64, BlocklistError> 
     };
     super::tell_edge(app, &done.changed).await;
     let t = &done.record;
-    tracing::warn!(
-        path = %shown, hosts = hosts.len(), takedown = t.id, flagged = t.matched,
-        disabled = t.disabled, "blocklist applied to stored links"
-    );
+    if t.matched > 0 {
+        tracing::warn!(
+            path = %shown, hosts = hosts.len(), takedown = t.id, flagged = t.matched,
+            disabled = t.disabled, "blocklist applied: stored links are on it"
+        );
+    } else {
+        tracing::info!(
+            path = %shown, hosts = hosts.len(), takedown = t.id,
+            "blocklist applied: no stored link is on it"
+        );
+    }
     Ok(t.matched)
 }
 

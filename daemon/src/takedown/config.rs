@@ -62,11 +62,20 @@ pub async fn apply_target_rules(app: &App) -> StoreResult<u64> {
     };
     super::tell_edge(app, &done.changed).await;
     let t = &done.record;
-    tracing::warn!(
-        takedown = t.id, selector = %t.selector, disabled = t.disabled,
-        "the allow/block lists changed: links they refuse were switched off \
-         (undo with shortlinkd takedown undo {})", t.id
-    );
+    // A warning only when stored links were switched off: new lists that
+    // refuse nothing stored (a fresh install) are just noted.
+    if t.disabled > 0 {
+        tracing::warn!(
+            takedown = t.id, selector = %t.selector, disabled = t.disabled,
+            "the allow/block lists changed: links they refuse were switched off \
+             (undo with shortlinkd takedown undo {})", t.id
+        );
+    } else {
+        tracing::info!(
+            takedown = t.id, selector = %t.selector,
+            "the allow/block lists changed: no stored link is refused by them"
+        );
+    }
     Ok(t.disabled)
 }
 
