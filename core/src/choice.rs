@@ -5,13 +5,14 @@
 //! The order: the target of the visitor's country (`country_targets`,
 //! [`crate::country`]), else the most specific device target the link has
 //! ([`DeviceClass::pick_target`]), else one of the link's A/B variants by
-//! weight ([`crate::variants`]: they replace the main target), else the
+//! weight ([`crate::variants`]: they replace the main target; the one a
+//! returning visitor's cookie keeps, if it is still one of them), else the
 //! link's main target.
 //!
 //! The visitor's country is asked for (`country`, an nginx variable at the
-//! edge) only when the link has country targets, and a random number only
-//! when a variant is picked, so a link without them pays nothing for the
-//! rule.
+//! edge) only when the link has country targets, and the kept variant
+//! and a random number only when a variant is picked, so a link without
+//! them pays nothing for the rule.
 
 use crate::country::Country;
 use crate::device::DeviceClass;
@@ -23,16 +24,26 @@ pub enum Choice {
     Country(usize),
     /// The target of this device class; `Other` is the link's main target.
     Device(DeviceClass),
-    /// The link's A/B variant at this index.
+    /// The link's A/B variant at this index, picked for this visit.
     Variant(usize),
+    /// The link's A/B variant at this index, the one the visitor's cookie
+    /// keeps them on.
+    Kept(usize),
 }
 
 /// A link's A/B variants as the rule needs them: their weights, in the
-/// link's order, and where a random number comes from (asked for only
-/// when a variant is picked).
-pub struct Variants<W, R> {
+/// link's order, the variant the visitor is kept on (a verified cookie)
+/// and where a random number comes from (both asked for only when a
+/// variant is picked).
+pub struct Variants<W, R, K = fn() -> Option<usize>> {
     pub weights: W,
     pub random: R,
+    pub kept: K,
+}
+
+/// No variant kept.
+fn none_kept() -> Option<usize> {
+    None
 }
 
 impl Variants<core::iter::Empty<u32>, fn() -> u64> {
@@ -41,6 +52,18 @@ impl Variants<core::iter::Empty<u32>, fn() -> u64> {
         Variants {
             weights: core::iter::empty(),
             random: || 0,
+            kept: none_kept,
+        }
+    }
+}
+
+impl<W, R> Variants<W, R> {
+    /// These weights and random numbers, no variant kept.
+    pub fn picked(weights: W, random: R) -> Self {
+        Variants {
+            weights,
+            random,
+            kept: none_kept,
         }
     }
 }
@@ -50,17 +73,18 @@ impl Variants<core::iter::Empty<u32>, fn() -> u64> {
 /// country (asked for only when `countries` is not empty), which device
 /// classes have a target (`has_device`) and the link's variants.
 #[inline]
-pub fn choose<I, W, R>(
+pub fn choose<I, W, R, K>(
     countries: I,
     country: impl FnOnce() -> Country,
     device: DeviceClass,
     has_device: impl Fn(DeviceClass) -> bool,
-    variants: Variants<W, R>,
+    variants: Variants<W, R, K>,
 ) -> Choice
 where
     I: IntoIterator<Item = Country>,
     W: Iterator<Item = u32> + Clone,
     R: FnOnce() -> u64,
+    K: FnOnce() -> Option<usize>,
 {
     let mut countries = countries.into_iter().peekable();
     if countries.peek().is_some() {
@@ -76,6 +100,11 @@ where
             let mut weights = variants.weights.clone().peekable();
             if weights.peek().is_none() {
                 return Choice::Device(DeviceClass::Other);
+            }
+            if let Some(i) = (variants.kept)() {
+                if i < variants.weights.clone().count() {
+                    return Choice::Kept(i);
+                }
             }
             match crate::variants::pick(variants.weights, (variants.random)()) {
                 Some(i) => Choice::Variant(i),
@@ -151,6 +180,7 @@ mod tests {
             Variants {
                 weights: [1u32].into_iter(),
                 random: || panic!("asked for a random number"),
+                kept: || panic!("asked for the kept variant"),
             },
         );
         assert_eq!(choice, Choice::Device(DeviceClass::Mobile));
@@ -160,10 +190,7 @@ mod tests {
     fn variants_replace_the_main_target_only() {
         let codes = [code("NL")];
         let ios_only = |c: DeviceClass| c == DeviceClass::Ios;
-        let variants = |random: u64| Variants {
-            weights: [1u32, 3].into_iter(),
-            random: move || random,
-        };
+        let variants = |random: u64| Variants::picked([1u32, 3].into_iter(), move || random);
         let pick = |country: Country, device, random| {
             choose(codes, || country, device, ios_only, variants(random))
         };
@@ -184,5 +211,40 @@ mod tests {
             Choice::Variant(1)
         );
         assert_eq!(pick(UNKNOWN, DeviceClass::Android, 7), Choice::Variant(1));
+    }
+
+    #[test]
+    fn a_kept_variant_wins_over_the_pick_and_nothing_else() {
+        let codes = [code("NL")];
+        let ios_only = |c: DeviceClass| c == DeviceClass::Ios;
+        let kept = |k: Option<usize>| Variants {
+            weights: [1u32, 3, 5].into_iter(),
+            random: || 0,
+            kept: move || k,
+        };
+        let pick =
+            |country: Country, device, k| choose(codes, || country, device, ios_only, kept(k));
+        assert_eq!(
+            pick(code("FR"), DeviceClass::Desktop, Some(2)),
+            Choice::Kept(2)
+        );
+        assert_eq!(
+            pick(code("FR"), DeviceClass::Desktop, None),
+            Choice::Variant(0)
+        );
+        // A kept index past the variants the link has now: a fresh pick.
+        assert_eq!(
+            pick(code("FR"), DeviceClass::Desktop, Some(3)),
+            Choice::Variant(0)
+        );
+        // Country and device targets still win.
+        assert_eq!(
+            pick(code("NL"), DeviceClass::Desktop, Some(2)),
+            Choice::Country(0)
+        );
+        assert_eq!(
+            pick(code("FR"), DeviceClass::Ios, Some(2)),
+            Choice::Device(DeviceClass::Ios)
+        );
     }
 }

@@ -209,7 +209,7 @@ impl EdgeLink {
         match choose(codes, || country, device, has, Variants::none()) {
             Choice::Country(i) => &self.country_targets[i].1,
             Choice::Device(class) => self.targets.get(class).unwrap_or(&self.target),
-            Choice::Variant(_) => &self.target,
+            Choice::Variant(_) | Choice::Kept(_) => &self.target,
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod alias;
 pub mod blocklist;
+pub mod check_mode;
 pub mod choice;
 pub mod clicks;
 pub mod codec;

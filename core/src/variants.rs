@@ -74,9 +74,84 @@ pub fn pick(weights: impl Iterator<Item = u32> + Clone, random: u64) -> Option<u
     None
 }
 
+/// The edge cookie (`crate::edge_cookie`, purpose [`COOKIE_PURPOSE`]) that
+/// keeps a returning visitor on the variant they got: its name, scoped to
+/// the link's path like the password cookie.
+pub const COOKIE_NAME: &str = "shortlink_v";
+/// The cookie's signing purpose.
+pub const COOKIE_PURPOSE: &str = "variant";
+
+/// FNV-1a of a variant's URL, 32 bits: binds a kept variant to the URL the
+/// visitor got, so an edit that changes or reorders the variants sends a
+/// returning visitor through a fresh pick instead of to another target.
+pub fn tag(url: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in url {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// The cookie's signed value for variant `index` with `url`:
+/// `<index>-<8 hex digits of the URL's tag>`, within the edge cookie's
+/// alphabet.
+pub fn kept_value(index: usize, url: &[u8]) -> String {
+    format!("{index}-{:08x}", tag(url))
+}
+
+/// The variant a verified cookie value keeps, if it still names a variant
+/// of the link (`tag_of(i)` is the [`tag`] of variant `i`'s URL, for
+/// `i < count`) with the same URL. Allocates nothing: the edge runs it on
+/// the request path.
+pub fn kept_by(value: &str, count: usize, tag_of: impl Fn(usize) -> u32) -> Option<usize> {
+    let (index, tag) = value.split_once('-')?;
+    if index.is_empty() || index.len() > 1 || tag.len() != 8 {
+        return None;
+    }
+    let index = usize::from(index.as_bytes()[0].checked_sub(b'0')?);
+    let tag = u32::from_str_radix(tag, 16).ok()?;
+    (index < count && index < MAX_VARIANTS && tag_of(index) == tag).then_some(index)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_value_names_its_variant_while_the_url_stays() {
+        let urls: [&[u8]; 3] = [
+            b"https://a.example/",
+            b"https://b.example/",
+            b"https://c.example/",
+        ];
+        for (i, u) in urls.iter().enumerate() {
+            let v = kept_value(i, u);
+            assert!(
+                v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+                "{v}"
+            );
+            assert_eq!(kept_by(&v, 3, |j| tag(urls[j])), Some(i));
+        }
+        // Fewer variants now, or another URL at that place: a fresh pick.
+        let v = kept_value(2, urls[2]);
+        assert_eq!(kept_by(&v, 2, |j| tag(urls[j])), None);
+        let v = kept_value(1, b"https://old.example/");
+        assert_eq!(kept_by(&v, 3, |j| tag(urls[j])), None);
+        for bad in [
+            "",
+            "1",
+            "-0000",
+            "12-00000000",
+            "a-00000000",
+            "1-0000000",
+            "1-zzzzzzzz",
+            "/-00000000",
+        ] {
+            assert_eq!(kept_by(bad, 8, |_| 0), None, "{bad:?}");
+        }
+        assert_eq!(kept_by("9-00000000", 10, |_| 0), None);
+    }
 
     #[test]
     fn every_random_value_lands_by_weight() {

@@ -313,3 +313,152 @@ async fn private_addresses_are_not_probed_unless_allowed() {
         assert!(!is_private(ip.parse().unwrap()), "{ip}");
     }
 }
+
+/// A link's own `check`: `off` is never probed, `report` never sends its
+/// visitors to the fallback, `fallback` does after 3 failures although
+/// the site sets no number, and an edit takes effect at once (a broken
+/// link switched to `report` is answered again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_links_own_check_wins_over_the_site() {
+    let (addr, mut seen) = server(Arc::new(AtomicBool::new(false))).await;
+    let d = Daemon::start_with(&[
+        "--check-links=true",
+        "--check-interval",
+        "1",
+        "--check-private=true",
+        "--check-host-interval-ms",
+        "0",
+        "--check-timeout",
+        "1",
+    ])
+    .await;
+    let mut codes = std::collections::HashMap::new();
+    for (path, check) in [
+        ("never", json!("off")),
+        ("gone", json!("fallback")),
+        ("boom", json!("report")),
+        ("moved-dead", Value::Null),
+    ] {
+        let v = d
+            .create(json!({"url": format!("http://{addr}/{path}"), "check": check}))
+            .await;
+        assert_eq!(v["check"], check, "{v}");
+        codes.insert(path, v["code"].as_str().unwrap().to_string());
+    }
+    let failed_thrice = || async {
+        for path in ["gone", "boom", "moved-dead"] {
+            if check(&d, &codes[path]).await["failures"].as_u64() < Some(3) {
+                return false;
+            }
+        }
+        true
+    };
+    assert!(
+        eventually(Duration::from_secs(30), failed_thrice).await,
+        "{}",
+        d.log()
+    );
+    let link = |path: &'static str| {
+        let d = &d;
+        let code = codes[path].clone();
+        async move {
+            let (s, v) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+            assert_eq!(s, 200, "{v}");
+            v
+        }
+    };
+    assert_eq!(link("gone").await["broken"], true);
+    assert_eq!(link("boom").await["broken"], false);
+    assert_eq!(link("moved-dead").await["broken"], false);
+    let never = check(&d, &codes["never"]).await;
+    assert!(never["checked_at"].is_null(), "{never}");
+    let mut paths = Vec::new();
+    while let Ok(p) = seen.try_recv() {
+        paths.push(p);
+    }
+    assert!(!paths.iter().any(|p| p.ends_with("/never")), "{paths:?}");
+    let mut ipc = d.ipc().await;
+    assert_eq!(ipc.lookup(1, &codes["gone"]).await, LookupResult::Gone);
+    assert!(matches!(
+        ipc.lookup(2, &codes["boom"]).await,
+        LookupResult::Found(_)
+    ));
+
+    // Switched to `report`: answered again at once; `off` back to the
+    // site's settings: probed.
+    let (s, v) = d
+        .req(
+            "PATCH",
+            &format!("/api/v1/links/{}", codes["gone"]),
+            Some(json!({"check": "report"})),
+        )
+        .await;
+    assert_eq!(
+        (s, &v["broken"], &v["check"]),
+        (200, &json!(false), &json!("report")),
+        "{v}"
+    );
+    assert!(matches!(
+        ipc.lookup(3, &codes["gone"]).await,
+        LookupResult::Found(_)
+    ));
+    let (s, v) = d
+        .req(
+            "PATCH",
+            &format!("/api/v1/links/{}", codes["never"]),
+            Some(json!({"check": null})),
+        )
+        .await;
+    assert_eq!((s, &v["check"]), (200, &Value::Null), "{v}");
+    let probed = || async { !check(&d, &codes["never"]).await["checked_at"].is_null() };
+    assert!(
+        eventually(Duration::from_secs(10), probed).await,
+        "{}",
+        d.log()
+    );
+
+    // Anything else is refused, naming the field.
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/links",
+            Some(json!({"url": "https://example.com/", "check": "sometimes"})),
+        )
+        .await;
+    assert!(s == 400 || s == 422, "{s} {v}");
+    assert!(v.to_string().contains("check"), "{v}");
+
+    // The CLI sets it and hands it back to the site; the export carries it.
+    let out = d.cli(&["link", "update", &codes["boom"], "--check", "off"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, v) = d
+        .req("GET", &format!("/api/v1/links/{}", codes["boom"]), None)
+        .await;
+    assert_eq!(v["check"], "off", "{v}");
+    let out = d.cli(&["export", "-"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "check").unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{},", codes["boom"])))
+        .unwrap();
+    assert_eq!(row.split(',').nth(col), Some("off"), "{text}");
+    let out = d.cli(&["link", "update", &codes["boom"], "--check", "site"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, v) = d
+        .req("GET", &format!("/api/v1/links/{}", codes["boom"]), None)
+        .await;
+    assert!(v["check"].is_null(), "{v}");
+    let out = d.cli(&["link", "create", "https://example.com/", "--check", "never"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--check"));
+}

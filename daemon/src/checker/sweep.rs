@@ -5,6 +5,7 @@
 //! Each result is recorded at once; after each full sweep the count of
 //! failing links goes to the metrics.
 
+use shortlink_core::check_mode::fallback_after;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -76,7 +77,7 @@ async fn check(app: &SharedApp, rules: &ProbeRules, pace: &HostPace, target: Che
         _ => app.metrics.link_probes_failed.inc(),
     };
     let r = result(target.link_id, &outcome);
-    let fallback_after = app.config.checker.fallback_after;
+    let fallback_after = fallback_after(target.check, app.config.checker.fallback_after);
     match app.store.record_check(r, fallback_after).await {
         Ok(recorded) => {
             if outcome.is_failure() {

@@ -1,6 +1,7 @@
 //! The command line's shape: subcommands and their arguments, and where
 //! the daemon flags ([`SettingsArgs`]) may stand.
 
+use shortlink_core::check_mode::CheckMode;
 use std::path::PathBuf;
 
 use clap::{Arg, Args, CommandFactory, Parser, Subcommand, ValueEnum};
@@ -199,6 +200,11 @@ pub enum LinkCommand {
         /// most 8); variants replace the main URL, picked by weight.
         #[arg(long = "variant", value_name = "WEIGHT=URL", value_parser = variant)]
         variants: Vec<VariantInput>,
+        /// The link checker for this link: `off` (never probed), `report`
+        /// (never sent to the fallback) or `fallback`; default: the site's
+        /// `[checker]` settings.
+        #[arg(long, value_enum)]
+        check: Option<LinkCheck>,
     },
     /// Show a link (JSON).
     Get {
@@ -311,6 +317,35 @@ pub struct UpdateArgs {
     /// Remove every A/B variant.
     #[arg(long)]
     pub no_variants: bool,
+    /// The link checker for this link: `off`, `report`, `fallback`, or
+    /// `site` to leave it to the `[checker]` settings again.
+    #[arg(long, value_enum)]
+    pub check: Option<LinkCheck>,
+}
+
+/// `--check`: the link's own choice about the link checker, or the site's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinkCheck {
+    /// Never probe this link.
+    Off,
+    /// Probe and report, never send visitors to the fallback.
+    Report,
+    /// Probe; send visitors to the fallback while the target is dead.
+    Fallback,
+    /// As the `[checker]` settings say.
+    Site,
+}
+
+impl LinkCheck {
+    /// The link field's value: `None` leaves it to the site.
+    pub fn value(self) -> Option<CheckMode> {
+        match self {
+            LinkCheck::Off => Some(CheckMode::Off),
+            LinkCheck::Report => Some(CheckMode::Report),
+            LinkCheck::Fallback => Some(CheckMode::Fallback),
+            LinkCheck::Site => None,
+        }
+    }
 }
 
 /// One `--variant WEIGHT=URL`.

@@ -26,6 +26,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
             country_targets,
             password_file,
             variants,
+            check,
         } => {
             let password = password_file
                 .as_deref()
@@ -43,6 +44,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
                 country_targets: country_map(country_targets)?,
                 password,
                 variants: (!variants.is_empty()).then_some(variants),
+                check: check.and_then(|c| c.value()),
                 ..CreateLink::default()
             };
             let link = client.create_link(&req).await?;
@@ -145,6 +147,9 @@ async fn patch_body(client: &Client, a: UpdateArgs) -> Result<Value> {
     }
     if let Some(f) = a.forward_query {
         body.insert("forward_query".into(), json!(f.value()));
+    }
+    if let Some(c) = a.check {
+        body.insert("check".into(), json!(c.value()));
     }
     if let Some(t) = country_map(a.country_targets)? {
         body.insert("country_targets".into(), json!(t));

@@ -11,6 +11,8 @@ use crate::store::StoreResult;
 pub struct CheckTarget {
     pub link_id: u64,
     pub url: String,
+    /// The link's own choice (never `off`: those are not candidates).
+    pub check: Option<shortlink_core::check_mode::CheckMode>,
 }
 
 /// What one probe found.

@@ -8,7 +8,7 @@ use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 19] = [
+pub const HEADER: [&str; 20] = [
     "code",
     "url",
     "alias",
@@ -28,6 +28,7 @@ pub const HEADER: [&str; 19] = [
     "country_targets",
     "protected",
     "variants",
+    "check",
 ];
 
 /// A link's A/B variants as one cell (and as the CLI's `--variant` takes
@@ -113,7 +114,7 @@ fn rfc3339(t: Option<Timestamp>) -> String {
 /// A protected link's password is never exported (only its hash is stored,
 /// and that stays in the database): `protected` says `true`, and an import
 /// refuses such a row rather than make the link open to everyone.
-pub fn record(l: &LinkView) -> [String; 19] {
+pub fn record(l: &LinkView) -> [String; 20] {
     let opt = |s: &Option<String>| s.clone().unwrap_or_default();
     [
         l.generated_code.clone(),
@@ -135,6 +136,7 @@ pub fn record(l: &LinkView) -> [String; 19] {
         country_targets_cell(&l.country_targets),
         if l.protected { "true" } else { "" }.to_string(),
         variants_cell(&l.variants),
+        l.check.map(|m| m.as_str().to_string()).unwrap_or_default(),
     ]
 }
 
@@ -197,6 +199,7 @@ mod tests {
                     weight: 1,
                 },
             ],
+            check: Some(shortlink_core::check_mode::CheckMode::Report),
         }
     }
 
@@ -222,6 +225,22 @@ mod tests {
     }
 
     #[test]
+    fn a_check_cell_that_is_no_mode_is_refused_naming_its_column() {
+        let text = "url,check\nhttps://example.com/,sometimes\n";
+        let mut r = reader(text.as_bytes());
+        let header = r.headers().unwrap().clone();
+        let cols = Format::detect(&header).unwrap().columns(&header).unwrap();
+        let rec = r.records().next().unwrap().unwrap();
+        let e = cols.read(2, &rec).unwrap_err();
+        assert_eq!(e.column, "check");
+        assert!(
+            e.message.contains("off, report or fallback"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn an_exported_link_reads_back_as_the_same_import_row() {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(HEADER).unwrap();
@@ -232,7 +251,7 @@ mod tests {
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
              2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false,\
              DE=https://example.de/a=b FR=https://example.fr/,,\
-             3=https://example.com/a?x=1 1=https://example.com/b"
+             3=https://example.com/a?x=1 1=https://example.com/b,report"
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();
@@ -255,6 +274,7 @@ mod tests {
         assert_eq!(extra.forward_query, Some(false));
         assert_eq!(extra.country_targets, Some(view().country_targets));
         assert_eq!(extra.variants, Some(view().variants));
+        assert_eq!(extra.check, view().check);
         assert_eq!(
             extra
                 .created_at

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use shortlink_core::check_mode::CheckMode;
 use shortlink_core::RedirectStatus;
 use utoipa::openapi::schema::{
     ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
@@ -111,6 +112,23 @@ fn redirect_schema() -> Schema {
         .enum_values(Some(values))
         .description(Some(
             "Redirect status: 301, 302, 307 or 308; null: the edge's default",
+        ))
+        .into()
+}
+
+/// `check`: one of the link checker's modes, or `null` for the site's.
+pub(crate) fn check_schema() -> Schema {
+    let mut values: Vec<serde_json::Value> =
+        [CheckMode::Off, CheckMode::Report, CheckMode::Fallback]
+            .iter()
+            .map(|m| m.as_str().into())
+            .collect();
+    values.push(serde_json::Value::Null);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(values))
+        .description(Some(
+            "The link checker for this link: off (never probed), report (never sent to the fallback) or fallback; null: the site's [checker] settings",
         ))
         .into()
 }
@@ -221,6 +239,13 @@ pub struct CreateLink {
     /// replace `url`; country and device targets win.
     #[schema(max_items = 8)]
     pub variants: Option<Vec<VariantInput>>,
+    /// The background link checker for this link: `off` (never probed),
+    /// `report` (probed, never sent to the fallback) or `fallback`
+    /// (probed; visitors go to the fallback after `checker.fallback_after`
+    /// failures in a row, 3 when that is 0); absent or `null`: the site's
+    /// `[checker]` settings decide.
+    #[schema(schema_with = check_schema)]
+    pub check: Option<CheckMode>,
 }
 
 /// One A/B target: a URL judged like `url`, and its weight.
@@ -392,4 +417,9 @@ pub struct UpdateLink {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<Vec<VariantInput>>, nullable, max_items = 8)]
     pub variants: Option<Option<Vec<VariantInput>>>,
+    /// `off`, `report` or `fallback` wins over the site's `[checker]`
+    /// settings for this link; `null` leaves it to the site again.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(schema_with = check_schema)]
+    pub check: Option<Option<CheckMode>>,
 }

@@ -8,6 +8,7 @@
 //! new lifetime takes the link's remaining one. The error reported is the
 //! one of the first bad field, in the order of [`UpdateLink`]'s fields.
 
+use shortlink_core::check_mode::{may_fall_back, CheckMode};
 use shortlink_core::country::CountryTargets;
 use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::variants::Variant;
@@ -52,6 +53,8 @@ pub struct CheckedPatch {
     disabled: Option<bool>,
     /// `Some(None)` leaves the choice to the location again.
     forward_query: Option<Option<bool>>,
+    /// `Some(None)` leaves the checker to the site's settings again.
+    check: Option<Option<CheckMode>>,
     /// Replaces the country targets (empty: removes them).
     country_targets: Option<CountryTargets>,
     /// A new password hash (`Some(None)` removes the password); hashed
@@ -142,6 +145,7 @@ impl LinkRules {
         }
         out.disabled = patch.disabled;
         out.forward_query = patch.forward_query;
+        out.check = patch.check;
         if let Some(t) = &patch.country_targets {
             out.country_targets = Some(match t {
                 Some(t) => self.check_country_targets(t, &mut out.alias_targets)?,
@@ -225,6 +229,12 @@ impl CheckedPatch {
         }
         if let Some(f) = self.forward_query {
             link.forward_query = f;
+        }
+        if let Some(m) = self.check {
+            link.check = m;
+            if !may_fall_back(m) {
+                link.broken = false;
+            }
         }
         if let Some(v) = self.variants {
             link.variants = v;

@@ -144,6 +144,7 @@ impl LinkRules {
             // Set to the creator's team with the id (`ops::new_link`).
             team_id: crate::auth::DEFAULT_TEAM,
             broken: false,
+            check: req.check,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),
@@ -327,7 +328,15 @@ fn dedupe_hash(req: &CreateLink, link: &Link) -> [u8; 32] {
         (f, _, variants) => serde_json::to_vec(&(fields, f, countries, variants)),
     }
     .expect("plain values serialize");
-    Sha256::digest(&canonical).into()
+    // A link's own checker choice likewise, after the JSON (which cannot
+    // run on past its closing bracket).
+    let mut hasher = Sha256::new();
+    hasher.update(&canonical);
+    if let Some(m) = link.check {
+        hasher.update(b"|check=");
+        hasher.update(m.as_str().as_bytes());
+    }
+    hasher.finalize().into()
 }
 
 /// `expires_at` and `ttl` given together.

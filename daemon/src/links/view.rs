@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use shortlink_core::check_mode::CheckMode;
 use shortlink_core::Codec;
 use utoipa::ToSchema;
 
@@ -77,6 +78,11 @@ pub struct LinkView {
     /// `[]` for none.
     #[serde(default)]
     pub variants: Vec<VariantInput>,
+    /// The link's own choice about the link checker (`off`, `report`,
+    /// `fallback`); absent: the site's `[checker]` settings decide.
+    #[serde(default)]
+    #[schema(schema_with = super::input::check_schema)]
+    pub check: Option<CheckMode>,
 }
 
 impl LinkView {
@@ -125,6 +131,7 @@ impl LinkView {
                     weight: u64::from(v.weight),
                 })
                 .collect(),
+            check: link.check,
         }
     }
 }

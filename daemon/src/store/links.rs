@@ -1,6 +1,7 @@
 //! The `links` table.
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
+use shortlink_core::check_mode::CheckMode;
 use shortlink_core::country::{Country, CountryTargets};
 use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::variants::{Variant, MAX_VARIANTS};
@@ -67,6 +68,9 @@ pub struct Link {
     /// probes in a row: the edge answers the link as gone (the fallback)
     /// until a probe finds it healthy. Only the checker sets it.
     pub broken: bool,
+    /// The link's own choice about the checker (`shortlink_core::check_mode`);
+    /// `None`: the site's `[checker]` settings decide.
+    pub check: Option<CheckMode>,
 }
 
 /// Variants as stored: a JSON array of `{"url", "weight"}`, `None` for
@@ -180,7 +184,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id, broken"
+         variants, team_id, broken, check_mode"
     };
 }
 const COLUMNS: &str = columns!();
@@ -220,6 +224,16 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
         variants: variants_from_stored(row.get::<_, Option<String>>(21)?.as_deref()),
         team_id: row.get(22)?,
         broken: row.get(23)?,
+        check: match row.get::<_, Option<String>>(24)? {
+            None => None,
+            Some(m) => Some(CheckMode::parse(&m).map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    24,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                )
+            })?),
+        },
     })
 }
 
@@ -240,9 +254,9 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
          max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
          disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
-         variants, team_id) \
+         variants, team_id, check_mode) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-         ?19, ?20, ?21, ?22)",
+         ?19, ?20, ?21, ?22, ?23)",
     )?;
     st.execute(params![
         link.id as i64,
@@ -267,6 +281,7 @@ pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> Sto
         link.password_hash,
         variants_to_stored(&link.variants),
         link.team_id,
+        link.check.map(CheckMode::as_str),
     ])
     .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if link.alias.is_some() {
@@ -287,7 +302,8 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
              renew_ttl = ?6, max_visits = ?7, redirect = ?8, target_desktop = ?9, \
              target_mobile = ?10, target_ios = ?11, target_android = ?12, disabled = ?13, \
              tags = ?14, forward_query = ?15, country_targets = ?16, password_hash = ?17, \
-             variants = ?18, dedupe_hash = NULL WHERE id = ?1",
+             variants = ?18, check_mode = ?19, dedupe_hash = NULL, \
+             broken = CASE WHEN ?19 IN ('off', 'report') THEN 0 ELSE broken END WHERE id = ?1",
         )?
         .execute(params![
             link.id as i64,
@@ -308,6 +324,7 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
             country_targets_to_stored(&link.country_targets),
             link.password_hash,
             variants_to_stored(&link.variants),
+            link.check.map(CheckMode::as_str),
         ])
         .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if n == 0 {

@@ -130,15 +130,15 @@ impl Hit {
         let countries = link.country_count();
         let codes = (0..countries).map(|i| link.country(i));
         let has = |c| link.has_target(c);
-        let variants = Variants {
-            weights: (0..link.variant_count()).map(|i| link.weight(i)),
-            random: ngx_random,
-        };
+        let variants = Variants::picked(
+            (0..link.variant_count()).map(|i| link.weight(i)),
+            ngx_random,
+        );
         let mut variant = None;
         let target = match choose(codes, country, device, has, variants) {
             Choice::Country(i) => link.country_target(i),
             Choice::Device(class) => link.target(class),
-            Choice::Variant(i) => {
+            Choice::Variant(i) | Choice::Kept(i) => {
                 variant = Some(i as u8);
                 link.variant_target(i)
             }

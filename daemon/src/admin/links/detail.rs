@@ -222,6 +222,10 @@ pub(super) fn detail_page(
                             None => "nginx default (shortlink_forward_query)",
                         } }
                         @if let Some(m) = link.max_visits { dt { "Max visits" } dd { (m) } }
+                        dt { "Link checker" } dd id="check" { @match link.check {
+                            Some(m) => (m.as_str()),
+                            None => "the site's settings",
+                        } }
                         dt { "Password" } dd id="protected" {
                             @if link.password_hash.is_some() { "protected: visitors must type it" } @else { "none" }
                         }

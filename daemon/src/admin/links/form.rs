@@ -3,6 +3,7 @@
 //! and link errors as messages next to those fields.
 
 use maud::{html, Markup};
+use shortlink_core::check_mode::CheckMode;
 use shortlink_core::RedirectStatus;
 
 use super::super::view::{self, FieldErrors};
@@ -46,6 +47,8 @@ pub struct LinkForm {
     pub protected: bool,
     /// A/B variants, `WEIGHT=URL` per line (or separated by spaces).
     pub variants: String,
+    /// `off`, `report`, `fallback`, or empty for the site's checker settings.
+    pub check: String,
 }
 
 /// What [`LinkForm::numbers`] reads from the form's text.
@@ -55,7 +58,19 @@ struct Numbers {
     forward_query: Option<bool>,
     country_targets: std::collections::BTreeMap<String, String>,
     variants: Vec<crate::links::VariantInput>,
+    check: Option<CheckMode>,
 }
+
+/// The choices of the link checker select: value, label.
+const CHECK: [(&str, &str); 4] = [
+    ("", "the site's [checker] settings"),
+    ("off", "never probe this link"),
+    ("report", "probe and report only"),
+    (
+        "fallback",
+        "probe; send visitors to the fallback while it is dead",
+    ),
+];
 
 /// The choices of the query-forwarding select: value, label.
 const FORWARD_QUERY: [(&str, &str); 3] = [
@@ -84,6 +99,7 @@ impl LinkForm {
             remove_password: !f.get("remove_password").is_empty(),
             protected: false,
             variants: f.get("variants"),
+            check: f.get("check"),
         }
     }
 
@@ -121,6 +137,7 @@ impl LinkForm {
                 .map(|v| format!("{}={}", v.weight, v.url))
                 .collect::<Vec<_>>()
                 .join("\n"),
+            check: l.check.map(|m| m.as_str().to_string()).unwrap_or_default(),
         }
     }
 
@@ -167,6 +184,16 @@ impl LinkForm {
                 );
                 None
             }
+        };
+        let check = match self.check.as_str() {
+            "" => None,
+            m => match CheckMode::parse(m) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    errors.insert("check".into(), e.to_string());
+                    None
+                }
+            },
         };
         let redirect = match self.redirect.as_str() {
             "" => None,
@@ -216,6 +243,7 @@ impl LinkForm {
                 forward_query,
                 country_targets,
                 variants,
+                check,
             })
         } else {
             Err(errors)
@@ -230,6 +258,7 @@ impl LinkForm {
             forward_query,
             country_targets,
             variants,
+            check,
         } = self.numbers()?;
         Ok(CreateLink {
             url: self.url.clone(),
@@ -244,6 +273,7 @@ impl LinkForm {
             country_targets: (!country_targets.is_empty()).then_some(country_targets),
             password: self.new_password(),
             variants: (!variants.is_empty()).then_some(variants),
+            check,
             ..CreateLink::default()
         })
     }
@@ -257,6 +287,7 @@ impl LinkForm {
             forward_query,
             country_targets,
             variants,
+            check,
         } = self.numbers()?;
         let shown = current
             .expires_at
@@ -283,6 +314,7 @@ impl LinkForm {
                 (None, false) => None,
             },
             variants: Some((!variants.is_empty()).then_some(variants)),
+            check: Some(check),
             ..UpdateLink::default()
         })
     }
@@ -352,6 +384,16 @@ pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
             }
             p.hint { "Appended to the target (for UTM tags); the link's choice wins over nginx's." }
             (view::field_error(errors, "forward_query"))
+        }
+        div.field.invalid[errors.contains_key("check")] {
+            label for="f-check" { "Link checker" }
+            select id="f-check" name="check" {
+                @for (v, label) in CHECK {
+                    option value=(v) selected[form.check == v] { (label) }
+                }
+            }
+            p.hint { "Whether the background checker probes this link's target, and whether a dead target sends visitors to the fallback." }
+            (view::field_error(errors, "check"))
         }
         fieldset {
             legend { "Device targets (optional)" }
@@ -467,6 +509,29 @@ mod tests {
             };
             assert_eq!(LinkForm::from_link(&link).forward_query, v);
             assert_eq!(f.to_update(&link).unwrap().forward_query, Some(want));
+        }
+        let odd = LinkForm {
+            check: "sometimes".into(),
+            ..form.clone()
+        };
+        assert!(odd.to_create().unwrap_err().contains_key("check"));
+        for (v, want) in [
+            ("", None),
+            ("off", Some(CheckMode::Off)),
+            ("report", Some(CheckMode::Report)),
+            ("fallback", Some(CheckMode::Fallback)),
+        ] {
+            let f = LinkForm {
+                check: v.into(),
+                ..form.clone()
+            };
+            assert_eq!(f.to_create().unwrap().check, want, "{v:?}");
+            let link = Link {
+                check: want,
+                ..Link::default()
+            };
+            assert_eq!(LinkForm::from_link(&link).check, v);
+            assert_eq!(f.to_update(&link).unwrap().check, Some(want));
         }
 
         // Unchanged expiry is left alone; cleared becomes null.

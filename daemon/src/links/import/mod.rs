@@ -212,6 +212,7 @@ impl Links<'_> {
             forward_query: extra.forward_query,
             country_targets: extra.country_targets,
             variants: extra.variants,
+            check: extra.check,
             ..CreateLink::default()
         };
         let created_at = extra.created_at.as_deref().map(|t| created_at(t, now));

@@ -42,6 +42,9 @@ pub struct ImportExtra {
     pub country_targets: Option<std::collections::BTreeMap<String, String>>,
     /// A/B variants (weight and URL), in order.
     pub variants: Option<Vec<crate::links::VariantInput>>,
+    /// The link's own choice about the link checker; absent: the site's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<shortlink_core::check_mode::CheckMode>,
     /// When the link was first made (Unix seconds or RFC 3339; not in the
     /// future); absent: now.
     #[serde(default, skip_serializing_if = "Option::is_none")]

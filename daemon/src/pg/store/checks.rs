@@ -4,6 +4,7 @@
 //! two nodes sweeping the same links probe each once.
 
 use async_trait::async_trait;
+use shortlink_core::check_mode::CheckMode;
 use tokio_postgres::Row;
 
 use super::links::{commit, counted};
@@ -11,7 +12,7 @@ use super::rows::failed;
 use super::PgStore;
 use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
 use crate::pg::changes;
-use crate::store::StoreResult;
+use crate::store::{StoreError, StoreResult};
 
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";
 
@@ -42,8 +43,10 @@ impl CheckStore for PgStore {
         let c = self.pg().get().await?;
         let rows = c
             .query(
-                "SELECT l.id, l.url FROM links l LEFT JOIN link_checks c ON c.link_id = l.id \
+                "SELECT l.id, l.url, l.check_mode FROM links l \
+                 LEFT JOIN link_checks c ON c.link_id = l.id \
                  WHERE l.id > $1 AND NOT l.disabled AND (l.expires_at IS NULL OR l.expires_at > $3) \
+                 AND (l.check_mode IS NULL OR l.check_mode <> 'off') \
                  AND (c.link_id IS NULL OR ((c.checked_at IS NULL OR c.checked_at < $4) \
                      AND c.claimed_until <= $3)) \
                  ORDER BY l.id LIMIT $2",
@@ -51,13 +54,21 @@ impl CheckStore for PgStore {
             )
             .await
             .map_err(failed("reading links to check"))?;
-        Ok(rows
-            .iter()
-            .map(|r| CheckTarget {
-                link_id: r.get::<_, i64>(0) as u64,
-                url: r.get(1),
+        rows.iter()
+            .map(|r| {
+                let id = r.get::<_, i64>(0) as u64;
+                let check = r
+                    .get::<_, Option<&str>>(2)
+                    .map(CheckMode::parse)
+                    .transpose()
+                    .map_err(|e| StoreError::Corrupt(format!("link {id} has {e}")))?;
+                Ok(CheckTarget {
+                    link_id: id,
+                    url: r.get(1),
+                    check,
+                })
             })
-            .collect())
+            .collect()
     }
 
     async fn claim_checks(

@@ -18,6 +18,7 @@
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Transaction};
+use shortlink_core::check_mode::CheckMode;
 use tokio_postgres::error::SqlState;
 
 use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
@@ -64,9 +65,9 @@ async fn insert_row(
             "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
              max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
              disabled, tags, created_by, dedupe_hash, forward_query, country_targets, \
-             password_hash, variants, team_id) \
+             password_hash, variants, team_id, check_mode) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-             $19, $20, $21, $22)",
+             $19, $20, $21, $22, $23)",
         )
         .await
         .map_err(failed("preparing a link insert"))?;
@@ -97,6 +98,7 @@ async fn insert_row(
             &link.password_hash,
             &variants_to_stored(&link.variants),
             &link.team_id,
+            &link.check.map(CheckMode::as_str),
         ],
     )
     .await
@@ -209,7 +211,9 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
              renew_ttl = $6, max_visits = $7, redirect = $8, target_desktop = $9, \
              target_mobile = $10, target_ios = $11, target_android = $12, disabled = $13, \
              tags = $14, forward_query = $15, country_targets = $16, password_hash = $17, \
-             variants = $18, dedupe_hash = NULL WHERE id = $1 RETURNING ",
+             variants = $18, check_mode = $19::text, dedupe_hash = NULL, \
+             broken = CASE WHEN $19::text IN ('off', 'report') THEN false ELSE broken END \
+             WHERE id = $1 RETURNING ",
             columns!()
         ))
         .await
@@ -238,6 +242,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
                 &country_targets_to_stored(&new.country_targets),
                 &new.password_hash,
                 &variants_to_stored(&new.variants),
+                &new.check.map(CheckMode::as_str),
             ],
         )
         .await;

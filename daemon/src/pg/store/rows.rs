@@ -2,6 +2,7 @@
 //! a [`Link`], and the lookups every link write and read shares.
 
 use deadpool_postgres::GenericClient;
+use shortlink_core::check_mode::CheckMode;
 use shortlink_core::ipc::DeviceTargets;
 use tokio_postgres::Row;
 
@@ -16,7 +17,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id, broken"
+         variants, team_id, broken, check_mode"
     };
 }
 pub(super) use columns;
@@ -75,6 +76,13 @@ pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
         variants: variants_from_stored(row.get::<_, Option<&str>>(21)),
         team_id: row.get(22),
         broken: row.get(23),
+        check: match row.get::<_, Option<&str>>(24) {
+            None => None,
+            Some(m) => Some(
+                CheckMode::parse(m)
+                    .map_err(|e| StoreError::Corrupt(format!("link {id} has {e}")))?,
+            ),
+        },
     })
 }
 

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row};
+use shortlink_core::check_mode::CheckMode;
 
 use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
 use crate::store::{changes, SqliteStore, StoreResult};
@@ -32,16 +33,30 @@ impl CheckStore for SqliteStore {
     ) -> StoreResult<Vec<CheckTarget>> {
         self.read(move |c| {
             Ok(c.prepare_cached(
-                "SELECT l.id, l.url FROM links l LEFT JOIN link_checks c ON c.link_id = l.id \
+                "SELECT l.id, l.url, l.check_mode FROM links l \
+                 LEFT JOIN link_checks c ON c.link_id = l.id \
                  WHERE l.id > ?1 AND l.disabled = 0 AND (l.expires_at IS NULL OR l.expires_at > ?3) \
+                 AND (l.check_mode IS NULL OR l.check_mode <> 'off') \
                  AND (c.link_id IS NULL OR ((c.checked_at IS NULL OR c.checked_at < ?4) \
                      AND c.claimed_until <= ?3)) \
                  ORDER BY l.id LIMIT ?2",
             )?
             .query_map(params![after as i64, limit, now, checked_before], |r| {
+                let check = r
+                    .get::<_, Option<String>>(2)?
+                    .map(|m| CheckMode::parse(&m))
+                    .transpose()
+                    .map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            2,
+                            rusqlite::types::Type::Text,
+                            Box::new(e),
+                        )
+                    })?;
                 Ok(CheckTarget {
                     link_id: r.get::<_, i64>(0)? as u64,
                     url: r.get(1)?,
+                    check,
                 })
             })?
             .collect::<rusqlite::Result<_>>()?)

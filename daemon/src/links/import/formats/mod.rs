@@ -172,6 +172,9 @@ pub struct Columns {
     protected: Option<Col>,
     /// `WEIGHT=URL` pairs separated by spaces.
     variants: Option<Col>,
+    /// The link's own checker choice: `off`, `report`, `fallback` (empty:
+    /// the site's).
+    check: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
 }
@@ -206,6 +209,7 @@ impl Columns {
             "country_targets" => self.country_targets.as_ref(),
             "protected" => self.protected.as_ref(),
             "variants" => self.variants.as_ref(),
+            "check" => self.check.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -288,6 +292,12 @@ impl Columns {
             extra.country_targets = Some(
                 crate::links::csv_format::parse_country_targets_cell(t)
                     .map_err(|m| error(&c.name, m))?,
+            );
+        }
+        if let Some((c, m)) = cell(record, &self.check) {
+            extra.check = Some(
+                shortlink_core::check_mode::CheckMode::parse(m)
+                    .map_err(|e| error(&c.name, e.to_string()))?,
             );
         }
         if let Some((c, v)) = cell(record, &self.variants) {

@@ -32,6 +32,7 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         country_targets: h.col(&["country_targets"]),
         protected: h.col(&["protected"]),
         variants: h.col(&["variants"]),
+        check: h.col(&["check"]),
         targets: [
             h.col(&["target_desktop"]),
             h.col(&["target_mobile"]),
