@@ -10,6 +10,7 @@ use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::EdgeLink;
 use shortlink_core::preview::day_of;
+use shortlink_core::variants::{kept_by, tag};
 use shortlink_core::RedirectStatus;
 
 /// A found link, with the target for the visitor copied out (into the
@@ -28,8 +29,10 @@ pub struct Hit {
     /// The link has country targets or variants: the answer depends on
     /// the visitor's address or the visit (`Cache-Control: private`).
     pub private: bool,
-    /// The A/B variant picked, if one was.
+    /// The A/B variant served, if one was.
     pub variant: Option<u8>,
+    /// That variant is the one the visitor's cookie keeps (no new cookie).
+    pub kept: bool,
     /// The link's own `forward_query`; `None`: the location decides.
     pub forward_query: Option<bool>,
     /// Days since 1970-01-01 when the link was made (for its preview).
@@ -117,29 +120,40 @@ const DEVICE_CLASSES: [DeviceClass; 4] = [
 
 impl Hit {
     /// The answer for a visitor of `device` class from `country` (read
-    /// only when the link has country targets): the link's facts and the
+    /// only when the link has country targets) whose variant cookie holds
+    /// `kept` (read only when a variant is picked; the variant it names
+    /// counts only while its URL is unchanged): the link's facts and the
     /// target core's rule picks, handed to `copy`. `None` when `copy`
     /// fails.
     #[inline]
-    pub fn of(
+    pub fn of<'k>(
         link: &impl LinkView,
         device: DeviceClass,
         country: impl FnOnce() -> Country,
+        kept: impl FnOnce() -> Option<&'k str>,
         copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
     ) -> Option<Hit> {
         let countries = link.country_count();
         let codes = (0..countries).map(|i| link.country(i));
         let has = |c| link.has_target(c);
-        let variants = Variants::picked(
-            (0..link.variant_count()).map(|i| link.weight(i)),
-            ngx_random,
-        );
+        let count = link.variant_count();
+        let variants = Variants {
+            weights: (0..count).map(|i| link.weight(i)),
+            random: ngx_random,
+            kept: || kept_by(kept()?, count, |i| tag(link.variant_target(i))),
+        };
         let mut variant = None;
+        let mut kept = false;
         let target = match choose(codes, country, device, has, variants) {
             Choice::Country(i) => link.country_target(i),
             Choice::Device(class) => link.target(class),
-            Choice::Variant(i) | Choice::Kept(i) => {
+            Choice::Variant(i) => {
                 variant = Some(i as u8);
+                link.variant_target(i)
+            }
+            Choice::Kept(i) => {
+                variant = Some(i as u8);
+                kept = true;
                 link.variant_target(i)
             }
         };
@@ -152,6 +166,7 @@ impl Hit {
             by_device: link.has_device_targets(),
             private: countries > 0 || link.variant_count() > 0,
             variant,
+            kept,
             forward_query: link.forward_query(),
             created_day: link.created_day(),
             protected: link.protected(),

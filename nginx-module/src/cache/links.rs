@@ -195,13 +195,15 @@ impl LinkView for Node {
 }
 
 /// The zone half of [`LinkCache::lookup`], under the lock.
-pub fn lookup(
+#[allow(clippy::too_many_arguments)]
+pub fn lookup<'k>(
     lock: &Locked,
     code: &[u8],
     h: u64,
     now: ngx_msec_t,
     device: DeviceClass,
     country: impl FnOnce() -> Country,
+    kept: impl FnOnce() -> Option<&'k str>,
     copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
 ) -> Cached {
     let shared = lock.shared();
@@ -234,7 +236,7 @@ pub fn lookup(
                 let slot = Front::of(&node, node.get().fresh_until);
                 front::put(code, h, generation, now, slot);
             }
-            Hit::of(&node, device, country, copy).map_or(Cached::Miss, Cached::Found)
+            Hit::of(&node, device, country, kept, copy).map_or(Cached::Miss, Cached::Found)
         }
     }
 }

@@ -100,7 +100,9 @@ impl LinkCache {
     }
 
     /// The entry for `code` with the target for a visitor of `device` class
-    /// from `country` (read only for a link with country targets) copied
+    /// from `country` (read only for a link with country targets), kept on
+    /// the variant its signed cookie value `kept` names (read only when a
+    /// variant is picked), copied
     /// out by `copy` (into the request's pool): from the front cache when
     /// it holds a current copy, else from the zone, dropping a stale
     /// entry. Always
@@ -108,27 +110,28 @@ impl LinkCache {
     /// `forward_query` and creation day the compiler made it a call, which
     /// cost a cached redirect about 40 instructions (bench/callgrind.py).
     #[inline(always)]
-    pub fn lookup(
+    pub fn lookup<'k>(
         &self,
         code: &[u8],
         now: ngx_msec_t,
         device: DeviceClass,
         country: impl FnOnce() -> Country,
+        kept: impl FnOnce() -> Option<&'k str>,
         copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
     ) -> Cached {
         let h = hash(code);
         let generation = self.generation();
-        let mut args = Some((country, copy));
+        let mut args = Some((country, kept, copy));
         if let Some(found) = front::get(code, h, generation, now, |f| {
-            let (country, copy) = args.take()?;
-            Hit::of(f, device, country, copy)
+            let (country, kept, copy) = args.take()?;
+            Hit::of(f, device, country, kept, copy)
         }) {
             return found.map_or(Cached::Miss, Cached::Found);
         }
-        let Some((country, copy)) = args else {
+        let Some((country, kept, copy)) = args else {
             return Cached::Miss;
         };
-        links::lookup(&self.lock(), code, h, now, device, country, copy)
+        links::lookup(&self.lock(), code, h, now, device, country, kept, copy)
     }
 
     /// The figures `shortlink_status` answers: atomics, read and written

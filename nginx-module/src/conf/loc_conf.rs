@@ -19,6 +19,8 @@ const UNSET_FLAG: ngx_flag_t = NGX_CONF_UNSET as ngx_flag_t;
 
 /// `shortlink_password_cookie_ttl` when unset: one hour.
 const DEFAULT_PASSWORD_COOKIE_TTL: nginx_sys::time_t = 3600;
+/// `shortlink_variant_cookie_ttl` when unset: 30 days.
+const DEFAULT_VARIANT_COOKIE_TTL: nginx_sys::time_t = 30 * 86_400;
 
 /// Per-location settings.
 pub struct LocConf {
@@ -50,6 +52,9 @@ pub struct LocConf {
     /// protected link's password is let through by its cookie (0: no
     /// cookie, the password every time); default 1 hour.
     pub password_cookie_ttl: nginx_sys::time_t,
+    /// `shortlink_variant_cookie_ttl`: seconds a visitor of a link with
+    /// A/B variants is kept on the variant they got (0: every visit picks).
+    pub variant_cookie_ttl: nginx_sys::time_t,
 }
 
 impl Default for LocConf {
@@ -66,6 +71,7 @@ impl Default for LocConf {
             country: None,
             status: false,
             password_cookie_ttl: NGX_CONF_UNSET as nginx_sys::time_t,
+            variant_cookie_ttl: NGX_CONF_UNSET as nginx_sys::time_t,
         }
     }
 }
@@ -322,6 +328,14 @@ fn merge(conf: &mut LocConf, prev: &LocConf) {
             } else {
                 prev.password_cookie_ttl
             };
+    }
+    if conf.variant_cookie_ttl == NGX_CONF_UNSET as nginx_sys::time_t {
+        conf.variant_cookie_ttl = if prev.variant_cookie_ttl == NGX_CONF_UNSET as nginx_sys::time_t
+        {
+            DEFAULT_VARIANT_COOKIE_TTL
+        } else {
+            prev.variant_cookie_ttl
+        };
     }
     if conf.forward_query == UNSET_FLAG {
         conf.forward_query = if prev.forward_query == UNSET_FLAG {

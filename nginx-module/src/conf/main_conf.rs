@@ -6,7 +6,7 @@ use core::ptr::{self, NonNull};
 
 use nginx_sys::{ngx_command_t, ngx_conf_t, ngx_msec_t, ngx_shm_zone_t};
 use shortlink_core::edge_cookie::{EdgeCookieKey, PASSWORD_PURPOSE};
-use shortlink_core::{Codec, DeploymentKey};
+use shortlink_core::{variants, Codec, DeploymentKey};
 
 use super::error::{run_block, run_directive, ConfError, Directive};
 use super::UNSET_MSEC;
@@ -22,6 +22,8 @@ pub struct MainConf {
     pub key_file: String,
     /// Signs and checks the cookie of protected links (a subkey of the key).
     pub password_cookie: Option<EdgeCookieKey>,
+    /// Signs and checks the cookie that keeps a visitor on an A/B variant.
+    pub variant_cookie: Option<EdgeCookieKey>,
     /// `shortlink_zone`: allocated in the conf pool, pointed at by the shm zone.
     pub zone: *mut ZoneConf,
     /// `shortlink_pass unix:PATH`: the daemon's IPC socket path.
@@ -45,6 +47,7 @@ impl Default for MainConf {
             key: None,
             key_file: String::new(),
             password_cookie: None,
+            variant_cookie: None,
             zone: ptr::null_mut(),
             pass: None,
             connect_timeout: UNSET_MSEC,
@@ -92,6 +95,7 @@ fn key_file(d: &Directive<'_>, main: &mut MainConf) -> Result<(), ConfError> {
     let key = DeploymentKey::load(std::path::Path::new(&path))?;
     main.codec = Some(Codec::new(&key));
     main.password_cookie = Some(EdgeCookieKey::new(&key, PASSWORD_PURPOSE));
+    main.variant_cookie = Some(EdgeCookieKey::new(&key, variants::COOKIE_PURPOSE));
     main.key = Some(key);
     main.key_file = path;
     Ok(())

@@ -59,7 +59,7 @@ const MAIN_OFFSET: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const LOC_OFFSET: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 /// The directives, terminated by nginx's null command.
-pub static mut COMMANDS: [ngx_command_t; 18] = [
+pub static mut COMMANDS: [ngx_command_t; 19] = [
     command(
         ngx_string!("shortlink_key_file"),
         MAIN | NGX_CONF_TAKE1,
@@ -171,6 +171,13 @@ pub static mut COMMANDS: [ngx_command_t; 18] = [
         ngx_conf_set_sec_slot,
         LOC_OFFSET,
         offset_of!(LocConf, password_cookie_ttl),
+    ),
+    command(
+        ngx_string!("shortlink_variant_cookie_ttl"),
+        ANY | NGX_CONF_TAKE1,
+        ngx_conf_set_sec_slot,
+        LOC_OFFSET,
+        offset_of!(LocConf, variant_cookie_ttl),
     ),
     command(
         ngx_string!("shortlink_status"),

@@ -8,6 +8,7 @@ use nginx_sys::ngx_http_request_t;
 use ngx::http::Request;
 use shortlink_core::ipc::EdgeLink;
 
+use super::edge_cookies::kept_variant;
 use super::reply::{respond, Outcome, Reply};
 use super::Step;
 use crate::cache::Hit;
@@ -59,7 +60,8 @@ fn hit_of(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, link: &EdgeLink) -> 
     let device = ctx.visitor(r).device;
     let pool = r.pool();
     let country = || country_of(r, lcf);
-    let hit = Hit::of(link, device, country, |t| pool_copy(&pool, t))?;
+    let kept = || kept_variant(r, lcf, ctx.code.as_bytes());
+    let hit = Hit::of(link, device, country, kept, |t| pool_copy(&pool, t))?;
     ctx.note_id(hit.id);
     Some(hit)
 }

@@ -4,6 +4,7 @@
 use nginx_sys::{ngx_http_request_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_POST};
 use ngx::http::Request;
 
+use super::edge_cookies::kept_variant;
 use super::reply::{respond, Outcome, Reply};
 use super::Step;
 use crate::cache::Cached;
@@ -45,7 +46,9 @@ pub(super) fn run(r: &mut Request, main: &MainConf, lcf: &LocConf, ctx: &mut Req
     let pool = r.pool();
     let country = || country_of(r, lcf);
     let copy = |t: &[u8]| pool_copy(&pool, t);
-    let outcome = match cache.lookup(ctx.code.as_bytes(), now, device, country, copy) {
+    let code = ctx.code;
+    let kept = || kept_variant(r, lcf, code.as_bytes());
+    let outcome = match cache.lookup(code.as_bytes(), now, device, country, kept, copy) {
         Cached::Found(hit) => {
             ctx.status = CacheStatus::Hit;
             ctx.note_id(hit.id);

@@ -25,9 +25,9 @@ use crate::request::RequestCtx;
 use crate::Module;
 
 mod answer;
+mod edge_cookies;
 mod first_visit;
 mod password;
-mod password_cookie;
 mod reply;
 
 pub use answer::deliver;

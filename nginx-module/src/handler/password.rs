@@ -48,7 +48,9 @@ pub(super) fn posted(
         let pool = r.pool();
         let country = || country_of(r, lcf);
         let copy = |t: &[u8]| pool_copy(&pool, t);
-        match cache.lookup(ctx.code.as_bytes(), now, device, country, copy) {
+        // Whether the link is protected, not which variant: no cookie read.
+        let kept = || None;
+        match cache.lookup(ctx.code.as_bytes(), now, device, country, kept, copy) {
             Cached::Found(hit) if !hit.protected => return Step::Reply(Reply::NotAllowed),
             Cached::NotFound => return Step::Reply(respond(r, lcf, ctx, Outcome::NotFound)),
             Cached::Gone => return Step::Reply(respond(r, lcf, ctx, Outcome::Gone)),

@@ -16,6 +16,7 @@ use shortlink_core::target::DEFAULT_MAX_TARGET_LEN;
 use shortlink_core::RedirectStatus;
 use shortlink_core::{password_page, preview};
 
+use super::edge_cookies;
 use crate::cache::Hit;
 use crate::clicks;
 use crate::conf::LocConf;
@@ -49,6 +50,9 @@ pub(super) enum Reply {
         by_device: bool,
         /// `Set-Cookie` of a visitor who just gave the link's password.
         cookie: Option<ngx_str_t>,
+        /// `Set-Cookie` keeping the visitor on the A/B variant they got
+        /// (`Cache-Control: private` already keeps it from shared caches).
+        variant_cookie: Option<ngx_str_t>,
         /// Chosen by the visitor's country or among variants:
         /// `Cache-Control: private` instead of `shortlink_cache_control`.
         private: bool,
@@ -93,7 +97,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 if ctx.preview {
                     return Reply::ProtectedPreview;
                 }
-                if !super::password_cookie::cookie_passes(r, ctx) {
+                if !edge_cookies::password_passes(r, ctx) {
                     return Reply::PasswordForm {
                         status: 200,
                         message: None,
@@ -133,9 +137,16 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
             };
             ctx.target = location;
             let cookie = if ctx.granted {
-                super::password_cookie::cookie_for(r, lcf, ctx)
+                edge_cookies::password_cookie(r, lcf, ctx)
             } else {
                 None
+            };
+            // A variant picked for this visit: the visitor keeps it.
+            let variant_cookie = match hit.variant {
+                Some(i) if !hit.kept => {
+                    edge_cookies::variant_cookie(r, lcf, ctx, i, hit.target.as_bytes())
+                }
+                _ => None,
             };
             return Reply::Redirect {
                 status,
@@ -145,6 +156,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 cacheable: !hit.protected,
                 by_device: hit.by_device,
                 cookie,
+                variant_cookie,
                 private: hit.private,
             };
         }
@@ -211,6 +223,7 @@ fn fallback_or(lcf: &LocConf, status: u32) -> Reply {
             cacheable: false,
             by_device: false,
             cookie: None,
+            variant_cookie: None,
             private: false,
         },
         None => Reply::Status(status),
@@ -227,9 +240,10 @@ impl Reply {
                 cacheable,
                 by_device,
                 cookie,
+                variant_cookie,
                 private,
             } => {
-                if let Some(c) = cookie {
+                for c in [cookie, variant_cookie].into_iter().flatten() {
                     let Ok(c) = core::str::from_utf8(c.as_bytes()) else {
                         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
                     };
