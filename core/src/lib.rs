@@ -7,6 +7,8 @@
 pub mod alias;
 pub mod blocklist;
 pub mod choice;
+pub mod click_formats;
+pub mod click_row;
 pub mod clicks;
 pub mod codec;
 pub mod country;

@@ -32,6 +32,7 @@ fn click(
         referrer: referrer.map(String::from),
         count,
         country: shortlink_core::country::UNKNOWN,
+        variant: 0,
     }
 }
 
