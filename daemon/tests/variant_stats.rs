@@ -1,12 +1,14 @@
 //! Clicks per A/B variant through IPC and the API: a link's stats list
 //! each of its variants (index, URL, weight) with the clicks the edge sent
 //! to it, counted once per batch id; a batch naming a variant past the
-//! limit is refused whole, naming the row; the CLI prints a `variants:`
-//! line and the OpenAPI document describes the breakdown (on SQLite and,
-//! under with-pg, PostgreSQL).
+//! limit is refused whole, naming the row; the admin link page charts and
+//! tabulates them, the CLI prints a `variants:` line and the OpenAPI
+//! document describes the breakdown (on SQLite and, under with-pg,
+//! PostgreSQL).
 
 mod common;
 
+use common::admin::sign_in;
 use common::{stdout, Daemon};
 use serde_json::json;
 use shortlink_core::country::UNKNOWN;
@@ -100,6 +102,36 @@ async fn link_stats_count_clicks_per_variant() {
     }
     let (_, st) = d.req("GET", "/api/v1/links/abc/stats", None).await;
     assert_eq!(st["variants"][1]["clicks"], 0, "nothing of it counted");
+
+    // The admin link page charts them and lists each with its clicks; a
+    // link without variants has no such section.
+    let admin = sign_in(&d).await;
+    let (s, page) = admin.get(&d, "/admin/links/abc").await;
+    assert_eq!(s, 200, "{page}");
+    assert!(page.contains("A/B variants, last 30 days"), "{page}");
+    assert!(
+        page.contains("Variant 1 (https://e.com/a): 7"),
+        "chart: {page}"
+    );
+    assert_eq!(
+        page.matches("<tr class=\"variant-clicks\">").count(),
+        3,
+        "{page}"
+    );
+    for row in [
+        "<td>1</td><td>https://e.com/a</td><td class=\"num\">5 (50%)</td><td class=\"num\">7</td>",
+        "<td>2</td><td>https://e.com/b</td><td class=\"num\">3 (30%)</td><td class=\"num\">0</td>",
+        "<td>3</td><td>https://e.com/c</td><td class=\"num\">2 (20%)</td><td class=\"num\">4</td>",
+    ] {
+        assert!(page.contains(row), "{row} in {page}");
+    }
+    let (_, page) = admin.get(&d, &format!("/admin/links/{plain_code}")).await;
+    assert!(page.contains("id=\"breakdown\""), "the plain link's page");
+    assert!(
+        !page.contains("A/B variants, last 30 days"),
+        "no variants section"
+    );
+    assert!(!page.contains("id=\"variant-clicks\""), "no variants table");
 
     // The CLI's summary has a line for them.
     let out = stdout(&d.cli(&["stats", "abc"]));
