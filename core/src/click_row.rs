@@ -18,6 +18,17 @@ const DEVICE_MASK: u8 = 0x07;
 
 const _: () = assert!(MAX_VARIANTS < (VARIANT_MASK >> VARIANT_SHIFT) as usize + 1);
 
+/// The variant number of a click sent to variant index `index`, as
+/// [`crate::ipc::ClickCount::variant`] carries it: 0 for none, `i + 1` for
+/// variant `i`. An index past [`MAX_VARIANTS`] (no link has one) counts as
+/// none.
+#[inline]
+pub fn variant_number(index: Option<u8>) -> u8 {
+    index
+        .filter(|&i| usize::from(i) < MAX_VARIANTS)
+        .map_or(0, |i| i + 1)
+}
+
 /// The byte of a visitor of `device`, a bot or not, sent to variant number
 /// `variant` (0: none). A number past [`MAX_VARIANTS`] (no link has one)
 /// counts as none rather than spilling into the other bits.
@@ -77,6 +88,28 @@ mod tests {
             }
         }
         assert_eq!(seen.len(), 5 * 2 * (MAX_VARIANTS + 1));
+    }
+
+    #[test]
+    fn variant_numbers_count_from_one_and_back() {
+        assert_eq!(variant_number(None), 0);
+        for i in 0..MAX_VARIANTS as u8 {
+            let n = variant_number(Some(i));
+            assert_eq!(n, i + 1);
+            let c = crate::ipc::ClickCount {
+                link_id: 1,
+                hour: 1,
+                device: DeviceClass::Other,
+                bot: false,
+                referrer: None,
+                count: 1,
+                country: crate::country::UNKNOWN,
+                variant: n,
+            };
+            assert_eq!(c.variant_index(), Some(i));
+        }
+        assert_eq!(variant_number(Some(MAX_VARIANTS as u8)), 0);
+        assert_eq!(variant_number(Some(u8::MAX)), 0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `ClickBook`: a worker's click counts, per (link, hour, device class, bot
-//! flag, A/B variant, referrer host, country), kept in pages of a slot of the `shortlink_clicks`
-//! zone, so a worker killed by any signal loses no counted click: the
-//! worker that takes its slot (or adopts it) delivers what it left.
+//! flag, A/B variant, referrer host, country), kept in pages of a slot of
+//! the `shortlink_clicks` zone, so a worker killed by any signal loses no
+//! counted click: the worker that takes its slot (or adopts it) delivers
+//! what it left.
 //!
 //! The hot path adds to the worker's filling page, in memory no other
 //! worker writes, with no lock. Every flush seals that page into a batch

@@ -12,12 +12,11 @@
 
 use core::ptr;
 
-use shortlink_core::click_row::{from_visitor_byte, visitor_byte};
+use shortlink_core::click_row::{from_visitor_byte, variant_number, visitor_byte};
 use shortlink_core::clicks::MAX_ROW_COUNT;
 use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
-use shortlink_core::variants::MAX_VARIANTS;
 
 /// Rows per page (a power of two); a page takes keys up to 3/4 of it.
 pub const ROWS: usize = 8192;
@@ -100,11 +99,7 @@ impl<'a> Key<'a> {
             bot,
             referrer: referer.and_then(shortlink_core::device::referrer_host),
             country,
-            // A zone entry holds at most MAX_VARIANTS; anything else counts
-            // for the main target.
-            variant: variant
-                .filter(|&i| usize::from(i) < MAX_VARIANTS)
-                .map_or(0, |i| i + 1),
+            variant: variant_number(variant),
         })
     }
 }
