@@ -186,7 +186,7 @@ fn variants_card(s: &StatsView) -> Markup {
                 thead { tr { th { "Variant" } th { "Target" } th.num { "Weight" } th.num { "Clicks" } th { "Share" } } }
                 tbody {
                     @for v in &s.variants {
-                        @let asked = if weights > 0 { u64::from(v.weight) * 100 / weights } else { 0 };
+                        @let asked = (u64::from(v.weight) * 100).checked_div(weights).unwrap_or(0);
                         @let got = if clicks > 0 { v.clicks * 100 / clicks } else { 0 };
                         tr.variant-clicks {
                             td { (v.index + 1) }
