@@ -4,11 +4,8 @@
 //! so the module cuts its batches to fit them and the daemon refuses what
 //! does not.
 
-use serde::Deserialize;
-
-use crate::country::UNKNOWN;
-use crate::device::DeviceClass;
-use crate::ipc::{decode_payload, BatchId, ClickBatch, ClickCount, FrameError};
+use crate::ipc::{ClickBatch, ClickCount};
+use crate::variants::MAX_VARIANTS;
 
 /// Most clicks one row of a batch may carry. A worker cuts a batch every
 /// flush interval (a second by default) and splits rows past this, so only
@@ -40,6 +37,8 @@ pub enum ClickBatchError {
     ReferrerTooLong { row: usize, len: usize },
     #[error("click row {row}: referrer {referrer:?} is not a lower-case host name")]
     ReferrerNotHost { row: usize, referrer: String },
+    #[error("click row {row}: variant {variant} is outside 0..={MAX_VARIANTS} (0: no variant, i + 1: variant i)")]
+    Variant { row: usize, variant: u8 },
 }
 
 impl ClickBatch {
@@ -82,49 +81,6 @@ impl ClickCount {
     }
 }
 
-/// A click row as IPC protocol 4 and spool format 2 wrote it: no country.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct ClickCountV4 {
-    link_id: u64,
-    hour: u32,
-    device: DeviceClass,
-    bot: bool,
-    referrer: Option<String>,
-    count: u32,
-}
-
-/// A click batch as IPC protocol 4 and spool format 2 wrote it.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct ClickBatchV4 {
-    batch_id: BatchId,
-    clicks: Vec<ClickCountV4>,
-}
-
-/// Decodes a payload holding a batch written before clicks had a country
-/// (spool files of format 2, SQLite `click_log` rows of format 1): every
-/// row's country is unknown. Kept so an upgrade loses no click.
-pub fn decode_batch_v4(payload: &[u8]) -> Result<ClickBatch, FrameError> {
-    let old: ClickBatchV4 = decode_payload(payload)?;
-    Ok(ClickBatch {
-        batch_id: old.batch_id,
-        clicks: old
-            .clicks
-            .into_iter()
-            .map(|c| ClickCount {
-                link_id: c.link_id,
-                hour: c.hour,
-                device: c.device,
-                bot: c.bot,
-                referrer: c.referrer,
-                count: c.count,
-                country: UNKNOWN,
-            })
-            .collect(),
-    })
-}
-
 fn check_row(row: usize, c: &ClickCount, from: u32, to: u32) -> Result<(), ClickBatchError> {
     if c.link_id == 0 {
         return Err(ClickBatchError::NoLink { row });
@@ -141,6 +97,12 @@ fn check_row(row: usize, c: &ClickCount, from: u32, to: u32) -> Result<(), Click
         return Err(ClickBatchError::Count {
             row,
             count: c.count,
+        });
+    }
+    if usize::from(c.variant) > MAX_VARIANTS {
+        return Err(ClickBatchError::Variant {
+            row,
+            variant: c.variant,
         });
     }
     if let Some(r) = &c.referrer {
@@ -170,6 +132,9 @@ fn is_referrer_host(host: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::country::UNKNOWN;
+    use crate::device::DeviceClass;
+    use crate::ipc::BatchId;
 
     const NOW: i64 = 1_800_000_000;
     const HOUR: u32 = (NOW / 3600) as u32;
@@ -183,40 +148,8 @@ mod tests {
             referrer: referrer.map(str::to_string),
             count,
             country: UNKNOWN,
+            variant: 0,
         }
-    }
-
-    #[test]
-    fn batches_from_before_countries_decode_with_the_unknown_country() {
-        let old = ClickBatchV4 {
-            batch_id: BatchId([9; 16]),
-            clicks: vec![ClickCountV4 {
-                link_id: 5,
-                hour: HOUR,
-                device: DeviceClass::Android,
-                bot: true,
-                referrer: Some("a.example".into()),
-                count: 4,
-            }],
-        };
-        let bytes = postcard::to_allocvec(&old).unwrap();
-        let b = decode_batch_v4(&bytes).unwrap();
-        assert_eq!(b.batch_id, BatchId([9; 16]));
-        assert_eq!(
-            b.clicks,
-            vec![ClickCount {
-                link_id: 5,
-                hour: HOUR,
-                device: DeviceClass::Android,
-                bot: true,
-                referrer: Some("a.example".into()),
-                count: 4,
-                country: UNKNOWN,
-            }]
-        );
-        // The current format is not the old one: the difference is seen.
-        let new = postcard::to_allocvec(&b).unwrap();
-        assert!(decode_batch_v4(&new).is_err());
     }
 
     fn batch(rows: Vec<ClickCount>) -> ClickBatch {
@@ -259,6 +192,16 @@ mod tests {
             assert!(e.to_string().starts_with("click row 1:"), "{e}");
             assert!(e.to_string().contains(word), "{e} lacks {word}");
         }
+        let mut variant = row(HOUR, 1, None);
+        variant.variant = MAX_VARIANTS as u8 + 1;
+        let e = batch(vec![row(HOUR, 1, None), variant])
+            .validate(NOW)
+            .unwrap_err();
+        assert_eq!(e, ClickBatchError::Variant { row: 1, variant: 9 });
+        assert!(e.to_string().starts_with("click row 1: variant 9"), "{e}");
+        let mut last = row(HOUR, 1, None);
+        last.variant = MAX_VARIANTS as u8;
+        assert_eq!(batch(vec![last]).validate(NOW), Ok(()));
         let mut no_link = row(HOUR, 1, None);
         no_link.link_id = 0;
         assert_eq!(

@@ -37,8 +37,9 @@ use crate::variants::Variant;
 /// visitor's country in [`ClickCount`] and the link's `country_targets` in
 /// [`EdgeLink`]; version 6 password-protected links ([`EdgeLink`]'s
 /// `protected`, [`Request::CheckPassword`], [`Reply::Password`]); version
-/// 7 the link's A/B `variants` in [`EdgeLink`].
-pub const PROTOCOL_VERSION: u16 = 7;
+/// 7 the link's A/B `variants` in [`EdgeLink`]; version 8 the variant a
+/// click went to in [`ClickCount`].
+pub const PROTOCOL_VERSION: u16 = 8;
 /// Longest password the edge sends to be checked (the daemon refuses
 /// longer ones at the API too).
 pub const MAX_PASSWORD: usize = 1024;
@@ -278,6 +279,18 @@ pub struct ClickCount {
     pub count: u32,
     /// The visitor's country (`shortlink_country`), `--` when unknown.
     pub country: Country,
+    /// The A/B variant the visitor was sent to: 0 for none (the link has
+    /// no variants, or a country or device target won), `i + 1` for
+    /// variant `i` of the link's list (at most
+    /// [`crate::variants::MAX_VARIANTS`]).
+    pub variant: u8,
+}
+
+impl ClickCount {
+    /// The index of the variant counted, `None` for none.
+    pub fn variant_index(&self) -> Option<u8> {
+        self.variant.checked_sub(1)
+    }
 }
 
 /// Pushed to subscribers.
@@ -422,6 +435,7 @@ mod tests {
                 referrer: Some("news.example.com".into()),
                 count: 3,
                 country: Country::parse("NL").unwrap(),
+                variant: 2,
             }],
         }
     }

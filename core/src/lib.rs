@@ -8,6 +8,8 @@ pub mod alias;
 pub mod blocklist;
 pub mod check_mode;
 pub mod choice;
+pub mod click_formats;
+pub mod click_row;
 pub mod clicks;
 pub mod codec;
 pub mod country;

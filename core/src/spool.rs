@@ -17,16 +17,29 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::clicks::decode_batch_v4;
-use crate::ipc::{decode_payload, ClickBatch, HEADER_LEN, MAX_FRAME};
+use crate::click_formats::{decode_batch, decode_batch_v4, decode_batch_v7};
+use crate::ipc::{ClickBatch, FrameError, HEADER_LEN, MAX_FRAME};
 use crate::key::DeploymentKey;
 
-/// First bytes of a sealed spool file (format 3, clicks with a country;
-/// format 1 had no seal).
-pub const MAGIC: &[u8; 8] = b"SLSPOOL\x03";
+/// First bytes of a sealed spool file (format 4, clicks with a country and
+/// a variant; format 1 had no seal).
+pub const MAGIC: &[u8; 8] = b"SLSPOOL\x04";
+/// Format 3: clicks with a country, without a variant; still read (no
+/// variant), so spool files left by a module before the upgrade count.
+pub const MAGIC_V3: &[u8; 8] = b"SLSPOOL\x03";
 /// Format 2: sealed, clicks without a country; still read (the country is
-/// unknown), so spool files left by a module before the upgrade count.
+/// unknown, no variant).
 pub const MAGIC_V2: &[u8; 8] = b"SLSPOOL\x02";
+
+/// How a batch of a file with this magic decodes.
+type Decode = fn(&[u8]) -> Result<ClickBatch, FrameError>;
+
+/// Every format read, by magic.
+const FORMATS: [(&[u8; 8], Decode); 3] = [
+    (MAGIC, decode_batch),
+    (MAGIC_V3, decode_batch_v7),
+    (MAGIC_V2, decode_batch_v4),
+];
 /// Bytes of the seal at the end of the file.
 pub const SEAL_LEN: usize = 32;
 
@@ -92,14 +105,13 @@ impl SpoolSeal {
         {
             return Err(damage(0, "truncated magic".into()));
         }
-        let v2 = &magic == MAGIC_V2;
-        if &magic != MAGIC && !v2 {
+        let Some(&(_, decode)) = FORMATS.iter().find(|(m, _)| **m == magic) else {
             return Err(damage(
                 0,
                 "not a sealed spool file (bad magic; written by an older module or not by one)"
                     .into(),
             ));
-        }
+        };
         let body = len - min;
         let mut mac = self.mac();
         mac.update(&magic);
@@ -130,7 +142,7 @@ impl SpoolSeal {
         file.seek(SeekFrom::Start(MAGIC.len() as u64))
             .map_err(|e| damage(MAGIC.len() as u64, format!("seek error: {e}")))?;
         let mut reader = SpoolReader::new(file.take(body));
-        reader.v2 = v2;
+        reader.decode = decode;
         Ok(reader)
     }
 }
@@ -151,8 +163,8 @@ pub struct SpoolReader<R> {
     offset: u64,
     done: bool,
     payload: Vec<u8>,
-    /// A format 2 file: batches without a country.
-    v2: bool,
+    /// Decodes a batch of the file's format.
+    decode: Decode,
 }
 
 impl<R: Read> SpoolReader<R> {
@@ -163,7 +175,7 @@ impl<R: Read> SpoolReader<R> {
             offset: 0,
             done: false,
             payload: Vec::new(),
-            v2: false,
+            decode: decode_batch,
         }
     }
 
@@ -223,8 +235,7 @@ impl<R: Read> Iterator for SpoolReader<R> {
         let got = read_full(&mut self.inner, &mut payload);
         let outcome = match got {
             Ok(n) if n < len => Err(format!("truncated frame ({n} of {len} bytes)")),
-            Ok(_) if self.v2 => decode_batch_v4(&payload).map_err(|e| e.to_string()),
-            Ok(_) => decode_payload::<ClickBatch>(&payload).map_err(|e| e.to_string()),
+            Ok(_) => (self.decode)(&payload).map_err(|e| e.to_string()),
             Err(e) => Err(format!("read error: {e}")),
         };
         self.payload = payload;
@@ -331,13 +342,12 @@ mod tests {
         assert!(r.is_err());
     }
 
-    #[test]
-    fn format_2_files_still_count_with_the_unknown_country() {
-        use crate::country::{Country, UNKNOWN};
+    /// A batch with a country and a variant.
+    fn rich_batch() -> ClickBatch {
+        use crate::country::Country;
         use crate::device::DeviceClass;
-        use crate::ipc::{decode_payload, frame, ClickCount};
-        let seal = SpoolSeal::new(&DeploymentKey::from_bytes([1; 32]));
-        let batch = ClickBatch {
+        use crate::ipc::ClickCount;
+        ClickBatch {
             batch_id: BatchId([4; 16]),
             clicks: vec![ClickCount {
                 link_id: 3,
@@ -347,39 +357,63 @@ mod tests {
                 referrer: None,
                 count: 2,
                 country: Country::parse("DE").unwrap(),
+                variant: 3,
             }],
-        };
-        // Format 2 wrote the same frame without the row's country, its
-        // last two bytes.
-        let mut old = frame(&batch).unwrap();
-        old.truncate(old.len() - 2);
+        }
+    }
+
+    /// A sealed file of an older format, under `magic`: the batch's frame
+    /// without its row's last `drop` bytes (the fields that format lacked).
+    fn old_file(seal: &SpoolSeal, batch: &ClickBatch, drop: usize, magic: &[u8; 8]) -> Vec<u8> {
+        use crate::ipc::{decode_payload, frame};
+        let mut old = frame(batch).unwrap();
+        old.truncate(old.len() - drop);
         let len = (old.len() - HEADER_LEN) as u32;
         old[..HEADER_LEN].copy_from_slice(&len.to_be_bytes());
         assert!(decode_payload::<ClickBatch>(&old[HEADER_LEN..]).is_err());
         let mut sealed = seal.seal(&old);
-        sealed[..8].copy_from_slice(MAGIC_V2);
+        sealed[..8].copy_from_slice(magic);
         // Re-seal over the old magic.
         let body_end = sealed.len() - SEAL_LEN;
         let mut mac = seal.mac();
         mac.update(&sealed[..body_end]);
         let tag = mac.finalize().into_bytes();
         sealed[body_end..].copy_from_slice(&tag);
-        let got: Vec<_> = seal
-            .open(std::io::Cursor::new(sealed.clone()), sealed.len() as u64)
+        sealed
+    }
+
+    fn batches(seal: &SpoolSeal, file: Vec<u8>) -> Vec<ClickBatch> {
+        seal.open(std::io::Cursor::new(file.clone()), file.len() as u64)
             .unwrap()
             .collect::<Result<_, _>>()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn format_2_files_still_count_with_the_unknown_country() {
+        let seal = SpoolSeal::new(&DeploymentKey::from_bytes([1; 32]));
+        let batch = rich_batch();
+        // Format 2 rows lack the country (two bytes) and the variant (one).
+        let got = batches(&seal, old_file(&seal, &batch, 3, MAGIC_V2));
         let mut want = batch.clone();
-        want.clicks[0].country = UNKNOWN;
+        want.clicks[0].country = crate::country::UNKNOWN;
+        want.clicks[0].variant = 0;
         assert_eq!(got, vec![want]);
-        // The current format keeps the country.
-        let new = seal.seal(&frame(&batch).unwrap());
-        let got: Vec<_> = seal
-            .open(std::io::Cursor::new(new.clone()), new.len() as u64)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(got, vec![batch]);
+    }
+
+    #[test]
+    fn format_3_files_still_count_without_a_variant() {
+        let seal = SpoolSeal::new(&DeploymentKey::from_bytes([1; 32]));
+        let batch = rich_batch();
+        // Format 3 rows lack the variant, their last byte.
+        let got = batches(&seal, old_file(&seal, &batch, 1, MAGIC_V3));
+        let mut want = batch.clone();
+        want.clicks[0].variant = 0;
+        assert_eq!(got, vec![want]);
+        // The current format keeps the country and the variant.
+        let new = seal.seal(&crate::ipc::frame(&batch).unwrap());
+        assert_eq!(&new[..8], MAGIC);
+        assert_eq!(batches(&seal, new), vec![batch]);
     }
 
     #[test]

@@ -19,6 +19,7 @@ fn row(link_id: u64, country: Country, count: u32) -> ClickCount {
         referrer: None,
         count,
         country,
+        variant: 0,
     }
 }
 

@@ -27,7 +27,9 @@ fn delta(link_id: u64, hour: i64, bot: bool, referrer: &str, count: i64) -> Clic
 async fn send(pg: &Pg, id: &[u8], deltas: &[ClickDelta]) -> BatchOutcome {
     let mut client = pg.get().await.unwrap();
     let tx = client.transaction().await.unwrap();
-    let outcome = record_batch(&tx, id, 1_700_000_000, deltas).await.unwrap();
+    let outcome = record_batch(&tx, id, 1_700_000_000, deltas, &[])
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     outcome
 }
@@ -94,7 +96,9 @@ async fn a_batch_counts_once_when_resent_concurrently_and_after_a_restart() {
         // The pool's old connections went with the server: retry as a daemon would.
         if let Ok(mut client) = pg.get().await {
             if let Ok(tx) = client.transaction().await {
-                let o = record_batch(&tx, b"batch-0001", 0, &batch).await.unwrap();
+                let o = record_batch(&tx, b"batch-0001", 0, &batch, &[])
+                    .await
+                    .unwrap();
                 tx.commit().await.unwrap();
                 retried = Some(o);
                 break;
@@ -114,7 +118,7 @@ async fn a_rolled_back_batch_counts_when_resent_and_a_limit_reached_is_logged() 
     {
         let mut client = pg.get().await.unwrap();
         let tx = client.transaction().await.unwrap();
-        record_batch(&tx, b"lost", 0, &[delta(5, 1, false, "", 2)])
+        record_batch(&tx, b"lost", 0, &[delta(5, 1, false, "", 2)], &[])
             .await
             .unwrap();
         tx.rollback().await.unwrap();

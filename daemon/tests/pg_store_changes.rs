@@ -218,6 +218,7 @@ async fn prune_forgets_old_batch_ids_and_signatures() {
             referrer: None,
             count: 1,
             country: shortlink_core::country::UNKNOWN,
+            variant: 0,
         }],
     };
     store.append_clicks(vec![batch(1)], 100).await.unwrap();

@@ -32,6 +32,7 @@ fn click(
         referrer: referrer.map(String::from),
         count,
         country: shortlink_core::country::UNKNOWN,
+        variant: 0,
     }
 }
 
@@ -39,6 +40,14 @@ fn click(
 fn from(country: &str, c: ClickCount) -> ClickCount {
     ClickCount {
         country: shortlink_core::country::Country::parse(country).unwrap(),
+        ..c
+    }
+}
+
+/// `c` sent to A/B variant index `index`.
+fn to(index: u8, c: ClickCount) -> ClickCount {
+    ClickCount {
+        variant: index + 1,
         ..c
     }
 }
@@ -256,13 +265,19 @@ async fn stats_answer_as_sqlite_answers() {
         batch(
             1,
             vec![
-                from(
-                    "DE",
-                    click(1, 100, DeviceClass::Desktop, false, Some("a.example"), 3),
+                to(
+                    0,
+                    from(
+                        "DE",
+                        click(1, 100, DeviceClass::Desktop, false, Some("a.example"), 3),
+                    ),
                 ),
-                from(
-                    "fr",
-                    click(1, 101, DeviceClass::Mobile, false, Some("B.example"), 2),
+                to(
+                    1,
+                    from(
+                        "fr",
+                        click(1, 101, DeviceClass::Mobile, false, Some("B.example"), 2),
+                    ),
                 ),
                 click(1, 101, DeviceClass::Mobile, true, None, 4),
                 from(
@@ -275,7 +290,10 @@ async fn stats_answer_as_sqlite_answers() {
         batch(
             2,
             vec![
-                click(1, 124, DeviceClass::Desktop, false, Some("a.example"), 1),
+                to(
+                    1,
+                    click(1, 124, DeviceClass::Desktop, false, Some("a.example"), 1),
+                ),
                 click(4, 101, DeviceClass::Other, true, None, 9),
                 click(3, 99, DeviceClass::Desktop, false, None, 7),
             ],
@@ -304,6 +322,16 @@ async fn stats_answer_as_sqlite_answers() {
             assert_eq!(ids(&ptop), ids(&stop));
         }
     }
+    // The split by variant, spelled out once (the comparison above is
+    // not of empty lists).
+    assert_eq!(
+        pg.link_stats(1, 0, 200, false).await.unwrap().variants,
+        [(0, 3), (1, 3)]
+    );
+    assert_eq!(
+        pg.link_stats(1, 101, 130, true).await.unwrap().variants,
+        [(1, 3)]
+    );
     // What the buckets hold, spelled out once.
     let one = pg.link_stats(1, 0, 200, true).await.unwrap();
     assert_eq!((one.total, one.bots), (10, 4));

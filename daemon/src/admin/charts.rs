@@ -110,6 +110,20 @@ pub fn daily_clicks(series: &[crate::stats::Point]) -> String {
     bar_chart("Clicks per day, last 30 days", &bars, 5)
 }
 
+/// The chart of a link's clicks per A/B variant (one bar each, in the
+/// link's order, labelled by the variant's number from 1 and its URL).
+pub fn variant_clicks(variants: &[crate::stats::VariantCount]) -> String {
+    let bars: Vec<Bar> = variants
+        .iter()
+        .map(|v| Bar {
+            label: format!("Variant {} ({})", v.index + 1, v.url),
+            tick: format!("{}", v.index + 1),
+            value: v.clicks,
+        })
+        .collect();
+    bar_chart("Clicks per variant, last 30 days", &bars, 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +154,26 @@ mod tests {
         assert!(svg.contains("&lt;h47&gt;: 47"));
         assert!(!svg.contains("<h47>"));
         assert_eq!(svg.matches("text-anchor=\"middle\"").count(), 8);
+    }
+
+    #[test]
+    fn one_labelled_bar_per_variant() {
+        let v = |index, url: &str, clicks| crate::stats::VariantCount {
+            index,
+            url: url.into(),
+            weight: 1,
+            clicks,
+        };
+        let svg = variant_clicks(&[
+            v(0, "https://a.example/", 7),
+            v(1, "https://b.example/?x&y", 0),
+        ]);
+        assert_eq!(svg.matches("<rect class=\"bar\"").count(), 2);
+        assert!(svg.contains("Variant 1 (https://a.example/): 7"), "{svg}");
+        assert!(
+            svg.contains("Variant 2 (https://b.example/?x&amp;y): 0"),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("text-anchor=\"middle\"").count(), 2);
     }
 }

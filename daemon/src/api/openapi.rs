@@ -37,7 +37,7 @@ use super::{checks, error, health, keys, links, qr, stats, takedowns, teams, use
         crate::links::VariantInput,
         links::BatchRequest, links::BatchResponse, links::BatchItem, links::LinkPage,
         crate::stats::StatsView, crate::stats::Point, crate::stats::DeviceCounts,
-        crate::stats::ReferrerCount, crate::stats::CountryCount, crate::stats::Granularity,
+        crate::stats::ReferrerCount, crate::stats::CountryCount, crate::stats::VariantCount, crate::stats::Granularity,
         crate::stats::SiteStatsView, crate::stats::LinkCount, qr::QrFormat,
         keys::NewCredential, keys::KeyView, keys::CreatedKey, keys::KeyList,
         keys::AppView, keys::CreatedApp, keys::AppList,

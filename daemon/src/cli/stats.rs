@@ -63,6 +63,15 @@ pub async fn stats(
             .collect();
         writeln!(out, "countries:   {}", countries.join(", "))?;
     }
+    if !s.variants.is_empty() {
+        // Numbered from 1, as the admin page shows them.
+        let variants: Vec<String> = s
+            .variants
+            .iter()
+            .map(|v| format!("#{} {} (weight {})", v.index + 1, v.clicks, v.weight))
+            .collect();
+        writeln!(out, "variants:    {}", variants.join(", "))?;
+    }
     if s.referrers.is_empty() {
         writeln!(out, "referrers:   none")?;
     } else {

@@ -156,6 +156,7 @@ async fn ids_and_clicks(store: &Store) {
             referrer: None,
             count: 3,
             country: shortlink_core::country::Country::parse("DE").unwrap(),
+            variant: 0,
         }],
     };
     let counted = store

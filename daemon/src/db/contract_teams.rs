@@ -86,6 +86,7 @@ async fn scoped_lists(store: &Store, sales: i64) {
         referrer: None,
         count,
         country: shortlink_core::country::Country::parse("DE").unwrap(),
+        variant: 0,
     };
     let batch = ClickBatch {
         batch_id: BatchId([4; 16]),

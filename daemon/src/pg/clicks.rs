@@ -37,6 +37,20 @@ pub struct ClickDelta {
     pub count: i64,
 }
 
+/// Clicks of one link in one hour sent to one A/B variant (only clicks
+/// that went to a variant have one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariantDelta {
+    /// The link clicked; deltas for unknown or deleted links are dropped.
+    pub link_id: u64,
+    /// Hours since the Unix epoch.
+    pub hour: i64,
+    /// The variant's index in the link's list.
+    pub variant: i16,
+    /// Clicks.
+    pub count: i64,
+}
+
 /// What recording a batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BatchOutcome {
@@ -50,12 +64,14 @@ pub struct BatchOutcome {
 }
 
 /// Records batch `batch_id`, seen at Unix second `at`, in the caller's
-/// transaction: counts it if its id is new, does nothing if not.
+/// transaction: counts it if its id is new, does nothing if not. The
+/// `variants` split some of the `deltas`' clicks by A/B variant.
 pub async fn record_batch(
     tx: &impl GenericClient,
     batch_id: &[u8],
     at: i64,
     deltas: &[ClickDelta],
+    variants: &[VariantDelta],
 ) -> Result<BatchOutcome, PgError> {
     let claim = tx
         .prepare_cached(
@@ -180,7 +196,46 @@ pub async fn record_batch(
         .await
         .map_err(PgError::query("adding click rows"))?;
     }
+    record_variants(tx, &known, variants).await?;
     Ok(outcome)
+}
+
+/// Adds the per-variant rows of the links in `known` (those the batch
+/// counted), one row per key, in key order, in one statement.
+async fn record_variants(
+    tx: &impl GenericClient,
+    known: &std::collections::BTreeSet<i64>,
+    variants: &[VariantDelta],
+) -> Result<(), PgError> {
+    let mut keyed: BTreeMap<(i64, i64, i16), i64> = BTreeMap::new();
+    for d in variants.iter().filter(|d| d.count > 0) {
+        let Ok(id) = i64::try_from(d.link_id) else {
+            continue;
+        };
+        if known.contains(&id) {
+            *keyed.entry((id, d.hour, d.variant)).or_default() += d.count;
+        }
+    }
+    if keyed.is_empty() {
+        return Ok(());
+    }
+    let upsert = tx
+        .prepare_cached(
+            "INSERT INTO variant_clicks (link_id, hour, variant, count) \
+             SELECT * FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::int8[]) \
+             ON CONFLICT (link_id, hour, variant) \
+             DO UPDATE SET count = variant_clicks.count + excluded.count",
+        )
+        .await
+        .map_err(PgError::query("preparing variant click rows"))?;
+    let link_ids: Vec<i64> = keyed.keys().map(|k| k.0).collect();
+    let hours: Vec<i64> = keyed.keys().map(|k| k.1).collect();
+    let indexes: Vec<i16> = keyed.keys().map(|k| k.2).collect();
+    let counts: Vec<i64> = keyed.values().copied().collect();
+    tx.execute(&upsert, &[&link_ids, &hours, &indexes, &counts])
+        .await
+        .map_err(PgError::query("adding variant click rows"))?;
+    Ok(())
 }
 
 /// Forgets batch ids seen before Unix second `before` (a batch re-sent

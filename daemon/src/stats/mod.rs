@@ -23,7 +23,7 @@ mod query;
 
 pub use query::{
     query, site_query, CountryCount, DeviceCounts, Granularity, LinkCount, Point, ReferrerCount,
-    SiteStatsView, StatsView, MAX_BUCKETS, MAX_TOP,
+    SiteStatsView, StatsView, VariantCount, MAX_BUCKETS, MAX_TOP,
 };
 
 /// Longest time acknowledged clicks wait to be folded into the tables (and

@@ -1,5 +1,6 @@
 //! Click stats over a range: of one link (series, devices, referrers,
-//! bots) and of every link (series and the most clicked links).
+//! countries, A/B variants, bots) and of every link (series and the most
+//! clicked links).
 
 use serde::{Deserialize, Serialize};
 use shortlink_core::device::DeviceClass;
@@ -57,6 +58,42 @@ pub struct CountryCount {
     pub clicks: i64,
 }
 
+/// Clicks sent to one of a link's A/B variants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct VariantCount {
+    /// The variant's position in the link's `variants`, from 0.
+    #[schema(minimum = 0, maximum = 7)]
+    pub index: u32,
+    /// Its target URL.
+    pub url: String,
+    /// Its weight.
+    pub weight: u32,
+    /// Clicks the edge sent to it in the range, bots included.
+    pub clicks: i64,
+}
+
+/// Each of a link's variants with its clicks among `counts` (`(index,
+/// clicks)` pairs), in the link's order, zeros included.
+fn variant_counts(
+    variants: &[shortlink_core::variants::Variant],
+    counts: &[(u8, i64)],
+) -> Vec<VariantCount> {
+    variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| VariantCount {
+            index: i as u32,
+            url: v.url.clone(),
+            weight: v.weight,
+            clicks: counts
+                .iter()
+                .filter(|(at, _)| usize::from(*at) == i)
+                .map(|(_, n)| n)
+                .sum(),
+        })
+        .collect()
+}
+
 /// The countries of a tally as the API shows them, most clicks first.
 fn country_counts(counts: Vec<(shortlink_core::country::Country, i64)>) -> Vec<CountryCount> {
     counts
@@ -106,6 +143,9 @@ pub struct StatsView {
     pub referrers: Vec<ReferrerCount>,
     /// Clicks in the range by visitor country, most first.
     pub countries: Vec<CountryCount>,
+    /// The link's A/B variants, in its order, each with the clicks the
+    /// edge sent to it in the range (empty for a link without variants).
+    pub variants: Vec<VariantCount>,
     /// Clicks since the link was created, bots included.
     pub total_all_time: i64,
     /// Bot clicks since the link was created.
@@ -235,6 +275,7 @@ pub async fn query(
             .map(|(host, clicks)| ReferrerCount { host, clicks })
             .collect(),
         countries: country_counts(r.countries),
+        variants: variant_counts(&link.variants, &r.variants),
         total_all_time: link.clicks,
         bots_all_time: link.bot_clicks,
     })

@@ -77,7 +77,7 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 /// Every migration, in order; version n is `MIGRATIONS[n - 1]`.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v1.sql"),
     include_str!("schema_v2.sql"),
     include_str!("schema_v3.sql"),
@@ -93,6 +93,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_v13.sql"),
     include_str!("schema_v14.sql"),
     include_str!("schema_v15.sql"),
+    include_str!("schema_v16.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

@@ -72,6 +72,16 @@ pub async fn sign_in(d: &Daemon) -> Admin {
 }
 
 impl Admin {
+    /// Gets an admin page; returns the status and the page.
+    pub async fn get(&self, d: &Daemon, path: &str) -> (u16, String) {
+        let (s, _, v) = send(d, "GET", path, &[("cookie", &self.cookie)], None).await;
+        let text = match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        (s, text)
+    }
+
     /// Posts a link form; returns the status and the page (or redirect).
     pub async fn post(&self, d: &Daemon, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
         let mut all = vec![("csrf", self.csrf.as_str())];

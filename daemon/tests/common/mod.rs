@@ -618,6 +618,7 @@ pub fn batch(id_byte: u8, link_id: u64, count: u32, bot: bool) -> ipc::ClickBatc
             referrer: Some("news.example.com".into()),
             count,
             country: shortlink_core::country::UNKNOWN,
+            variant: 0,
         }],
     }
 }

@@ -1,7 +1,8 @@
 //! `ClickBook`: a worker's click counts, per (link, hour, device class, bot
-//! flag, referrer host, country), kept in pages of a slot of the `shortlink_clicks`
-//! zone, so a worker killed by any signal loses no counted click: the
-//! worker that takes its slot (or adopts it) delivers what it left.
+//! flag, A/B variant, referrer host, country), kept in pages of a slot of
+//! the `shortlink_clicks` zone, so a worker killed by any signal loses no
+//! counted click: the worker that takes its slot (or adopts it) delivers
+//! what it left.
 //!
 //! The hot path adds to the worker's filling page, in memory no other
 //! worker writes, with no lock. Every flush seals that page into a batch
@@ -86,6 +87,7 @@ struct OwnedKey {
     bot: bool,
     referrer: Option<Box<[u8]>>,
     country: Country,
+    variant: u8,
 }
 
 /// What starting the book found, for the worker to log.
@@ -246,6 +248,7 @@ impl ClickBook {
             bot: key.bot,
             referrer: key.referrer.map(|r| r.to_ascii_lowercase().into()),
             country: key.country,
+            variant: key.variant,
         };
         let c = self.overflow.entry(owned).or_insert(0);
         *c = c.saturating_add(n);
@@ -269,6 +272,7 @@ impl ClickBook {
                 bot: k.bot,
                 referrer: k.referrer.as_deref(),
                 country: k.country,
+                variant: k.variant,
             };
             // Large counts go in parts a row can take.
             let mut left = count;
@@ -416,6 +420,7 @@ impl ClickBook {
                         .map(|r| String::from_utf8_lossy(r).into_owned()),
                     count,
                     country: k.country,
+                    variant: k.variant,
                 }
                 .split()
             })

@@ -1,7 +1,7 @@
 //! A page of click counts: a fixed open-addressing table of rows (link,
-//! hour, device class, bot flag, referrer host, country → count) and an arena for the
-//! referrer bytes, in memory that outlives the worker (a slot of the
-//! `shortlink_clicks` zone, see `slots.rs`).
+//! hour, device class, bot flag, A/B variant, referrer host, country →
+//! count) and an arena for the referrer bytes, in memory that outlives the
+//! worker (a slot of the `shortlink_clicks` zone, see `slots.rs`).
 //!
 //! A page is `EMPTY`, `FILLING` (the hot path counts into it) or `SEALED`
 //! (its counts are one batch, under the batch id it got when it started
@@ -12,6 +12,7 @@
 
 use core::ptr;
 
+use shortlink_core::click_row::{from_visitor_byte, variant_number, visitor_byte};
 use shortlink_core::clicks::MAX_ROW_COUNT;
 use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
@@ -37,14 +38,12 @@ struct Row {
     ref_off: u32,
     /// 0: no referrer (a referrer host is at most 253 bytes).
     ref_len: u8,
-    /// The device class, with [`BOT`] set for a bot.
+    /// The device class, the variant number and the bot flag
+    /// (`shortlink_core::click_row`).
     visitor: u8,
     /// The country's two bytes (`--`: unknown); the row stays 24 bytes.
     country: [u8; 2],
 }
-
-/// The bot flag in [`Row::visitor`].
-const BOT: u8 = 0x80;
 
 const _: () = assert!(core::mem::size_of::<Row>() == 24);
 
@@ -75,11 +74,14 @@ pub struct Key<'a> {
     pub bot: bool,
     pub referrer: Option<&'a [u8]>,
     pub country: Country,
+    /// The A/B variant sent to: 0 for none, `i + 1` for variant `i`.
+    pub variant: u8,
 }
 
 impl<'a> Key<'a> {
     /// The key of a redirect to link `link_id` at `unix_secs` with this
-    /// `Referer`; `None` for id 0 (no link; the daemon refuses such rows).
+    /// `Referer`, to variant `variant` (its index) if one was picked;
+    /// `None` for id 0 (no link; the daemon refuses such rows).
     #[inline]
     pub fn of(
         link_id: u64,
@@ -88,6 +90,7 @@ impl<'a> Key<'a> {
         bot: bool,
         referer: Option<&'a [u8]>,
         country: Country,
+        variant: Option<u8>,
     ) -> Option<Self> {
         (link_id != 0).then(|| Key {
             link_id,
@@ -96,15 +99,16 @@ impl<'a> Key<'a> {
             bot,
             referrer: referer.and_then(shortlink_core::device::referrer_host),
             country,
+            variant: variant_number(variant),
         })
     }
 }
 
 impl Key<'_> {
-    /// The device class and bot flag as a row stores them.
+    /// The device class, variant and bot flag as a row stores them.
     #[inline]
     fn visitor(&self) -> u8 {
-        self.device as u8 | if self.bot { BOT } else { 0 }
+        visitor_byte(self.device, self.bot, self.variant)
     }
 
     /// FxHash-style mix of the key, the referrer lower-cased.
@@ -287,14 +291,16 @@ impl PageRef {
                         Some(String::from_utf8(bytes.to_vec()).ok()?)
                     }
                 };
+                let (device, bot, variant) = from_visitor_byte(r.visitor)?;
                 Some(ClickCount {
                     link_id: r.link_id,
                     hour: r.hour,
-                    device: device_of(r.visitor & !BOT)?,
-                    bot: r.visitor & BOT != 0,
+                    device,
+                    bot,
                     referrer,
                     count: r.count,
                     country: Country::from_edge(&r.country),
+                    variant,
                 })
             })
             .collect();
@@ -303,16 +309,4 @@ impl PageRef {
             clicks,
         }
     }
-}
-
-fn device_of(v: u8) -> Option<DeviceClass> {
-    [
-        DeviceClass::Other,
-        DeviceClass::Desktop,
-        DeviceClass::Mobile,
-        DeviceClass::Ios,
-        DeviceClass::Android,
-    ]
-    .into_iter()
-    .find(|d| *d as u8 == v)
 }

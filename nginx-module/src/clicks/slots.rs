@@ -27,7 +27,7 @@ pub const PAGES: usize = 4;
 /// Name of the zone nginx lists (`nginx -T`, errors).
 const ZONE_NAME: &str = "shortlink_clicks";
 /// Identifies this layout of the zone and of a slot ("SLCLK" + version).
-const LAYOUT: u64 = u64::from_be_bytes(*b"SLCLK002");
+const LAYOUT: u64 = u64::from_be_bytes(*b"SLCLK003");
 
 /// A worker's pages.
 #[repr(C)]

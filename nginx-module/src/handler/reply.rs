@@ -124,9 +124,15 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
             if lcf.clicks == 1 && !header_only {
                 let v = ctx.visitor(r);
                 let country = country_of(r, lcf);
-                if let Some(key) =
-                    clicks::Key::of(hit.id, now, v.device, v.bot, v.referer(), country)
-                {
+                if let Some(key) = clicks::Key::of(
+                    hit.id,
+                    now,
+                    v.device,
+                    v.bot,
+                    v.referer(),
+                    country,
+                    hit.variant,
+                ) {
                     if !clicks::count_fast(&key) {
                         with_link(|l| l.clicks().record(&key));
                     }

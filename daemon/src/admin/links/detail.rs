@@ -1,6 +1,7 @@
 //! The detail page of one link: short URL with copy button and QR code,
 //! its facts, hourly and daily click charts, breakdowns by device, referrer
-//! and bots, its edit form, and the disable and delete buttons.
+//! and bots, clicks per A/B variant, its edit form, and the disable and
+//! delete buttons.
 
 use axum::extract::{Path, State};
 use maud::{html, Markup};
@@ -173,6 +174,34 @@ fn breakdown(s: &StatsView) -> Markup {
     }
 }
 
+/// Clicks per A/B variant: a chart and a table of each variant's URL,
+/// weight (and the share it asks for) and clicks (and the share it got).
+fn variants_card(s: &StatsView) -> Markup {
+    let weights: u64 = s.variants.iter().map(|v| u64::from(v.weight)).sum();
+    let clicks: i64 = s.variants.iter().map(|v| v.clicks).sum();
+    html! {
+        div.card id="variants" {
+            div id="chart-variants" { (view::raw_svg(charts::variant_clicks(&s.variants))) }
+            table.share id="variant-clicks" {
+                thead { tr { th { "Variant" } th { "Target" } th.num { "Weight" } th.num { "Clicks" } th { "Share" } } }
+                tbody {
+                    @for v in &s.variants {
+                        @let asked = (u64::from(v.weight) * 100).checked_div(weights).unwrap_or(0);
+                        @let got = if clicks > 0 { v.clicks * 100 / clicks } else { 0 };
+                        tr.variant-clicks {
+                            td { (v.index + 1) }
+                            td { (v.url) }
+                            td.num { (v.weight) " (" (asked) "%)" }
+                            td.num { (v.clicks) }
+                            td.barcell { meter min="0" max="100" value=(got) { (got) "%" } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The page of one link; `form` and `errors` fill its edit form.
 pub(super) fn detail_page(
     admin: &AdminState,
@@ -261,6 +290,10 @@ pub(super) fn detail_page(
             }
             h2 { "Breakdown, last 30 days" }
             (breakdown(daily))
+            @if !daily.variants.is_empty() {
+                h2 { "A/B variants, last 30 days" }
+                (variants_card(daily))
+            }
             h2 id="edit" { "Edit" }
             div.card {
                 (general_error(errors))

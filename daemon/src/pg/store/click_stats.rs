@@ -1,7 +1,8 @@
 //! Click stats on PostgreSQL, answering exactly as the SQLite store
 //! (`store/clicks/range.rs`, `store/clicks/site.rs`): the same buckets,
-//! device counts, countries, referrers and top links, read from the `clicks` table
-//! alone (every acknowledged batch is in it already).
+//! device counts, countries, variants, referrers and top links, read from
+//! the `clicks` and `variant_clicks` tables alone (every acknowledged batch
+//! is in them already).
 
 use std::collections::HashMap;
 
@@ -16,9 +17,9 @@ use crate::store::links::Link;
 use crate::store::StoreResult;
 
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day
-/// buckets.
+/// buckets, the clicks and their split by variant read in one snapshot.
 pub(super) async fn link_stats(
-    c: &impl GenericClient,
+    c: &mut deadpool_postgres::Client,
     link_id: u64,
     from_hour: i64,
     to_hour: i64,
@@ -27,6 +28,13 @@ pub(super) async fn link_stats(
     let Ok(id) = i64::try_from(link_id) else {
         return Ok(RangeStats::default()); // no link has such an id
     };
+    let c = c
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(PgError::query("starting a link stats read"))?;
     let st = c
         .prepare_cached(
             "SELECT hour, device, bot, referrer, count, country FROM clicks \
@@ -52,6 +60,25 @@ pub(super) async fn link_stats(
             r.get(4),
         );
     }
+    let st = c
+        .prepare_cached(
+            "SELECT variant, sum(count)::bigint FROM variant_clicks \
+             WHERE link_id = $1 AND hour BETWEEN $2 AND $3 GROUP BY variant",
+        )
+        .await
+        .map_err(PgError::query("preparing variant stats"))?;
+    let rows = c
+        .query(&st, &[&id, &from_hour, &to_hour])
+        .await
+        .map_err(PgError::query("reading variant stats"))?;
+    for r in &rows {
+        if let Ok(variant) = u8::try_from(r.get::<_, i16>(0)) {
+            tally.add_variant(variant, r.get(1));
+        }
+    }
+    c.commit()
+        .await
+        .map_err(PgError::query("ending a link stats read"))?;
     Ok(tally.finish())
 }
 

@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use super::click_stats;
 use super::PgStore;
 use crate::db::ClickStore;
-use crate::pg::clicks::{record_batch, ClickDelta};
+use crate::pg::clicks::{record_batch, ClickDelta, VariantDelta};
 use crate::pg::{changes, PgError};
 use crate::store::clicks::{Aggregate, FoldOutcome, RangeStats, SiteStats};
 use crate::store::links::Link;
@@ -37,8 +37,9 @@ use crate::store::StoreResult;
 
 /// The clicks of one batch grouped per link and `clicks` row, the referrer
 /// normalised and the hour widened exactly as SQLite stores them (the same
-/// [`Aggregate`]), with the ids of the links clicked, ascending.
-fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<u64>) {
+/// [`Aggregate`]), the clicks sent to a variant grouped per link, hour and
+/// variant, with the ids of the links clicked, ascending.
+fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<VariantDelta>, Vec<u64>) {
     let mut agg = Aggregate::default();
     agg.add_batch(batch, now);
     let mut ids: Vec<u64> = batch.clicks.iter().map(|c| c.link_id).collect();
@@ -46,6 +47,7 @@ fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<u64>) {
     ids.dedup();
     ids.retain(|id| agg.link(*id).is_some());
     let mut out = Vec::new();
+    let mut variants = Vec::new();
     for &id in &ids {
         let Some(l) = agg.link(id) else { continue };
         out.extend(l.rows.iter().map(|(k, n)| ClickDelta {
@@ -57,8 +59,18 @@ fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<u64>) {
             country: k.country.as_str().to_string(),
             count: *n,
         }));
+        variants.extend(
+            l.variants
+                .iter()
+                .map(|&((hour, variant), count)| VariantDelta {
+                    link_id: id,
+                    hour,
+                    variant: i16::from(variant),
+                    count,
+                }),
+        );
     }
-    (out, ids)
+    (out, variants, ids)
 }
 
 /// Renews the expiry of the links `ids`, clicked by a batch acknowledged
@@ -105,13 +117,13 @@ impl PgStore {
     /// Counts one batch in its own transaction; whether it was new, and
     /// whether a change was logged.
     async fn append_batch(&self, batch: &ClickBatch, now: i64) -> StoreResult<(bool, bool)> {
-        let (deltas, ids) = deltas(batch, now);
+        let (deltas, variants, ids) = deltas(batch, now);
         let mut c = self.pg().get().await?;
         let tx = c
             .transaction()
             .await
             .map_err(PgError::query("starting a click batch"))?;
-        let outcome = record_batch(&tx, &batch.batch_id.0, now, &deltas).await?;
+        let outcome = record_batch(&tx, &batch.batch_id.0, now, &deltas, &variants).await?;
         let mut logged = !outcome.exhausted.is_empty();
         if outcome.counted_now {
             for (id, alias) in renew(&tx, &ids, now).await? {
@@ -170,8 +182,8 @@ impl ClickStore for PgStore {
         to_hour: i64,
         daily: bool,
     ) -> StoreResult<RangeStats> {
-        let c = self.pg().get().await?;
-        click_stats::link_stats(&c, id, from_hour, to_hour, daily).await
+        let mut c = self.pg().get().await?;
+        click_stats::link_stats(&mut c, id, from_hour, to_hour, daily).await
     }
 
     async fn site_stats(

@@ -1,5 +1,6 @@
-//! The in-memory sum of acknowledged clicks: per link, totals and counts
-//! per `clicks` row (hour, device, bot flag, referrer, country).
+//! The in-memory sum of acknowledged clicks: per link, totals, counts per
+//! `clicks` row (hour, device, bot flag, referrer, country) and per
+//! `variant_clicks` row (hour, A/B variant).
 
 use std::collections::HashMap;
 
@@ -36,6 +37,9 @@ pub struct LinkAgg {
     pub last_at: i64,
     /// Per hour, device, bot flag and referrer (a few per link: a list).
     pub rows: Vec<(RowKey, i64)>,
+    /// Per hour and variant index, for clicks sent to an A/B variant only
+    /// (empty for a link without variants).
+    pub variants: Vec<((i64, u8), i64)>,
 }
 
 /// Acknowledged clicks, summed per link and per `clicks` row.
@@ -63,6 +67,14 @@ fn referrer_key(r: Option<&str>) -> std::borrow::Cow<'_, str> {
         r.to_ascii_lowercase().into()
     } else {
         r.into()
+    }
+}
+
+/// Adds `n` clicks of `(hour, variant)` to a link's variant rows.
+fn add_variant(rows: &mut Vec<((i64, u8), i64)>, key: (i64, u8), n: i64) {
+    match rows.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, count)) => *count += n,
+        None => rows.push((key, n)),
     }
 }
 
@@ -97,6 +109,9 @@ impl Aggregate {
                 l.bots += n;
             }
             l.last_at = l.last_at.max(at);
+            if let Some(variant) = c.variant_index() {
+                add_variant(&mut l.variants, (c.hour as i64, variant), n);
+            }
             let referrer = referrer_key(c.referrer.as_deref());
             let (hour, device) = (c.hour as i64, c.device as u8);
             match l.rows.iter_mut().find(|(k, _)| {
@@ -132,6 +147,9 @@ impl Aggregate {
             l.clicks += o.clicks;
             l.bots += o.bots;
             l.last_at = l.last_at.max(o.last_at);
+            for &(key, n) in &o.variants {
+                add_variant(&mut l.variants, key, n);
+            }
             for (key, n) in &o.rows {
                 match l.rows.iter_mut().find(|(k, _)| k == key) {
                     Some((_, count)) => *count += n,

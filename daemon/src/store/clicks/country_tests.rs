@@ -22,6 +22,7 @@ fn row(link_id: u64, hour: u32, country: &str, count: u32) -> ClickCount {
         referrer: None,
         count,
         country: Country::from_edge(country.as_bytes()),
+        variant: 0,
     }
 }
 
@@ -115,13 +116,14 @@ async fn clicks_from_before_countries_migrate_as_unknown() {
         )
         .unwrap();
         // An acknowledged batch not folded yet, in the old frame format:
-        // the current frame without the row's country (its last bytes).
+        // the current frame without the row's country and variant (its
+        // last three bytes).
         let new = ipc::frame(&ClickBatch {
             batch_id: BatchId([8; 16]),
             clicks: vec![row(5, hour, "DE", 3)],
         })
         .unwrap();
-        let mut old = new[..new.len() - 2].to_vec();
+        let mut old = new[..new.len() - 3].to_vec();
         let len = (old.len() - ipc::HEADER_LEN) as u32;
         old[..ipc::HEADER_LEN].copy_from_slice(&len.to_be_bytes());
         conn.execute(

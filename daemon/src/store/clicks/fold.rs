@@ -1,5 +1,6 @@
-//! The fold: the pending aggregate written into `clicks` and the link
-//! totals in one transaction, with visit limits and renewals applied.
+//! The fold: the pending aggregate written into `clicks`,
+//! `variant_clicks` and the link totals in one transaction, with visit
+//! limits and renewals applied.
 
 use std::sync::Arc;
 
@@ -53,7 +54,7 @@ pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldO
 /// Adds an aggregate to the tables: per link (in id order, neighbouring
 /// rows on neighbouring pages) one UPDATE of the totals that also returns
 /// what the edge depends on (and tells whether the link exists), then one
-/// upsert per `clicks` row.
+/// upsert per `clicks` row and per `variant_clicks` row.
 fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcome> {
     let mut totals = conn.prepare_cached(
         "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1 \
@@ -64,6 +65,10 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
          ON CONFLICT (link_id, hour, device, bot, referrer, country) \
          DO UPDATE SET count = count + excluded.count",
+    )?;
+    let mut upsert_variant = conn.prepare_cached(
+        "INSERT INTO variant_clicks (link_id, hour, variant, count) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (link_id, hour, variant) DO UPDATE SET count = count + excluded.count",
     )?;
     let mut ids: Vec<u64> = agg.links.keys().copied().collect();
     ids.sort_unstable();
@@ -105,6 +110,11 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
                 k.country.as_str(),
                 n
             ])?;
+        }
+        let mut variants = l.variants.clone();
+        variants.sort_unstable();
+        for ((hour, variant), n) in variants {
+            upsert_variant.execute(params![id as i64, hour, variant, n])?;
         }
         outcome.counted += l.clicks as u64;
         let humans = l.clicks - l.bots;

@@ -2,8 +2,8 @@
 //! O(1) pages before its ack, recovery of unfolded rows at open, pruning.
 
 use rusqlite::{params, Connection};
-use shortlink_core::clicks::decode_batch_v4;
-use shortlink_core::ipc::{self, ClickBatch, HEADER_LEN};
+use shortlink_core::click_formats::{decode_batch, decode_batch_v4, decode_batch_v7};
+use shortlink_core::ipc::{self, ClickBatch, FrameError, HEADER_LEN};
 
 use super::pending::{folded_through, PendingClicks};
 use crate::store::error::{StoreError, StoreResult};
@@ -21,7 +21,7 @@ pub fn append_batches(
         "INSERT OR IGNORE INTO click_batches (batch_id, seen_at) VALUES (?1, ?2)",
     )?;
     let mut log = conn
-        .prepare_cached("INSERT INTO click_log (received_at, batch, format) VALUES (?1, ?2, 2)")?;
+        .prepare_cached("INSERT INTO click_log (received_at, batch, format) VALUES (?1, ?2, 3)")?;
     let mut out = Vec::with_capacity(batches.len());
     for batch in batches {
         if seen.execute(params![&batch.batch_id.0[..], now])? == 0 {
@@ -38,7 +38,8 @@ pub fn append_batches(
 /// At open: puts the log rows a crash left (acknowledged, not folded) back
 /// into memory, for the next fold. A row that does not decode is logged and
 /// left in the log (never counted, never deleted). Rows of format 1 (before
-/// clicks had a country) count with the unknown country.
+/// clicks had a country) count with the unknown country, rows of format 2
+/// (before clicks had a variant) with none.
 pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
     let through = folded_through(conn)?;
     let mut st = conn.prepare(
@@ -56,17 +57,17 @@ pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
             .as_blob()
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let format: i64 = row.get(3)?;
-        let decoded = if format == 1 {
-            bytes
-                .get(HEADER_LEN..)
-                .ok_or_else(|| ipc::FrameError::Malformed("short frame".into()))
-                .and_then(decode_batch_v4)
-                .map(|b| Some((b, bytes.len())))
-        } else {
-            ipc::read_frame::<ClickBatch>(bytes)
+        let decode = match format {
+            1 => decode_batch_v4,
+            2 => decode_batch_v7,
+            _ => decode_batch,
         };
+        let decoded = bytes
+            .get(HEADER_LEN..)
+            .ok_or_else(|| FrameError::Malformed("short frame".into()))
+            .and_then(decode);
         match decoded {
-            Ok(Some((batch, _))) => {
+            Ok(batch) => {
                 s.open.add_batch(&batch, at);
                 s.open_through = s.open_through.max(seq);
                 n += 1;

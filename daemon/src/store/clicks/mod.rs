@@ -33,6 +33,8 @@ pub use site::{site_stats, SiteStats, SiteTally};
 
 #[cfg(test)]
 mod country_tests;
+#[cfg(test)]
+mod variant_tests;
 
 #[cfg(test)]
 mod tests {
@@ -52,6 +54,7 @@ mod tests {
             referrer: referrer.map(str::to_string),
             count,
             country: shortlink_core::country::UNKNOWN,
+            variant: 0,
         }
     }
 

@@ -113,6 +113,12 @@ impl ClickOverlay<'_> {
         self.links(id)
             .flat_map(|l| l.rows.iter().map(|(k, n)| (k, *n)))
     }
+
+    /// Pending `variant_clicks` rows of one link: `(hour, variant, clicks)`.
+    pub fn variant_rows(&self, id: u64) -> impl Iterator<Item = (i64, u8, i64)> + '_ {
+        self.links(id)
+            .flat_map(|l| l.variants.iter().map(|&((h, v), n)| (h, v, n)))
+    }
 }
 
 /// The highest `click_log` seq already in the tables.

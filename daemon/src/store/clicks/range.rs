@@ -1,5 +1,5 @@
-//! Click stats of one link over a range of hours: the `clicks` table plus
-//! the pending clicks.
+//! Click stats of one link over a range of hours: the `clicks` and
+//! `variant_clicks` tables plus the pending clicks.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -27,6 +27,9 @@ pub struct RangeStats {
     pub referrers: Vec<(String, i64)>,
     /// Clicks per visitor country (`--`: unknown), most first.
     pub countries: Vec<(Country, i64)>,
+    /// Clicks per A/B variant index, in index order; variants without
+    /// clicks in the range are absent.
+    pub variants: Vec<(u8, i64)>,
 }
 
 /// One link's stats summed from `(hour, device, bot, referrer, country,
@@ -41,6 +44,7 @@ pub struct RangeTally {
     devices: BTreeMap<u8, i64>,
     referrers: HashMap<String, i64>,
     countries: BTreeMap<Country, i64>,
+    variants: BTreeMap<u8, i64>,
 }
 
 impl RangeTally {
@@ -54,7 +58,14 @@ impl RangeTally {
             devices: BTreeMap::new(),
             referrers: HashMap::new(),
             countries: BTreeMap::new(),
+            variants: BTreeMap::new(),
         }
+    }
+
+    /// Adds `n` clicks sent to variant index `variant` (already counted by
+    /// [`RangeTally::add`]: this is their split by variant).
+    pub fn add_variant(&mut self, variant: u8, n: i64) {
+        *self.variants.entry(variant).or_default() += n;
     }
 
     /// Adds `n` clicks in `hour` (hours since the epoch); an empty referrer
@@ -108,6 +119,7 @@ impl RangeTally {
             devices: self.devices.into_iter().collect(),
             referrers,
             countries,
+            variants: self.variants.into_iter().collect(),
         }
     }
 }
@@ -147,6 +159,24 @@ pub fn range_stats(
     for (k, n) in overlay.rows(link_id) {
         if (from_hour..=to_hour).contains(&k.hour) {
             tally.add(k.hour, k.device, k.bot, &k.referrer, k.country, n);
+        }
+    }
+    {
+        let mut st = conn.prepare_cached(
+            "SELECT variant, sum(count) FROM variant_clicks \
+             WHERE link_id = ?1 AND hour BETWEEN ?2 AND ?3 GROUP BY variant",
+        )?;
+        let mut rows = st.query(params![id, from_hour, to_hour])?;
+        while let Some(r) = rows.next()? {
+            let variant: i64 = r.get(0)?;
+            if let Ok(variant) = u8::try_from(variant) {
+                tally.add_variant(variant, r.get(1)?);
+            }
+        }
+    }
+    for (hour, variant, n) in overlay.variant_rows(link_id) {
+        if (from_hour..=to_hour).contains(&hour) {
+            tally.add_variant(variant, n);
         }
     }
     Ok(tally.finish())
