@@ -17,6 +17,7 @@
 //! Precedence: flags > environment > file > defaults.
 
 mod checker;
+mod recycling;
 mod database;
 mod targets;
 
@@ -28,6 +29,7 @@ use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
 pub use checker::CheckerConfig;
+pub use recycling::{RecyclingConfig, MIN_GRACE_DAYS};
 pub use database::{DatabaseHost, DatabaseUrl, SslMode};
 pub use targets::Targets;
 
@@ -137,6 +139,9 @@ pub struct Config {
     /// The background checker of link targets (the `[checker]` table).
     #[command(flatten)]
     pub checker: CheckerConfig,
+    /// Reuse of expired and deleted links' ids (the `[recycling]` table).
+    #[command(flatten)]
+    pub recycling: RecyclingConfig,
     /// A file of unsafe hosts (one per line, a hosts file, Adblock `||host^`
     /// rules or URLs: the formats of public phishing and malware feeds),
     /// read again whenever it changes; the links it lists are flagged.
@@ -215,6 +220,7 @@ impl Default for Config {
             default_ttl: None,
             targets: Targets::default(),
             checker: CheckerConfig::default(),
+            recycling: RecyclingConfig::default(),
             blocklist_file: None,
             blocklist_disable: false,
             reserved_aliases: Vec::new(),
@@ -319,6 +325,9 @@ impl Config {
             return invalid("signature_window", "must be positive".into());
         }
         if let Some((field, message)) = self.checker.invalid() {
+            return invalid(field, message);
+        }
+        if let Some((field, message)) = self.recycling.invalid() {
             return invalid(field, message);
         }
         if self.targets.max_len == 0 {

@@ -17,6 +17,7 @@ mod credentials;
 mod ids;
 mod import;
 mod links;
+mod recycle;
 mod takedowns;
 mod teams;
 mod users;
@@ -32,6 +33,7 @@ pub use credentials::CredentialStore;
 pub use ids::IdStore;
 pub use import::{ImportLink, ImportStore, Imported, KeptId};
 pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+pub use recycle::{IdRange, IdRanges, Purged, RangeState, RecycleStore};
 pub use takedowns::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
 };
@@ -51,6 +53,7 @@ pub trait Database:
     + ClickStore
     + ChangeLog
     + IdStore
+    + RecycleStore
     + TakedownStore
     + CheckStore
 {

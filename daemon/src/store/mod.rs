@@ -15,6 +15,7 @@ pub mod clicks;
 pub mod ids;
 pub mod keys;
 pub mod links;
+pub mod recycle;
 pub mod teams;
 pub mod users;
 
@@ -92,6 +93,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_v12.sql"),
     include_str!("schema_v13.sql"),
     include_str!("schema_v14.sql"),
+    include_str!("schema_v15.sql"),
+    include_str!("schema_v16.sql"),
+    include_str!("schema_v17.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

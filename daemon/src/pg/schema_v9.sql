@@ -1,0 +1,3 @@
+-- Reserved: version 9 belongs to another branch of this release (its
+-- migration replaces this file when the branches meet). Nothing here.
+SELECT 1;
