@@ -13,13 +13,13 @@
 use std::ops::Range;
 
 use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::store::StoreResult;
 
 /// Where a recorded range is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RangeState {
     /// Handed to a daemon (fresh, or taken again after recycling).
@@ -52,7 +52,7 @@ impl RangeState {
 }
 
 /// One recorded range of ids.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdRange {
     /// First id of the range.
     pub start: u64,
@@ -69,7 +69,7 @@ pub struct IdRange {
 }
 
 /// The recorded ranges at a glance.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct IdRanges {
     /// Ranges handed out.
     pub leased: u64,
