@@ -10,7 +10,8 @@
 //! workers (and the daemon's cache drops the links) before the release;
 //! on several nodes the release waits [`FOLLOWER_SETTLE`] more, so every
 //! other node's follower has read the log by then. Stats of the old links
-//! go with them (their click rows are deleted with the rows).
+//! go with them: pending clicks are folded first, then their click rows
+//! are deleted with the links.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -79,6 +80,9 @@ pub async fn run(app: SharedApp, stop: CancellationToken) {
 
 /// One sweep: purge what is recyclable now, push, settle, release.
 pub async fn sweep(app: &SharedApp) -> StoreResult<Swept> {
+    // Clicks acknowledged but not folded yet (SQLite) reach their links
+    // first, so none of an old link's is folded into a new one.
+    crate::stats::fold(app).await?;
     let cutoff = unix_now() - app.config.recycling.grace_secs();
     let mut swept = Swept::default();
     loop {

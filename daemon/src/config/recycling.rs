@@ -18,6 +18,7 @@ pub struct RecyclingConfig {
     /// ago, by whole leased ranges (default false). Every node on one
     /// PostgreSQL must set the same.
     #[arg(
+        id = "recycle_ids",
         long = "recycle-ids",
         env = "SHORTLINKD_RECYCLE_IDS",
         action = clap::ArgAction::Set,
