@@ -363,7 +363,11 @@ mod tests {
         let hold = std::time::Duration::from_millis(300);
         let ids = IdSegments::recycling(store.clone().into(), 100, 50, 1, hold);
         let first = ids.take(10).await.unwrap();
-        assert_eq!(first, (100..110).collect::<Vec<_>>(), "the recycled range first");
+        assert_eq!(
+            first,
+            (100..110).collect::<Vec<_>>(),
+            "the recycled range first"
+        );
         assert_eq!(ids.reused.load(Ordering::Relaxed), 1);
         assert_eq!(ids.next().await.unwrap(), 1000, "then fresh ids");
         tokio::time::sleep(hold * 2).await;
@@ -372,7 +376,12 @@ mod tests {
         assert!(later >= 1050, "{later}");
         // Without recycling the same store's available ranges stay put.
         store
-            .write(|c| Ok(c.execute("UPDATE id_ranges SET state = 'available' WHERE start = 100", [])?))
+            .write(|c| {
+                Ok(c.execute(
+                    "UPDATE id_ranges SET state = 'available' WHERE start = 100",
+                    [],
+                )?)
+            })
             .await
             .unwrap();
         let plain = IdSegments::new(store.into(), 100, 50, 1);

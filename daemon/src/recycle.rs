@@ -73,7 +73,9 @@ pub async fn run(app: SharedApp, stop: CancellationToken) {
                 "recycled id ranges"
             ),
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "the id recycling sweep failed; trying again later"),
+            Err(e) => {
+                tracing::warn!(error = %e, "the id recycling sweep failed; trying again later")
+            }
         }
     }
 }

@@ -149,7 +149,11 @@ async fn an_expired_range_is_purged_told_to_the_edge_then_reused_and_a_live_one_
         (floor..floor + 4).collect::<Vec<_>>()
     );
     let (s, _) = d
-        .req("DELETE", &format!("/api/v1/links/{}", code(&first[3])), None)
+        .req(
+            "DELETE",
+            &format!("/api/v1/links/{}", code(&first[3])),
+            None,
+        )
         .await;
     assert_eq!(s, 204);
     let live = d.create(json!({"url": "https://live.example/"})).await;
@@ -190,7 +194,10 @@ async fn an_expired_range_is_purged_told_to_the_edge_then_reused_and_a_live_one_
     // One live link keeps range 2 as it is.
     assert_eq!(state_of(&d, floor + 4).await, "leased");
     let v = ranges(&d, 5).await;
-    assert_eq!((v["available"].as_u64(), v["available_ids"].as_u64()), (Some(1), Some(4)));
+    assert_eq!(
+        (v["available"].as_u64(), v["available_ids"].as_u64()),
+        (Some(1), Some(4))
+    );
     assert!(v["recycling"]["enabled"].as_bool().unwrap());
     // The old links are gone (the deleted one had no row already).
     for old in &first[..3] {
@@ -224,7 +231,11 @@ async fn an_expired_range_is_purged_told_to_the_edge_then_reused_and_a_live_one_
         })
         .collect();
     for old in &first {
-        assert!(heard.contains(&code(old)), "{} not purged: {heard:?}", code(old));
+        assert!(
+            heard.contains(&code(old)),
+            "{} not purged: {heard:?}",
+            code(old)
+        );
     }
     assert_eq!(id(&reused), floor, "lowest first");
     assert_eq!(code(&reused), old_code, "the same code again");
@@ -335,11 +346,21 @@ async fn two_nodes_never_get_the_same_recycled_range() {
     }
     let recycled: Vec<(&u64, &&str)> = owner.iter().filter(|(id, _)| **id < below).collect();
     assert!(recycled.len() >= 8, "few recycled ids: {owner:?}");
+    for node in ["a", "b"] {
+        assert!(
+            recycled.iter().any(|(_, n)| **n == node),
+            "node {node} got no recycled range: {owner:?}"
+        );
+    }
     // A range (two ids from an even offset) has one owner.
     let mut range_owner: HashMap<u64, &str> = HashMap::new();
     for (&id, &node) in &recycled {
         let start = floor + (id - floor) / 2 * 2;
-        assert_eq!(*range_owner.entry(start).or_insert(node), node, "range {start}");
+        assert_eq!(
+            *range_owner.entry(start).or_insert(node),
+            node,
+            "range {start}"
+        );
     }
     let v = ranges(a, 0).await;
     assert!(v["reused"].as_u64().unwrap() >= 4, "{v}");

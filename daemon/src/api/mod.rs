@@ -7,9 +7,9 @@
 
 pub mod auth;
 pub mod checks;
-pub mod ids;
 pub mod error;
 pub mod health;
+pub mod ids;
 pub mod import;
 pub mod keys;
 pub mod links;

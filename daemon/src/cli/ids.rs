@@ -32,13 +32,23 @@ pub async fn ids(client: &Client, limit: u32, out: &mut Output) -> Result<()> {
         v.leased, v.purged, v.available, v.available_ids
     )?;
     writeln!(out, "reused:      {} ranges taken again", v.reused)?;
-    writeln!(out, "recycled:    {} ids since this daemon started", v.recycled_ids)?;
+    writeln!(
+        out,
+        "recycled:    {} ids since this daemon started",
+        v.recycled_ids
+    )?;
     if v.ranges.is_empty() {
         return Ok(());
     }
     writeln!(out)?;
     let mut t = Table::new(&[
-        "START", "STOP", "FIRST CODE", "STATE", "LEASED", "RECYCLED", "REUSES",
+        "START",
+        "STOP",
+        "FIRST CODE",
+        "STATE",
+        "LEASED",
+        "RECYCLED",
+        "REUSES",
     ]);
     for range in v.ranges {
         let state = match range.state {

@@ -17,8 +17,8 @@
 //! Precedence: flags > environment > file > defaults.
 
 mod checker;
-mod recycling;
 mod database;
+mod recycling;
 mod targets;
 
 use std::net::SocketAddr;
@@ -29,8 +29,8 @@ use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
 pub use checker::CheckerConfig;
-pub use recycling::{RecyclingConfig, MIN_GRACE_DAYS};
 pub use database::{DatabaseHost, DatabaseUrl, SslMode};
+pub use recycling::{RecyclingConfig, MIN_GRACE_DAYS};
 pub use targets::Targets;
 
 /// Names no alias may take because operators route them elsewhere.

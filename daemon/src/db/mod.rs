@@ -12,6 +12,8 @@ mod clicks;
 #[cfg(test)]
 pub(crate) mod contract;
 #[cfg(test)]
+mod contract_recycle;
+#[cfg(test)]
 mod contract_teams;
 mod credentials;
 mod ids;

@@ -63,7 +63,14 @@ pub async fn lease(
     let row = client
         .query_one(
             &st,
-            &[&name, &floor, &size, &holder, &used_up, &crate::store::unix_now()],
+            &[
+                &name,
+                &floor,
+                &size,
+                &holder,
+                &used_up,
+                &crate::store::unix_now(),
+            ],
         )
         .await
         .map_err(PgError::query("leasing ids"))?;

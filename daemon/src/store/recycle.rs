@@ -229,7 +229,10 @@ mod tests {
             })
             .await
             .unwrap();
-        let purged = store.write(move |c| purge(c, cutoff, 10, now)).await.unwrap();
+        let purged = store
+            .write(move |c| purge(c, cutoff, 10, now))
+            .await
+            .unwrap();
         assert_eq!(purged.len(), 1, "{purged:?}");
         assert_eq!((purged[0].range.clone(), purged[0].links), (100..110, 1));
         let (links, clicks, changes) = store
@@ -246,17 +249,26 @@ mod tests {
         assert_eq!((links, clicks, changes), (0, 0, 10));
         // Purged is not available yet.
         assert_eq!(store.write(move |c| claim(c, 0, now)).await.unwrap(), None);
-        let early = store.write(move |c| release_purged(c, now - 1)).await.unwrap();
+        let early = store
+            .write(move |c| release_purged(c, now - 1))
+            .await
+            .unwrap();
         assert_eq!(early, vec![], "purged after the time asked");
         let released = store.write(move |c| release_purged(c, now)).await.unwrap();
         assert_eq!(released, vec![100..110]);
         // Below the floor: not handed out.
-        assert_eq!(store.write(move |c| claim(c, 101, now)).await.unwrap(), None);
+        assert_eq!(
+            store.write(move |c| claim(c, 101, now)).await.unwrap(),
+            None
+        );
         assert_eq!(
             store.write(move |c| claim(c, 100, now)).await.unwrap(),
             Some(100..110)
         );
-        assert_eq!(store.write(move |c| claim(c, 100, now)).await.unwrap(), None);
+        assert_eq!(
+            store.write(move |c| claim(c, 100, now)).await.unwrap(),
+            None
+        );
         let view = store.read(|c| overview(c, 10)).await.unwrap();
         assert_eq!((view.leased, view.available, view.reused), (4, 0, 1));
         assert_eq!(view.ranges[3].leased_at, now);
