@@ -259,6 +259,29 @@ async fn an_expired_range_is_purged_told_to_the_edge_then_reused_and_a_live_one_
     let text = common::stdout(&out);
     assert!(text.contains("recycling:   on (grace 7 days"), "{text}");
     assert!(text.contains("reused:      1 ranges taken again"), "{text}");
+    // The admin dashboard's line.
+    let page = dashboard(&d).await;
+    assert!(
+        page.contains(
+            "Id recycling: on (grace 7 days): 0 ranges available (0 ids), 1 taken again."
+        ),
+        "{page}"
+    );
+}
+
+/// The admin dashboard's HTML, for a signed-in admin.
+async fn dashboard(d: &Daemon) -> String {
+    let admin = common::admin::sign_in(d).await;
+    let (s, _, page) = common::admin::send(
+        d,
+        "GET",
+        "/admin/dashboard",
+        &[("cookie", &admin.cookie)],
+        None,
+    )
+    .await;
+    assert_eq!(s, 200);
+    page.as_str().unwrap().to_string()
 }
 
 #[tokio::test]
@@ -283,6 +306,7 @@ async fn recycling_is_off_by_default_and_a_short_grace_period_is_refused() {
     let err = common::stderr(&out);
     assert!(err.contains("recycling.grace_days"), "{err}");
     assert!(err.contains("minimum of 7 days"), "{err}");
+    assert!(dashboard(&d).await.contains("Id recycling: off."));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
