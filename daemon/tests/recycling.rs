@@ -23,7 +23,7 @@ const AGO: i64 = 100 * 86_400;
 /// Direct access to the daemon's database, for moving times back.
 enum Db {
     Sqlite(std::path::PathBuf),
-    Pg(shortlinkd::pg::Pg),
+    Pg(Box<shortlinkd::pg::Pg>),
 }
 
 impl Db {
@@ -87,7 +87,7 @@ async fn open_db(d: &Daemon, url: Option<&str>) -> Db {
                 database_password_file: Some(cluster.password_file()),
                 ..Default::default()
             };
-            Db::Pg(shortlinkd::pg::connect(&config).await.unwrap())
+            Db::Pg(Box::new(shortlinkd::pg::connect(&config).await.unwrap()))
         }
     }
 }

@@ -15,7 +15,7 @@ fn expiring(id: u64, expires_at: Option<i64>) -> NewLink {
         link: Link {
             id,
             url: format!("https://e.com/{id}"),
-            alias: (id % 2 == 0).then(|| format!("old-{id}")),
+            alias: id.is_multiple_of(2).then(|| format!("old-{id}")),
             expires_at,
             ..Link::default()
         },
