@@ -53,13 +53,19 @@ fn a_recycled_code_answers_with_its_new_target_at_every_worker_never_the_old() {
                 .create(json!({"url": format!("https://old.example/{i}"), "ttl": 2}))
         })
         .collect();
-    let first = json_of(&s.daemon.api("GET", &format!("/api/v1/links/{}", old[0]), None))["id"]
+    let first = json_of(
+        &s.daemon
+            .api("GET", &format!("/api/v1/links/{}", old[0]), None),
+    )["id"]
         .as_u64()
         .unwrap();
     for code in &old {
         let r = s.get(code, &[]);
         assert_eq!(r.status, 302);
-        assert!(r.header("Location").unwrap().starts_with("https://old.example/"));
+        assert!(r
+            .header("Location")
+            .unwrap()
+            .starts_with("https://old.example/"));
     }
     // Expired: 410, answered from the zone by both workers.
     until("the old codes answer 410", Duration::from_secs(6), || {
