@@ -167,12 +167,18 @@ impl App {
         segment_size: Option<u64>,
     ) -> SharedApp {
         let floor = Codec::first_id_of_length(config.min_length);
-        let ids = IdSegments::new(
-            store.clone(),
-            floor,
-            segment_size.unwrap_or(config.segment_size),
-            config.segments_in_memory,
-        );
+        let size = segment_size.unwrap_or(config.segment_size);
+        let ids = if config.recycling.enabled {
+            IdSegments::recycling(
+                store.clone(),
+                floor,
+                size,
+                config.segments_in_memory,
+                config.recycling.hold_limit(),
+            )
+        } else {
+            IdSegments::new(store.clone(), floor, size, config.segments_in_memory)
+        };
         let codec = Codec::new(key);
         Arc::new(App {
             rules: LinkRules::new(&config, codec.clone()),

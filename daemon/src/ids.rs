@@ -6,11 +6,18 @@
 //! between several processes sharing the database. Segments are refilled in
 //! the background once the ids in memory drop to 20% of a segment plus the
 //! spares, so creating a link rarely waits for the database.
+//!
+//! With recycling on (`[recycling]`, see `crate::recycle`) a lease first
+//! takes the lowest recycled range free in the store, so short codes come
+//! back before the code length grows; and a segment is never held in
+//! memory past half the grace period: a range older than the grace period
+//! is then in no daemon's hands, which is what lets the sweep reuse it.
 
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::db::Store;
 use crate::store::StoreResult;
@@ -23,16 +30,30 @@ pub struct IdSegments {
     size: u64,
     /// Segments to hold (the current one plus spares).
     keep: usize,
+    /// With recycling on: how long a segment may be held in memory, and
+    /// recycled ranges are taken before fresh ones.
+    hold_limit: Option<Duration>,
     state: Mutex<State>,
     /// Segments leased so far by this process.
     pub leased: AtomicU64,
     /// Ids handed out so far by this process.
     pub handed_out: AtomicU64,
+    /// Recycled ranges taken again by this process.
+    pub reused: AtomicU64,
+    /// Ids made reusable by this process's recycling sweeps.
+    pub recycled: AtomicU64,
+}
+
+/// A leased range in memory: the ids not handed out yet, and when it was
+/// leased.
+struct Segment {
+    ids: Range<u64>,
+    leased: Instant,
 }
 
 #[derive(Default)]
 struct State {
-    segments: VecDeque<Range<u64>>,
+    segments: VecDeque<Segment>,
     /// Ends of leases whose ids are all handed out or dropped, for the
     /// store to forget with the next lease.
     used_up: Vec<u64>,
@@ -43,14 +64,41 @@ struct State {
 }
 
 impl State {
-    /// Adds a leased range, without the ids an import took.
-    fn push(&mut self, range: Range<u64>) {
+    /// Adds a range leased at `leased`, without the ids an import took.
+    fn push(&mut self, range: Range<u64>, leased: Instant) {
         let start = range.start.max(self.reserved_through.saturating_add(1));
         if start < range.end {
-            self.segments.push_back(start..range.end);
+            self.segments.push_back(Segment {
+                ids: start..range.end,
+                leased,
+            });
         } else {
             self.used_up.push(range.end);
         }
+    }
+
+    /// Drops the segments leased longer than `limit` ago (their ids may be
+    /// recycled elsewhere soon), reporting them used up.
+    fn drop_older_than(&mut self, limit: Duration) {
+        while let Some(at) = self
+            .segments
+            .iter()
+            .position(|s| s.leased.elapsed() > limit)
+        {
+            let Some(old) = self.segments.remove(at) else {
+                break;
+            };
+            tracing::info!(
+                start = old.ids.start,
+                end = old.ids.end,
+                "dropping an id segment held past half the recycling grace period"
+            );
+            self.used_up.push(old.ids.end);
+        }
+    }
+
+    fn remaining(&self) -> u64 {
+        self.segments.iter().map(|s| s.ids.end - s.ids.start).sum()
     }
 }
 
@@ -68,21 +116,50 @@ impl IdSegments {
     /// An allocator that hands out ids from `floor` up, leasing `size` at a
     /// time and keeping `keep` segments in memory.
     pub fn new(store: Store, floor: u64, size: u64, keep: usize) -> Arc<Self> {
+        Self::build(store, floor, size, keep, None)
+    }
+
+    /// Like [`IdSegments::new`], with recycling on: recycled ranges are
+    /// taken first, and no segment is held longer than `hold_limit`.
+    pub fn recycling(
+        store: Store,
+        floor: u64,
+        size: u64,
+        keep: usize,
+        hold_limit: Duration,
+    ) -> Arc<Self> {
+        Self::build(store, floor, size, keep, Some(hold_limit))
+    }
+
+    fn build(
+        store: Store,
+        floor: u64,
+        size: u64,
+        keep: usize,
+        hold_limit: Option<Duration>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             store,
             floor,
             size: size.max(1),
             keep: keep.max(1),
+            hold_limit,
             state: Mutex::new(State::default()),
             leased: AtomicU64::new(0),
             handed_out: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            recycled: AtomicU64::new(0),
         })
+    }
+
+    /// Whether recycled ranges are taken before fresh ones.
+    pub fn recycles(&self) -> bool {
+        self.hold_limit.is_some()
     }
 
     /// Ids left in memory.
     pub fn remaining(&self) -> u64 {
-        let st = self.state.lock().expect("id state");
-        st.segments.iter().map(|r| r.end - r.start).sum()
+        self.state.lock().expect("id state").remaining()
     }
 
     /// Ids per lease.
@@ -95,14 +172,18 @@ impl IdSegments {
         Ok(self.take(1).await?[0])
     }
 
-    /// `n` new ids, in increasing order.
+    /// `n` new ids (increasing within a segment; a recycled range may come
+    /// after higher ones).
     pub async fn take(self: &Arc<Self>, n: usize) -> StoreResult<Vec<u64>> {
         let mut out = Vec::with_capacity(n);
         loop {
             {
                 let mut st = self.state.lock().expect("id state");
+                if let Some(limit) = self.hold_limit {
+                    st.drop_older_than(limit);
+                }
                 while out.len() < n {
-                    let Some(front) = st.segments.front_mut() else {
+                    let Some(front) = st.segments.front_mut().map(|s| &mut s.ids) else {
                         break;
                     };
                     let want = (n - out.len()) as u64;
@@ -124,7 +205,10 @@ impl IdSegments {
             // Nothing in memory: lease right away, at least what is missing.
             let need = (n - out.len()) as u64;
             let range = self.lease(need.max(self.size)).await?;
-            self.state.lock().expect("id state").push(range);
+            self.state
+                .lock()
+                .expect("id state")
+                .push(range, Instant::now());
         }
     }
 
@@ -132,7 +216,7 @@ impl IdSegments {
     pub async fn prime(self: &Arc<Self>) -> StoreResult<()> {
         let range = self.lease(self.size).await?;
         let mut st = self.state.lock().expect("id state");
-        st.push(range);
+        st.push(range, Instant::now());
         self.maybe_refill(&mut st);
         Ok(())
     }
@@ -147,8 +231,8 @@ impl IdSegments {
             let mut st = self.state.lock().expect("id state");
             st.reserved_through = st.reserved_through.max(last);
             let held = std::mem::take(&mut st.segments);
-            for range in held {
-                st.push(range);
+            for segment in held {
+                st.push(segment.ids, segment.leased);
             }
         }
         self.store.reserve_ids_through(last).await?;
@@ -157,7 +241,7 @@ impl IdSegments {
     }
 
     fn maybe_refill(self: &Arc<Self>, st: &mut State) {
-        let remaining: u64 = st.segments.iter().map(|r| r.end - r.start).sum();
+        let remaining = st.remaining();
         let low_water = self.size * (self.keep as u64 - 1) + self.size / 5;
         if st.refilling || remaining > low_water || st.segments.len() > self.keep {
             return;
@@ -172,7 +256,7 @@ impl IdSegments {
             let mut st = this.state.lock().expect("id state");
             st.refilling = false;
             match result {
-                Ok(range) => st.push(range),
+                Ok(range) => st.push(range, Instant::now()),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot lease an id segment in the background")
                 }
@@ -182,6 +266,23 @@ impl IdSegments {
 
     async fn lease(&self, size: u64) -> StoreResult<Range<u64>> {
         let floor = self.floor;
+        if self.recycles() {
+            match self.store.claim_recycled_ids(floor).await {
+                Ok(Some(range)) => {
+                    self.reused.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(
+                        start = range.start,
+                        end = range.end,
+                        "took a recycled id range"
+                    );
+                    return Ok(range);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot claim a recycled id range; leasing fresh ids")
+                }
+            }
+        }
         let used_up = std::mem::take(&mut self.state.lock().expect("id state").used_up);
         let range = match self.store.lease_ids(floor, size, used_up.clone()).await {
             Ok(range) => range,
@@ -245,6 +346,46 @@ mod tests {
         let store = crate::store::SqliteStore::open(&dir.path().join("t.db"), 1, 10).unwrap();
         let other = IdSegments::new(store.into(), 100, 50, 2);
         assert!(other.next().await.unwrap() > 5000);
+    }
+
+    #[tokio::test]
+    async fn recycling_takes_recycled_ranges_first_and_drops_segments_held_too_long() {
+        let (_dir, store) = temp_store();
+        store
+            .write(|c| {
+                crate::store::ids::advance_past(c, 999)?;
+                crate::store::recycle::record_lease(c, &(100..110), 0)?;
+                c.execute("UPDATE id_ranges SET state = 'available'", [])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let hold = std::time::Duration::from_millis(300);
+        let ids = IdSegments::recycling(store.clone().into(), 100, 50, 1, hold);
+        let first = ids.take(10).await.unwrap();
+        assert_eq!(
+            first,
+            (100..110).collect::<Vec<_>>(),
+            "the recycled range first"
+        );
+        assert_eq!(ids.reused.load(Ordering::Relaxed), 1);
+        assert_eq!(ids.next().await.unwrap(), 1000, "then fresh ids");
+        tokio::time::sleep(hold * 2).await;
+        // The segment of 1000.. is past the hold limit: never handed out again.
+        let later = ids.next().await.unwrap();
+        assert!(later >= 1050, "{later}");
+        // Without recycling the same store's available ranges stay put.
+        store
+            .write(|c| {
+                Ok(c.execute(
+                    "UPDATE id_ranges SET state = 'available' WHERE start = 100",
+                    [],
+                )?)
+            })
+            .await
+            .unwrap();
+        let plain = IdSegments::new(store.into(), 100, 50, 1);
+        assert!(plain.next().await.unwrap() >= 1100);
     }
 
     #[tokio::test]

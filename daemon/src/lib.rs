@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod pg;
 pub mod process_stats;
 pub mod qr;
+pub mod recycle;
 pub mod server;
 pub mod spool;
 pub mod stats;

@@ -279,6 +279,7 @@ pub async fn run(
     let maintenance = tokio::spawn(maintenance(Arc::clone(&app), token.clone()));
     let folds = tokio::spawn(stats::fold_loop(Arc::clone(&app), token.clone()));
     let checker = tokio::spawn(crate::checker::sweep::run(Arc::clone(&app), token.clone()));
+    let recycling = tokio::spawn(crate::recycle::run(Arc::clone(&app), token.clone()));
     let blocklist = app.config.blocklist_file.clone().map(|path| {
         tokio::spawn(crate::takedown::blocklist::watch(
             Arc::clone(&app),
@@ -317,6 +318,7 @@ pub async fn run(
             let _ = blocklist.await;
         }
         let _ = checker.await;
+        let _ = recycling.await;
     };
     if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {
         tracing::warn!("in-flight work did not finish within {DRAIN_TIMEOUT:?}; closing anyway");

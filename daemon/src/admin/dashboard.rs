@@ -41,6 +41,26 @@ async fn team_states(app: &crate::app::App, team: i64) -> Result<Vec<(String, u6
     Ok(out)
 }
 
+/// The id recycling line, for admins: whether it is on, and what waits
+/// to be reused.
+async fn ids_line(
+    app: &crate::app::App,
+    p: &crate::auth::Principal,
+) -> Result<Option<String>, AdminError> {
+    if p.require(crate::auth::Scope::Admin).is_err() {
+        return Ok(None);
+    }
+    let r = &app.config.recycling;
+    if !r.enabled {
+        return Ok(Some("Id recycling: off.".into()));
+    }
+    let ranges = app.store.id_ranges(0).await?;
+    Ok(Some(format!(
+        "Id recycling: on (grace {} days): {} ranges available ({} ids), {} taken again.",
+        r.grace_days, ranges.available, ranges.available_ids, ranges.reused
+    )))
+}
+
 /// GET `/admin/dashboard`.
 pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, AdminError> {
     let app = &admin.app;
@@ -63,6 +83,7 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
         stats::site_query(app, &p, Some(now - 30 * DAY), None, Granularity::Day, TOP).await?;
     let chart = charts::daily_clicks(&month.series);
     let flash = admin.sessions.take_flash(&a.token);
+    let ids = ids_line(app, &p).await?;
     Ok(view::layout(
         "Dashboard",
         Some(&a),
@@ -83,6 +104,9 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
                 div.card { span.n id="dash-today" { (today.total) } span { "clicks today (UTC)" } }
                 div.card { span.n id="dash-30d" { (month.total) } span { "clicks in 30 days" } }
                 div.card { span.n id="dash-30d-bots" { (month.bots) } span { "of them bots" } }
+            }
+            @if let Some(line) = ids {
+                p.note id="dash-ids" { (line) }
             }
             (maud::PreEscaped(chart))
             h2 { "Most clicked, last 30 days" }

@@ -24,7 +24,7 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 /// uptime), read now.
 fn state(app: &App) -> Registry {
     let (cache, ids, store) = (app.store.cache(), &app.ids, app.store.stats());
-    let counters: [(&str, &str, &AtomicU64); 9] = [
+    let counters: [(&str, &str, &AtomicU64); 11] = [
         (
             "events_published",
             "Events pushed to subscribed nginx workers",
@@ -54,6 +54,16 @@ fn state(app: &App) -> Registry {
             "ids_allocated",
             "Ids handed out to new links",
             &ids.handed_out,
+        ),
+        (
+            "ids_recycled",
+            "Ids of expired and deleted links made reusable by this daemon's recycling sweeps",
+            &ids.recycled,
+        ),
+        (
+            "id_segments_reused",
+            "Recycled id ranges taken again instead of a fresh lease",
+            &ids.reused,
         ),
         (
             "store_transactions",

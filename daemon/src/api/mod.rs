@@ -9,6 +9,7 @@ pub mod auth;
 pub mod checks;
 pub mod error;
 pub mod health;
+pub mod ids;
 pub mod import;
 pub mod keys;
 pub mod links;
@@ -50,6 +51,7 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         .route("/api/v1/links/{code}/qr", get(qr::get))
         .route("/api/v1/links/{code}/check", get(checks::get))
         .route("/api/v1/checks", get(checks::failing))
+        .route("/api/v1/ids", get(ids::get))
         .route("/api/v1/stats", get(stats::site))
         .route("/api/v1/keys", post(keys::create_key).get(keys::list_keys))
         .route("/api/v1/keys/{id}", delete(keys::revoke_key))

@@ -8,7 +8,7 @@ use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use super::error::PROBLEM_JSON;
-use super::{checks, error, health, keys, links, qr, stats, takedowns, teams, users};
+use super::{checks, error, health, ids, keys, links, qr, stats, takedowns, teams, users};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -26,7 +26,7 @@ use super::{checks, error, health, keys, links, qr, stats, takedowns, teams, use
         users::create, users::set_password, users::list, users::delete,
         takedowns::create, takedowns::list, takedowns::get, takedowns::undo, takedowns::links,
         teams::set_membership, teams::create, teams::list, teams::delete,
-        health::get,
+        health::get, ids::get,
         super::metrics::get_authenticated,
         openapi_json,
     ),
@@ -47,6 +47,7 @@ use super::{checks, error, health, keys, links, qr, stats, takedowns, teams, use
         checks::CheckView, checks::CheckList,
         teams::NewTeam, teams::TeamView, teams::TeamList, teams::Membership, crate::auth::Role,
         health::Health,
+        ids::IdsView, ids::IdRangeView, ids::RecyclingView, crate::db::RangeState,
     )),
     modifiers(&SecuritySchemes),
     tags(
@@ -56,7 +57,7 @@ use super::{checks, error, health, keys, links, qr, stats, takedowns, teams, use
         (name = "users", description = "Users, their team and role (admin)"),
         (name = "teams", description = "Teams: who links, users and keys belong to (admin)"),
         (name = "takedowns", description = "Switch off every link to a host or by one creator, and undo it (admin)"),
-        (name = "health", description = "Readiness, metrics and this document"),
+        (name = "health", description = "Readiness, metrics, id ranges and this document"),
     )
 )]
 pub struct ApiDoc;

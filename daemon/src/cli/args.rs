@@ -96,6 +96,12 @@ pub enum AdminCommand {
     /// Teams: who links, users and keys belong to.
     #[command(subcommand)]
     Team(super::teams::TeamCommand),
+    /// The id ranges leased and their recycling (`[recycling]`).
+    Ids {
+        /// The newest ranges to list (0 to 1000).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
     /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
         /// The link's code or alias.

@@ -239,6 +239,11 @@ impl Client {
         self.get(&format!("/api/v1/takedowns?limit={limit}")).await
     }
 
+    /// `GET /api/v1/ids`.
+    pub async fn ids(&self, limit: u32) -> Result<crate::api::ids::IdsView> {
+        self.get(&format!("/api/v1/ids?limit={limit}")).await
+    }
+
     /// `POST /api/v1/takedowns/{id}/undo`.
     pub async fn undo_takedown(&self, id: i64) -> Result<TakedownView> {
         self.post(&format!("/api/v1/takedowns/{id}/undo"), &json!({}))

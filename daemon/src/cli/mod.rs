@@ -11,6 +11,7 @@ mod backup;
 pub mod client;
 mod credentials;
 mod export;
+mod ids;
 mod import;
 mod links;
 mod output;
@@ -108,6 +109,7 @@ async fn dispatch(
         AdminCommand::User(c) => credentials::user(client, c, out).await?,
         AdminCommand::Takedown(c) => takedown::takedown(client, c, out).await?,
         AdminCommand::Team(c) => teams::team(client, c, out).await?,
+        AdminCommand::Ids { limit } => ids::ids(client, limit, out).await?,
         AdminCommand::Link(c) => links::link(client, *c, out).await?,
         AdminCommand::Stats {
             code,

@@ -18,6 +18,7 @@
 
 mod checker;
 mod database;
+mod recycling;
 mod targets;
 
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use checker::CheckerConfig;
 pub use database::{DatabaseHost, DatabaseUrl, SslMode};
+pub use recycling::{RecyclingConfig, MIN_GRACE_DAYS};
 pub use targets::Targets;
 
 /// Names no alias may take because operators route them elsewhere.
@@ -137,6 +139,9 @@ pub struct Config {
     /// The background checker of link targets (the `[checker]` table).
     #[command(flatten)]
     pub checker: CheckerConfig,
+    /// Reuse of expired and deleted links' ids (the `[recycling]` table).
+    #[command(flatten)]
+    pub recycling: RecyclingConfig,
     /// A file of unsafe hosts (one per line, a hosts file, Adblock `||host^`
     /// rules or URLs: the formats of public phishing and malware feeds),
     /// read again whenever it changes; the links it lists are flagged.
@@ -215,6 +220,7 @@ impl Default for Config {
             default_ttl: None,
             targets: Targets::default(),
             checker: CheckerConfig::default(),
+            recycling: RecyclingConfig::default(),
             blocklist_file: None,
             blocklist_disable: false,
             reserved_aliases: Vec::new(),
@@ -319,6 +325,9 @@ impl Config {
             return invalid("signature_window", "must be positive".into());
         }
         if let Some((field, message)) = self.checker.invalid() {
+            return invalid(field, message);
+        }
+        if let Some((field, message)) = self.recycling.invalid() {
             return invalid(field, message);
         }
         if self.targets.max_len == 0 {

@@ -12,6 +12,8 @@ mod clicks;
 #[cfg(test)]
 pub(crate) mod contract;
 #[cfg(test)]
+mod contract_recycle;
+#[cfg(test)]
 mod contract_teams;
 #[cfg(test)]
 mod contract_variants;
@@ -19,6 +21,7 @@ mod credentials;
 mod ids;
 mod import;
 mod links;
+mod recycle;
 mod takedowns;
 mod teams;
 mod users;
@@ -34,6 +37,7 @@ pub use credentials::CredentialStore;
 pub use ids::IdStore;
 pub use import::{ImportLink, ImportStore, Imported, KeptId};
 pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+pub use recycle::{IdRange, IdRanges, Purged, RangeState, RecycleStore};
 pub use takedowns::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
 };
@@ -53,6 +57,7 @@ pub trait Database:
     + ClickStore
     + ChangeLog
     + IdStore
+    + RecycleStore
     + TakedownStore
     + CheckStore
 {

@@ -6,7 +6,8 @@
 //! update, so concurrent leases from every node queue on it and each gets
 //! its own range; none fails on a conflict, none retries.
 //!
-//! The same statement records the range in `id_leases` under the daemon's
+//! The same statement records the range in `id_ranges` with the time, for
+//! recycling (`pg::recycle`), and in `id_leases` under the daemon's
 //! holder number, until the daemon reports it used up with a later lease.
 //! An import that keeps exported ids checks them there ([`live_leases`]): an id
 //! inside another node's live lease gets a new code instead, so that node
@@ -51,13 +52,26 @@ pub async fn lease(
                  SELECT $1::text, $4::bigint, start, stop FROM moved), \
              forgotten AS ( \
                  DELETE FROM id_leases \
-                 WHERE name = $1::text AND holder = $4::bigint AND stop = ANY($5::bigint[])) \
+                 WHERE name = $1::text AND holder = $4::bigint AND stop = ANY($5::bigint[])), \
+             ranged AS ( \
+                 INSERT INTO id_ranges (start, stop, leased_at) \
+                 SELECT start, stop, $6::bigint FROM moved) \
              SELECT start, stop FROM moved",
         )
         .await
         .map_err(PgError::query("preparing an id lease"))?;
     let row = client
-        .query_one(&st, &[&name, &floor, &size, &holder, &used_up])
+        .query_one(
+            &st,
+            &[
+                &name,
+                &floor,
+                &size,
+                &holder,
+                &used_up,
+                &crate::store::unix_now(),
+            ],
+        )
         .await
         .map_err(PgError::query("leasing ids"))?;
     Ok(row.get::<_, i64>(0) as u64..row.get::<_, i64>(1) as u64)

@@ -15,6 +15,7 @@ pub mod identity;
 pub mod ids;
 pub mod migrate;
 pub mod reach;
+pub mod recycle;
 pub mod store;
 pub mod tls;
 

@@ -1,4 +1,4 @@
--- Clicks per A/B variant (as SQLite's schema_v15): per link, hour and
+-- Clicks per A/B variant (as SQLite's schema_v16): per link, hour and
 -- variant index (0-based, in the link's `variants` order), written only
 -- for clicks the edge sent to a variant, in the batch's transaction.
 CREATE TABLE variant_clicks (

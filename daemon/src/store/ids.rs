@@ -19,6 +19,7 @@ pub fn lease(conn: &Connection, floor: u64, size: u64) -> StoreResult<Range<u64>
     let end = start + size;
     conn.prepare_cached("UPDATE id_alloc SET next = ?1 WHERE name = 'links'")?
         .execute(params![end as i64])?;
+    super::recycle::record_lease(conn, &(start..end), super::unix_now())?;
     Ok(start..end)
 }
 

@@ -393,6 +393,7 @@ pub fn delete(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
     };
     conn.prepare_cached("DELETE FROM links WHERE id = ?1")?
         .execute([id as i64])?;
+    super::recycle::tombstone(conn, id, super::unix_now())?;
     changes::record(conn, id, link.alias.as_deref(), None)?;
     Ok(Some(link))
 }

@@ -15,6 +15,7 @@ pub mod clicks;
 pub mod ids;
 pub mod keys;
 pub mod links;
+pub mod recycle;
 pub mod teams;
 pub mod users;
 
@@ -94,6 +95,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v14.sql"),
     include_str!("schema_v15.sql"),
     include_str!("schema_v16.sql"),
+    include_str!("schema_v17.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

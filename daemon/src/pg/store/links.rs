@@ -327,6 +327,7 @@ impl LinkStore for PgStore {
             let Some(link) = row.as_ref().map(from_row).transpose()? else {
                 return Ok(None); // nothing written: the transaction rolls back
             };
+            crate::pg::recycle::tombstone(&tx, bigint(id)?, crate::store::unix_now()).await?;
             changes::append(&tx, id, link.alias.as_deref(), None).await?;
             commit(tx).await?;
             self.pg.wake(&client).await;

@@ -13,6 +13,7 @@ mod import;
 mod links;
 mod list;
 mod name_locks;
+mod recycle;
 mod rows;
 mod takedowns;
 mod teams;

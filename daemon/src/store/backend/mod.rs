@@ -9,6 +9,7 @@ mod credentials;
 mod ids;
 mod import;
 mod links;
+mod recycle;
 mod takedowns;
 
 use async_trait::async_trait;
