@@ -19,6 +19,7 @@
 mod checker;
 mod database;
 mod targets;
+mod webhooks;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 pub use checker::CheckerConfig;
 pub use database::{DatabaseHost, DatabaseUrl, SslMode};
 pub use targets::Targets;
+pub use webhooks::WebhookConfig;
 
 /// Names no alias may take because operators route them elsewhere.
 pub const BUILTIN_RESERVED: &[&str] = &["api", "admin", "metrics"];
@@ -137,6 +139,9 @@ pub struct Config {
     /// The background checker of link targets (the `[checker]` table).
     #[command(flatten)]
     pub checker: CheckerConfig,
+    /// How webhook deliveries are sent and retried (the `[webhooks]` table).
+    #[command(flatten)]
+    pub webhooks: WebhookConfig,
     /// A file of unsafe hosts (one per line, a hosts file, Adblock `||host^`
     /// rules or URLs: the formats of public phishing and malware feeds),
     /// read again whenever it changes; the links it lists are flagged.
@@ -215,6 +220,7 @@ impl Default for Config {
             default_ttl: None,
             targets: Targets::default(),
             checker: CheckerConfig::default(),
+            webhooks: WebhookConfig::default(),
             blocklist_file: None,
             blocklist_disable: false,
             reserved_aliases: Vec::new(),
@@ -319,6 +325,9 @@ impl Config {
             return invalid("signature_window", "must be positive".into());
         }
         if let Some((field, message)) = self.checker.invalid() {
+            return invalid(field, message);
+        }
+        if let Some((field, message)) = self.webhooks.invalid() {
             return invalid(field, message);
         }
         if self.targets.max_len == 0 {

@@ -20,6 +20,7 @@ mod links;
 mod takedowns;
 mod teams;
 mod users;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -37,6 +38,11 @@ pub use takedowns::{
 };
 pub use teams::TeamStore;
 pub use users::UserStore;
+pub use webhooks::{
+    clicks_payload, events_from_stored, events_to_stored, link_payload, Attempt, ClickCount,
+    Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, UnknownEvent, Webhook,
+    WebhookEvent, WebhookStore,
+};
 
 use crate::store::{LinkCache, StoreResult, StoreStats};
 
@@ -53,6 +59,7 @@ pub trait Database:
     + IdStore
     + TakedownStore
     + CheckStore
+    + WebhookStore
 {
     /// The cache of hot links in front of the store.
     fn cache(&self) -> &LinkCache;

@@ -21,6 +21,9 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("schema_v5.sql"),
     include_str!("schema_v6.sql"),
     include_str!("schema_v7.sql"),
+    // v8 is another branch's; an empty step holds its number until merged.
+    "-- v8: reserved\n",
+    include_str!("schema_v9.sql"),
 ];
 
 /// The newest schema version this build knows.

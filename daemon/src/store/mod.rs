@@ -17,6 +17,7 @@ pub mod keys;
 pub mod links;
 pub mod teams;
 pub mod users;
+pub mod webhooks;
 
 mod backend;
 mod error;
@@ -92,6 +93,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_v12.sql"),
     include_str!("schema_v13.sql"),
     include_str!("schema_v14.sql"),
+    // v15 is another branch's; an empty step holds its number until merged.
+    "-- v15: reserved\n",
+    include_str!("schema_v16.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

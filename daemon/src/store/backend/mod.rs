@@ -10,6 +10,7 @@ mod ids;
 mod import;
 mod links;
 mod takedowns;
+mod webhooks;
 
 use async_trait::async_trait;
 
