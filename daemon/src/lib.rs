@@ -37,3 +37,4 @@ pub mod teams;
 pub mod timestamp;
 pub mod unread_body;
 pub mod users;
+pub mod webhooks;

@@ -279,6 +279,10 @@ pub async fn run(
     let maintenance = tokio::spawn(maintenance(Arc::clone(&app), token.clone()));
     let folds = tokio::spawn(stats::fold_loop(Arc::clone(&app), token.clone()));
     let checker = tokio::spawn(crate::checker::sweep::run(Arc::clone(&app), token.clone()));
+    let webhooks = tokio::spawn(crate::webhooks::dispatch::run(
+        Arc::clone(&app),
+        token.clone(),
+    ));
     let blocklist = app.config.blocklist_file.clone().map(|path| {
         tokio::spawn(crate::takedown::blocklist::watch(
             Arc::clone(&app),
@@ -317,6 +321,7 @@ pub async fn run(
             let _ = blocklist.await;
         }
         let _ = checker.await;
+        let _ = webhooks.await;
     };
     if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {
         tracing::warn!("in-flight work did not finish within {DRAIN_TIMEOUT:?}; closing anyway");
