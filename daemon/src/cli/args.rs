@@ -95,6 +95,9 @@ pub enum AdminCommand {
     /// Teams: who links, users and keys belong to.
     #[command(subcommand)]
     Team(super::teams::TeamCommand),
+    /// Webhooks: signed POSTs of link events, their delivery log.
+    #[command(subcommand)]
+    Webhook(super::webhooks::WebhookCommand),
     /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
         /// The link's code or alias.

@@ -21,6 +21,7 @@ mod stats;
 mod table;
 mod takedown;
 pub mod teams;
+pub mod webhooks;
 
 use std::process::ExitCode;
 
@@ -108,6 +109,7 @@ async fn dispatch(
         AdminCommand::User(c) => credentials::user(client, c, out).await?,
         AdminCommand::Takedown(c) => takedown::takedown(client, c, out).await?,
         AdminCommand::Team(c) => teams::team(client, c, out).await?,
+        AdminCommand::Webhook(c) => webhooks::webhook(client, c, out).await?,
         AdminCommand::Link(c) => links::link(client, *c, out).await?,
         AdminCommand::Stats {
             code,
