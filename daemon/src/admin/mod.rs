@@ -20,10 +20,10 @@ pub mod login;
 pub mod session;
 pub mod takedowns;
 pub mod teams;
-pub mod webhooks;
 pub mod usage;
 pub mod users;
 pub mod view;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -8,9 +8,7 @@ use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use super::error::PROBLEM_JSON;
-use super::{
-    checks, error, health, keys, links, qr, stats, takedowns, teams, users, webhooks,
-};
+use super::{checks, error, health, keys, links, qr, stats, takedowns, teams, users, webhooks};
 
 /// The whole API.
 #[derive(OpenApi)]

@@ -94,7 +94,7 @@ pub struct DeliveryView {
     pub next_attempt_at: Option<Timestamp>,
     /// The last answer's status.
     pub last_status: Option<u16>,
-    /// Why the last attempt failed.
+    /// Why the latest failed attempt failed (kept once delivered).
     pub last_error: Option<String>,
     /// When the event happened.
     pub created_at: Timestamp,

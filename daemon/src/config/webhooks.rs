@@ -10,33 +10,62 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookConfig {
     /// Requests at once (1-256).
-    #[arg(long = "webhook-concurrency", env = "SHORTLINKD_WEBHOOK_CONCURRENCY")]
+    #[arg(
+        id = "webhook_concurrency",
+        long = "webhook-concurrency",
+        env = "SHORTLINKD_WEBHOOK_CONCURRENCY"
+    )]
     pub concurrency: usize,
     /// Milliseconds one delivery may take before it counts as failed
     /// (100-60000).
-    #[arg(long = "webhook-timeout-ms", env = "SHORTLINKD_WEBHOOK_TIMEOUT_MS")]
+    #[arg(
+        id = "webhook_timeout_ms",
+        long = "webhook-timeout-ms",
+        env = "SHORTLINKD_WEBHOOK_TIMEOUT_MS"
+    )]
     pub timeout_ms: u64,
     /// Seconds before the first retry; each further retry waits twice as
     /// long as the one before (at least 1).
-    #[arg(long = "webhook-retry-first", env = "SHORTLINKD_WEBHOOK_RETRY_FIRST")]
+    #[arg(
+        id = "webhook_retry_first",
+        long = "webhook-retry-first",
+        env = "SHORTLINKD_WEBHOOK_RETRY_FIRST"
+    )]
     pub retry_first: u64,
     /// Longest wait between two retries, in seconds.
-    #[arg(long = "webhook-retry-max", env = "SHORTLINKD_WEBHOOK_RETRY_MAX")]
+    #[arg(
+        id = "webhook_retry_max",
+        long = "webhook-retry-max",
+        env = "SHORTLINKD_WEBHOOK_RETRY_MAX"
+    )]
     pub retry_max: u64,
     /// Seconds after the event when a delivery still failing is given up
     /// (default one day).
-    #[arg(long = "webhook-give-up-after", env = "SHORTLINKD_WEBHOOK_GIVE_UP_AFTER")]
+    #[arg(
+        id = "webhook_give_up_after",
+        long = "webhook-give-up-after",
+        env = "SHORTLINKD_WEBHOOK_GIVE_UP_AFTER"
+    )]
     pub give_up_after: u64,
     /// Seconds between two click summaries of a link (at least 1).
-    #[arg(long = "webhook-summary-interval", env = "SHORTLINKD_WEBHOOK_SUMMARY_INTERVAL")]
+    #[arg(
+        id = "webhook_summary_interval",
+        long = "webhook-summary-interval",
+        env = "SHORTLINKD_WEBHOOK_SUMMARY_INTERVAL"
+    )]
     pub summary_interval: u64,
     /// Milliseconds between two looks at the outbox for due deliveries
     /// (10-60000).
-    #[arg(long = "webhook-poll-ms", env = "SHORTLINKD_WEBHOOK_POLL_MS")]
+    #[arg(
+        id = "webhook_poll_ms",
+        long = "webhook-poll-ms",
+        env = "SHORTLINKD_WEBHOOK_POLL_MS"
+    )]
     pub poll_ms: u64,
     /// Deliver to private, loopback and link-local addresses too (default
     /// false: such receivers are refused, as the link checker refuses them).
     #[arg(
+        id = "webhook_private",
         long = "webhook-private",
         env = "SHORTLINKD_WEBHOOK_PRIVATE",
         action = clap::ArgAction::Set,

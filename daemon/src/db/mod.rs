@@ -40,8 +40,8 @@ pub use teams::TeamStore;
 pub use users::UserStore;
 pub use webhooks::{
     clicks_payload, events_from_stored, events_to_stored, link_payload, Attempt, ClickCount,
-    Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, UnknownEvent, Webhook,
-    WebhookEvent, WebhookStore,
+    Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, UnknownEvent, Webhook, WebhookEvent,
+    WebhookStore,
 };
 
 use crate::store::{LinkCache, StoreResult, StoreStats};

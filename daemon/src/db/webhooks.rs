@@ -247,7 +247,7 @@ pub struct Delivery {
     pub next_attempt_at: i64,
     /// The last answer's status, if one came.
     pub last_status: Option<u16>,
-    /// Why the last attempt failed.
+    /// Why the latest failed attempt failed (kept once delivered).
     pub last_error: Option<String>,
     /// When the event happened (Unix seconds).
     pub created_at: i64,
@@ -313,8 +313,7 @@ pub trait WebhookStore: Send + Sync {
 
     /// Queues delivery `id` of webhook `webhook_id` again, as a new
     /// delivery due at `now`; the new one (`None`: no such delivery).
-    async fn redeliver(&self, webhook_id: i64, id: i64, now: i64)
-        -> StoreResult<Option<Delivery>>;
+    async fn redeliver(&self, webhook_id: i64, id: i64, now: i64) -> StoreResult<Option<Delivery>>;
 
     /// Claims up to `limit` pending deliveries due at `now` (of active
     /// webhooks, not claimed by anyone) until `until`, oldest first. Rows
@@ -342,7 +341,10 @@ mod tests {
 
     #[test]
     fn events_parse_and_round_trip_through_their_stored_form() {
-        assert_eq!(WebhookEvent::parse(" link.clicks "), Ok(WebhookEvent::Clicks));
+        assert_eq!(
+            WebhookEvent::parse(" link.clicks "),
+            Ok(WebhookEvent::Clicks)
+        );
         assert!(WebhookEvent::parse("link.moved")
             .unwrap_err()
             .to_string()

@@ -156,7 +156,15 @@ pub fn link_event(
     }
     let payload = link_payload(link);
     for hook in hooks {
-        enqueue(conn, hook, event.as_str(), Some(link.id), &payload, now, None)?;
+        enqueue(
+            conn,
+            hook,
+            event.as_str(),
+            Some(link.id),
+            &payload,
+            now,
+            None,
+        )?;
     }
     Ok(())
 }
@@ -267,7 +275,7 @@ pub fn record(conn: &Connection, id: i64, at: i64, attempt: &Attempt) -> StoreRe
         Attempt::Delivered { status } => conn
             .prepare_cached(
                 "UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, \
-                 last_status = ?2, last_error = NULL, delivered_at = ?3, claimed_until = 0 \
+                 last_status = ?2, delivered_at = ?3, claimed_until = 0 \
                  WHERE id = ?1",
             )?
             .execute(params![id, status, at])?,
@@ -322,7 +330,8 @@ pub fn sweep(conn: &Connection, now: i64, summary_every: i64) -> StoreResult<Swe
             .collect::<rusqlite::Result<_>>()?;
         for id in ids {
             if let Some(link) = links::by_id(conn, id as u64)? {
-                swept.expired += subscribed(conn, link.team_id, WebhookEvent::Expired)?.len() as u64;
+                swept.expired +=
+                    subscribed(conn, link.team_id, WebhookEvent::Expired)?.len() as u64;
                 link_event(conn, WebhookEvent::Expired, &link, now)?;
             }
         }

@@ -157,7 +157,11 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
             let every = cfg.summary_interval as i64;
             match app.store.sweep_webhook_events(unix_now(), every).await {
                 Ok(s) if s.expired + s.summaries > 0 => {
-                    tracing::debug!(expired = s.expired, summaries = s.summaries, "webhook events queued");
+                    tracing::debug!(
+                        expired = s.expired,
+                        summaries = s.summaries,
+                        "webhook events queued"
+                    );
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot sweep for webhook events"),
@@ -180,12 +184,7 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
             let Ok(permit) = Arc::clone(&senders).acquire_owned().await else {
                 break;
             };
-            sending.spawn(deliver(
-                Arc::clone(&app),
-                Arc::clone(&rules),
-                d,
-                permit,
-            ));
+            sending.spawn(deliver(Arc::clone(&app), Arc::clone(&rules), d, permit));
         }
     }
     while sending.join_next().await.is_some() {}

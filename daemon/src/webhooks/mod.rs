@@ -116,8 +116,7 @@ pub fn parse_events(names: &[String]) -> Result<Vec<WebhookEvent>, WebhookError>
 /// A new signing secret: `whsec_` and 64 hex digits.
 fn new_secret() -> Result<String, WebhookError> {
     let mut bytes = [0u8; 32];
-    getrandom::getrandom(&mut bytes)
-        .map_err(|e| WebhookError::NoRandom(e.to_string()))?;
+    getrandom::getrandom(&mut bytes).map_err(|e| WebhookError::NoRandom(e.to_string()))?;
     Ok(format!("whsec_{}", hex::encode(bytes)))
 }
 

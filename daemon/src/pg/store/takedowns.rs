@@ -12,8 +12,8 @@ use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
 use crate::db::{
-    WebhookEvent,
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
+    WebhookEvent,
 };
 use crate::pg::changes;
 use crate::store::{StoreError, StoreResult};

@@ -15,8 +15,7 @@ use super::rows::{bigint, columns, failed, from_row};
 use super::PgStore;
 use crate::db::{
     clicks_payload, events_from_stored, events_to_stored, link_payload, Attempt, ClickCount,
-    Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, Webhook, WebhookEvent,
-    WebhookStore,
+    Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, Webhook, WebhookEvent, WebhookStore,
 };
 use crate::store::links::Link;
 use crate::store::StoreResult;
@@ -78,7 +77,14 @@ async fn enqueue(
         .map_err(failed("preparing a webhook delivery"))?;
     Ok(c.query_one(
         &st,
-        &[&webhook_id, &event, &link_id, &payload, &now, &redelivery_of],
+        &[
+            &webhook_id,
+            &event,
+            &link_id,
+            &payload,
+            &now,
+            &redelivery_of,
+        ],
     )
     .await
     .map_err(failed("queuing a webhook delivery"))?
@@ -136,7 +142,10 @@ pub(super) async fn link_events(
     if ids.is_empty() {
         return Ok(());
     }
-    let ids: Vec<i64> = ids.iter().map(|&id| bigint(id)).collect::<StoreResult<_>>()?;
+    let ids: Vec<i64> = ids
+        .iter()
+        .map(|&id| bigint(id))
+        .collect::<StoreResult<_>>()?;
     let st = c
         .prepare_cached(concat!(
             "SELECT ",
@@ -157,28 +166,26 @@ pub(super) async fn link_events(
 }
 
 async fn delivery(c: &impl GenericClient, id: i64) -> StoreResult<Option<Delivery>> {
-    Ok(c
-        .query_opt(
-            &format!("SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1"),
-            &[&id],
-        )
-        .await
-        .map_err(failed("reading a webhook delivery"))?
-        .as_ref()
-        .map(delivery_row))
+    Ok(c.query_opt(
+        &format!("SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1"),
+        &[&id],
+    )
+    .await
+    .map_err(failed("reading a webhook delivery"))?
+    .as_ref()
+    .map(delivery_row))
 }
 
 async fn sweep_mark(c: &impl GenericClient, name: &str) -> StoreResult<i64> {
     // Locked until the sweep commits: the other nodes' sweeps wait, then
     // read the mark this one moved.
-    Ok(c
-        .query_opt(
-            "SELECT at FROM webhook_sweeps WHERE name = $1 FOR UPDATE",
-            &[&name],
-        )
-        .await
-        .map_err(failed("locking a webhook sweep"))?
-        .map_or(0, |r| r.get(0)))
+    Ok(c.query_opt(
+        "SELECT at FROM webhook_sweeps WHERE name = $1 FOR UPDATE",
+        &[&name],
+    )
+    .await
+    .map_err(failed("locking a webhook sweep"))?
+    .map_or(0, |r| r.get(0)))
 }
 
 async fn set_sweep_mark(c: &impl GenericClient, name: &str, at: i64) -> StoreResult<()> {
@@ -211,7 +218,9 @@ async fn sweep(c: &impl GenericClient, now: i64, summary_every: i64) -> StoreRes
             .map_err(failed("reading expired links for webhooks"))?;
         for row in &rows {
             let link = from_row(row)?;
-            swept.expired += subscribed(c, link.team_id, WebhookEvent::Expired).await?.len() as u64;
+            swept.expired += subscribed(c, link.team_id, WebhookEvent::Expired)
+                .await?
+                .len() as u64;
             link_event(c, WebhookEvent::Expired, &link, now).await?;
         }
         set_sweep_mark(c, "expired", now).await?;
@@ -343,14 +352,12 @@ impl WebhookStore for PgStore {
         Ok(rows.iter().map(delivery_row).collect())
     }
 
-    async fn redeliver(
-        &self,
-        webhook_id: i64,
-        id: i64,
-        now: i64,
-    ) -> StoreResult<Option<Delivery>> {
+    async fn redeliver(&self, webhook_id: i64, id: i64, now: i64) -> StoreResult<Option<Delivery>> {
         let c = self.pg().get().await?;
-        let Some(old) = delivery(&c, id).await?.filter(|d| d.webhook_id == webhook_id) else {
+        let Some(old) = delivery(&c, id)
+            .await?
+            .filter(|d| d.webhook_id == webhook_id)
+        else {
             return Ok(None);
         };
         let new = enqueue(
@@ -408,7 +415,7 @@ impl WebhookStore for PgStore {
             Attempt::Delivered { status } => c
                 .execute(
                     "UPDATE webhook_deliveries SET status = 'delivered', \
-                     attempts = attempts + 1, last_status = $2, last_error = NULL, \
+                     attempts = attempts + 1, last_status = $2, \
                      delivered_at = $3, claimed_until = 0 WHERE id = $1",
                     &[&id, &i32::from(status), &at],
                 )

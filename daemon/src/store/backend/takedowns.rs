@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::db::{
-    WebhookEvent,
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
+    WebhookEvent,
 };
 use crate::store::{changes, SqliteStore, StoreError, StoreResult};
 

@@ -35,12 +35,7 @@ impl WebhookStore for SqliteStore {
             .await
     }
 
-    async fn redeliver(
-        &self,
-        webhook_id: i64,
-        id: i64,
-        now: i64,
-    ) -> StoreResult<Option<Delivery>> {
+    async fn redeliver(&self, webhook_id: i64, id: i64, now: i64) -> StoreResult<Option<Delivery>> {
         self.write(move |c| table::redeliver(c, webhook_id, id, now))
             .await
     }
@@ -51,11 +46,13 @@ impl WebhookStore for SqliteStore {
         until: i64,
         limit: u32,
     ) -> StoreResult<Vec<DueDelivery>> {
-        self.write(move |c| table::claim(c, now, until, limit)).await
+        self.write(move |c| table::claim(c, now, until, limit))
+            .await
     }
 
     async fn record_attempt(&self, id: i64, at: i64, attempt: Attempt) -> StoreResult<()> {
-        self.write(move |c| table::record(c, id, at, &attempt)).await
+        self.write(move |c| table::record(c, id, at, &attempt))
+            .await
     }
 
     async fn sweep_webhook_events(&self, now: i64, summary_every: i64) -> StoreResult<Swept> {

@@ -7,8 +7,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::aggregate::{Aggregate, RowKey};
 use super::pending::PendingClicks;
-use crate::store::error::StoreResult;
 use crate::db::WebhookEvent;
+use crate::store::error::StoreResult;
 use crate::store::{changes, links, unix_now, webhooks};
 
 /// What a fold did.
