@@ -13,6 +13,8 @@ mod clicks;
 pub(crate) mod contract;
 #[cfg(test)]
 mod contract_teams;
+#[cfg(test)]
+mod contract_webhooks;
 mod credentials;
 mod ids;
 mod import;

@@ -46,5 +46,5 @@ CREATE TABLE webhook_sweeps (
     at    bigint NOT NULL
 );
 INSERT INTO webhook_sweeps (name, at) VALUES
-    ('expired', extract(epoch FROM now())::bigint),
-    ('clicks', extract(epoch FROM now())::bigint);
+    ('expired', floor(extract(epoch FROM now()))::bigint),
+    ('clicks', floor(extract(epoch FROM now()))::bigint);
