@@ -471,7 +471,7 @@ async fn deliveries_survive_a_failing_then_hanging_receiver_and_arrive_once() {
         ("DELETE", format!("/api/v1/webhooks/{hook}")),
     ] {
         let (s, _, v) = d
-            .req_with(&method, &path, &[("x-api-key", viewer)], None)
+            .req_with(method, &path, &[("x-api-key", viewer)], None)
             .await;
         assert_eq!(s, 403, "{method} {path}: {v}");
     }

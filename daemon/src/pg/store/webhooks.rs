@@ -10,7 +10,6 @@ use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::links::{commit, counted};
 use super::rows::{bigint, columns, failed, from_row};
 use super::PgStore;
 use crate::db::{
@@ -441,17 +440,15 @@ impl WebhookStore for PgStore {
     }
 
     async fn sweep_webhook_events(&self, now: i64, summary_every: i64) -> StoreResult<Swept> {
-        let result = async {
-            let mut client = self.pg().get().await?;
-            let tx = client
-                .transaction()
-                .await
-                .map_err(failed("starting a webhook sweep"))?;
-            let swept = sweep(&tx, now, summary_every).await?;
-            commit(tx).await?;
-            Ok(swept)
-        }
-        .await;
-        counted(self.stats(), result)
+        let mut client = self.pg().get().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(failed("starting a webhook sweep"))?;
+        let swept = sweep(&tx, now, summary_every).await?;
+        tx.commit()
+            .await
+            .map_err(failed("committing a webhook sweep"))?;
+        Ok(swept)
     }
 }
