@@ -619,3 +619,91 @@ async fn two_nodes_send_each_delivery_once() {
     assert_eq!(ids.len(), 20);
     assert_eq!(log(&b, hook).await.len(), 20);
 }
+
+/// The admin UI: an admin adds a webhook (the secret shown once), reads
+/// its delivery log and sends a delivery again.
+#[tokio::test]
+async fn the_admin_ui_adds_webhooks_shows_the_log_and_redelivers() {
+    use common::admin::{send, sign_in};
+    let (addr, r) = receiver(OK).await;
+    let d = Daemon::start_with(FAST).await;
+    let admin = sign_in(&d).await;
+    let get = |path: String| {
+        let cookie = admin.cookie.clone();
+        let d = &d;
+        async move {
+            let (s, _, v) = send(d, "GET", &path, &[("cookie", &cookie)], None).await;
+            (s, v.as_str().unwrap_or_default().to_string())
+        }
+    };
+    let url = format!("http://{addr}/hook");
+    let (s, page) = admin
+        .post(
+            &d,
+            "/admin/webhooks",
+            &[
+                ("url", &url),
+                ("team", "default"),
+                ("events", "link.created"),
+                ("events", "link.deleted"),
+            ],
+        )
+        .await;
+    assert_eq!(s, 303, "{page}");
+    let (s, page) = get("/admin/webhooks".into()).await;
+    assert_eq!(s, 200);
+    let start = page.find("id=\"secret\"").expect("the secret, once");
+    let secret = page[start..]
+        .split("value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    *r.secret.lock().unwrap() = secret.clone();
+    assert!(page.contains(&url), "{page}");
+    let (_, again) = get("/admin/webhooks".into()).await;
+    assert!(!again.contains(&secret), "the secret is shown once");
+    let (_, listed) = d.req("GET", "/api/v1/webhooks", None).await;
+    let hook = listed["webhooks"][0]["id"].as_i64().unwrap();
+    assert_eq!(
+        listed["webhooks"][0]["events"],
+        json!(["link.created", "link.deleted"])
+    );
+
+    let link = d.create(json!({"url": "https://example.com/ui"})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            r.delivered().len() == 1
+        })
+        .await
+    );
+    let (s, log_page) = get(format!("/admin/webhooks/{hook}")).await;
+    assert_eq!(s, 200);
+    assert!(log_page.contains("data-status=\"delivered\""), "{log_page}");
+    assert!(log_page.contains(&code(&link)), "{log_page}");
+    let delivery = r.delivered()[0].delivery;
+    let (s, _) = admin
+        .post(
+            &d,
+            &format!("/admin/webhooks/{hook}/deliveries/{delivery}/redeliver"),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 303);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            r.delivered().len() == 2
+        })
+        .await
+    );
+    assert_eq!(r.delivered()[1].body["redelivery_of"], delivery);
+    let (s, _) = admin
+        .post(&d, &format!("/admin/webhooks/{hook}/delete"), &[])
+        .await;
+    assert_eq!(s, 303);
+    let (_, page) = get("/admin/webhooks".into()).await;
+    assert!(!page.contains(&url));
+}
