@@ -267,10 +267,52 @@ pub async fn check_webhooks(store: &Store) {
     assert_eq!(summaries[0]["link"]["clicks"], 7);
     let q = queued(store, main.id).await;
     assert_eq!(q.iter().filter(|e| **e == ev(Expired, 4)).count(), 1);
+    // (Sales' given-up delivery, of time 1, has left the log: done more
+    // than 30 days before the sweeps.)
     assert!(
-        queued(store, other.id).await.len() == 1,
+        queued(store, other.id).await.is_empty(),
         "sales subscribed to none of it"
     );
+
+    // A new link.clicks subscription reports clicks from when it was made.
+    insert(store, link_of(6, sales)).await;
+    let click6 = |n: u8, count| ClickBatch {
+        batch_id: BatchId([n; 16]),
+        clicks: vec![ClickCount {
+            link_id: 6,
+            ..click(count)
+        }],
+    };
+    store.append_clicks(vec![click6(10, 5)], now).await.unwrap();
+    store.fold_clicks().await.unwrap();
+    let late = store.add_webhook(hook(sales, vec![Clicks])).await.unwrap();
+    store.append_clicks(vec![click6(11, 2)], now).await.unwrap();
+    store.fold_clicks().await.unwrap();
+    let swept = store.sweep_webhook_events(now + 7, 1).await.unwrap();
+    assert_eq!(swept.summaries, 1);
+    let summary = &store.deliveries(late.id, None, 10).await.unwrap()[0];
+    let summary: serde_json::Value = serde_json::from_str(&summary.payload).unwrap();
+    assert_eq!(summary["clicks"], 2, "not the 5 from before the webhook");
+    assert_eq!(summary["link"]["clicks"], 7);
+
+    // Done deliveries leave the log after 30 days; pending ones stay.
+    let pending = |log: &[super::Delivery]| {
+        log.iter()
+            .filter(|d| d.status == DeliveryStatus::Pending)
+            .count()
+    };
+    let before = store.deliveries(main.id, None, 100).await.unwrap();
+    let newest = before[0].id;
+    store
+        .record_attempt(newest, now, Attempt::Delivered { status: 200 })
+        .await
+        .unwrap();
+    let far = now + crate::store::webhooks::KEEP_LOG + 100;
+    store.sweep_webhook_events(far, 1).await.unwrap();
+    let after = store.deliveries(main.id, None, 100).await.unwrap();
+    assert_eq!(after.len(), before.len() - 1);
+    assert!(after.iter().all(|d| d.id != newest));
+    assert_eq!(pending(&after), pending(&before) - 1);
 
     // Deleting a webhook takes its log with it.
     assert!(store.delete_webhook(main.id).await.unwrap());

@@ -11,6 +11,9 @@ use crate::db::{
     Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, Webhook, WebhookEvent,
 };
 
+/// Seconds a delivered or given-up delivery stays in the log (30 days).
+pub const KEEP_LOG: i64 = 30 * 86_400;
+
 /// The columns [`webhook_row`] reads.
 const WEBHOOK_COLUMNS: &str = "id, team_id, url, secret, events, active, created_at, created_by";
 
@@ -68,7 +71,23 @@ pub fn insert(conn: &Connection, w: &NewWebhook) -> StoreResult<Webhook> {
             ],
             |r| r.get(0),
         )?;
+    if w.events.contains(&WebhookEvent::Clicks) {
+        seed_click_marks(conn, w.team_id)?;
+    }
     Ok(by_id(conn, id)?.unwrap_or_else(|| unreachable!("inserted in this transaction")))
+}
+
+/// Marks the clicks the team's links have now as summarised already, so a
+/// new `link.clicks` subscription reports clicks from now on (a link with
+/// a mark keeps it: another webhook of the team reports from there).
+fn seed_click_marks(conn: &Connection, team: i64) -> StoreResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO webhook_click_marks (link_id, clicks, bot_clicks) \
+         SELECT id, clicks, bot_clicks FROM links WHERE team_id = ?1 \
+         ON CONFLICT (link_id) DO NOTHING",
+    )?
+    .execute([team])?;
+    Ok(())
 }
 
 /// One webhook.
@@ -385,5 +404,15 @@ pub fn sweep(conn: &Connection, now: i64, summary_every: i64) -> StoreResult<Swe
         mark.execute(params![c.link_id as i64, c.clicks, c.bot_clicks])?;
     }
     set_sweep_mark(conn, "clicks", now)?;
+    // What is no longer needed: marks of deleted links, and deliveries
+    // done (delivered or given up) longer ago than the log keeps them.
+    conn.prepare_cached(
+        "DELETE FROM webhook_click_marks WHERE link_id NOT IN (SELECT id FROM links)",
+    )?
+    .execute([])?;
+    conn.prepare_cached(
+        "DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?1",
+    )?
+    .execute([now - KEEP_LOG])?;
     Ok(swept)
 }

@@ -17,6 +17,7 @@ use crate::db::{
     Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, Webhook, WebhookEvent, WebhookStore,
 };
 use crate::store::links::Link;
+use crate::store::webhooks::KEEP_LOG;
 use crate::store::StoreResult;
 
 const WEBHOOK_COLUMNS: &str = "id, team_id, url, secret, events, active, created_at, created_by";
@@ -267,14 +268,33 @@ async fn sweep(c: &impl GenericClient, now: i64, summary_every: i64) -> StoreRes
         .map_err(failed("marking a link's summarised clicks"))?;
     }
     set_sweep_mark(c, "clicks", now).await?;
+    // As on SQLite: marks of deleted links, and deliveries done longer ago
+    // than the log keeps them.
+    c.execute(
+        "DELETE FROM webhook_click_marks m WHERE NOT EXISTS \
+         (SELECT 1 FROM links l WHERE l.id = m.link_id)",
+        &[],
+    )
+    .await
+    .map_err(failed("pruning webhook click marks"))?;
+    c.execute(
+        "DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1",
+        &[&(now - KEEP_LOG)],
+    )
+    .await
+    .map_err(failed("pruning the webhook delivery log"))?;
     Ok(swept)
 }
 
 #[async_trait]
 impl WebhookStore for PgStore {
     async fn add_webhook(&self, w: NewWebhook) -> StoreResult<Webhook> {
-        let c = self.pg().get().await?;
-        let row = c
+        let mut client = self.pg().get().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(failed("starting to add a webhook"))?;
+        let row = tx
             .query_one(
                 &format!(
                     "INSERT INTO webhooks (team_id, url, secret, events, created_at, created_by) \
@@ -291,6 +311,20 @@ impl WebhookStore for PgStore {
             )
             .await
             .map_err(failed("adding a webhook"))?;
+        if w.events.contains(&WebhookEvent::Clicks) {
+            // As on SQLite: a new subscription reports clicks from now on.
+            tx.execute(
+                "INSERT INTO webhook_click_marks (link_id, clicks, bot_clicks) \
+                 SELECT id, clicks, bot_clicks FROM links WHERE team_id = $1 \
+                 ON CONFLICT (link_id) DO NOTHING",
+                &[&w.team_id],
+            )
+            .await
+            .map_err(failed("marking the team's clicks for a new webhook"))?;
+        }
+        tx.commit()
+            .await
+            .map_err(failed("committing a new webhook"))?;
         Ok(webhook_row(&row))
     }
 
