@@ -53,8 +53,31 @@ fn delivery_row(r: &Row<'_>) -> rusqlite::Result<Delivery> {
     })
 }
 
-/// Adds a webhook.
+/// Whether any webhook is active.
+pub fn any_active(conn: &Connection) -> StoreResult<bool> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM webhooks WHERE active)")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Whether a pending delivery is due at `now` and unclaimed.
+pub fn any_due(conn: &Connection, now: i64) -> StoreResult<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' \
+             AND next_attempt_at <= ?1 AND claimed_until <= ?1)",
+        )?
+        .query_row([now], |r| r.get(0))?)
+}
+
+/// Adds a webhook. The first one moves the sweep marks to its creation:
+/// no sweep ran while there was none, and what expired before is not
+/// reported.
 pub fn insert(conn: &Connection, w: &NewWebhook) -> StoreResult<Webhook> {
+    if !any_active(conn)? {
+        conn.prepare_cached("UPDATE webhook_sweeps SET at = max(at, ?1)")?
+            .execute([w.created_at])?;
+    }
     let id: i64 = conn
         .prepare_cached(
             "INSERT INTO webhooks (team_id, url, secret, events, created_at, created_by) \

@@ -294,6 +294,18 @@ impl WebhookStore for PgStore {
             .transaction()
             .await
             .map_err(failed("starting to add a webhook"))?;
+        // The first webhook moves the sweep marks to its creation (no sweep
+        // ran while there was none). Locked so two first webhooks agree.
+        tx.execute("LOCK TABLE webhooks IN SHARE ROW EXCLUSIVE MODE", &[])
+            .await
+            .map_err(failed("locking the webhooks"))?;
+        tx.execute(
+            "UPDATE webhook_sweeps SET at = GREATEST(at, $1) \
+             WHERE NOT EXISTS (SELECT 1 FROM webhooks WHERE active)",
+            &[&w.created_at],
+        )
+        .await
+        .map_err(failed("moving the webhook sweep marks"))?;
         let row = tx
             .query_one(
                 &format!(
@@ -475,6 +487,15 @@ impl WebhookStore for PgStore {
 
     async fn sweep_webhook_events(&self, now: i64, summary_every: i64) -> StoreResult<Swept> {
         let mut client = self.pg().get().await?;
+        let any: bool = client
+            .query_one("SELECT EXISTS (SELECT 1 FROM webhooks WHERE active)", &[])
+            .await
+            .map_err(failed("looking for webhooks"))?
+            .get(0);
+        if !any {
+            // Nothing to look for (the marks move when the first is added).
+            return Ok(Swept::default());
+        }
         let tx = client
             .transaction()
             .await
