@@ -408,6 +408,16 @@ async fn deliveries_survive_a_failing_then_hanging_receiver_and_arrive_once() {
         if on_postgres() { "PostgreSQL" } else { "SQLite" }
     );
 
+    let counted = d
+        .metric("shortlinkd_webhook_attempts_total{result=\"delivered\"}")
+        .await;
+    assert_eq!(counted as usize, delivered);
+    assert!(
+        d.metric("shortlinkd_webhook_attempts_total{result=\"retried\"}")
+            .await
+            >= 2.0
+    );
+
     // Redelivery: the same event and data, a new delivery id.
     let before = r.delivered().len();
     let first_id = first["id"].as_i64().unwrap();

@@ -274,6 +274,30 @@ pub async fn check_webhooks(store: &Store) {
         "sales subscribed to none of it"
     );
 
+    // A takedown that switches a link off queues link.disabled.
+    insert(store, link_of(9, DEFAULT_TEAM)).await;
+    let taken = store
+        .take_down(super::NewTakedown {
+            kind: "host",
+            selector: "e.com/9".into(),
+            reason: "test".into(),
+            by: "cli".into(),
+            at: now,
+            matcher: super::Matcher::Urls {
+                contains: Some("e.com/9".into()),
+                test: std::sync::Arc::new(|u: &str| u.ends_with("e.com/9")),
+            },
+            switch_off: true,
+            once: false,
+            unless_first: false,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.changed.len(), 1);
+    let q = queued(store, main.id).await;
+    assert_eq!(q.iter().filter(|e| **e == ev(Disabled, 9)).count(), 1);
+
     // A new link.clicks subscription reports clicks from when it was made.
     insert(store, link_of(6, sales)).await;
     let click6 = |n: u8, count| ClickBatch {
