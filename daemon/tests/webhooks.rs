@@ -717,3 +717,32 @@ async fn the_admin_ui_adds_webhooks_shows_the_log_and_redelivers() {
     let (_, page) = get("/admin/webhooks".into()).await;
     assert!(!page.contains(&url));
 }
+
+/// A receiver on a loopback address is refused unless
+/// `webhooks.private` allows it (the link checker's rule): the log says
+/// why, and the receiver gets nothing.
+#[tokio::test]
+async fn private_receivers_are_refused_unless_allowed() {
+    let (addr, r) = receiver(OK).await;
+    let strict: Vec<&str> = FAST
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with("--webhook-private"))
+        .collect();
+    let d = Daemon::start_with(&strict).await;
+    let hook = add_webhook(&d, addr, &r, &["link.created"]).await;
+    d.create(json!({"url": "https://example.com/p"})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            log(&d, hook).await.first().is_some_and(|x| {
+                x["last_error"]
+                    .as_str()
+                    .is_some_and(|e| e.starts_with("refused: ") && e.contains("private address"))
+            })
+        })
+        .await,
+        "{:?}",
+        log(&d, hook).await
+    );
+    assert!(r.got().is_empty());
+}

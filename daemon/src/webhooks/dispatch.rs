@@ -26,6 +26,8 @@ use crate::store::unix_now;
 
 /// Seconds a claim outlives one attempt's timeout.
 const LEASE_MARGIN: i64 = 30;
+/// How long a shutdown waits for attempts in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Longest wait between two sweeps for time-driven events.
 const MAX_SWEEP_EVERY: u64 = 10;
 
@@ -124,8 +126,8 @@ async fn deliver(
     }
 }
 
-/// Sends the outbox until `token` is cancelled, then lets the attempts in
-/// flight end (each within its timeout) and records them.
+/// Sends the outbox until `token` is cancelled, then gives the attempts in
+/// flight [`SHUTDOWN_GRACE`] to end and be recorded.
 pub async fn run(app: SharedApp, token: CancellationToken) {
     let cfg = app.config.webhooks.clone();
     let tls = match system_tls() {
@@ -187,7 +189,13 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
             sending.spawn(deliver(Arc::clone(&app), Arc::clone(&rules), d, permit));
         }
     }
-    while sending.join_next().await.is_some() {}
+    // A hung receiver must not hold the daemon's shutdown: attempts still
+    // running after the grace are dropped unrecorded, and sent again when
+    // their claim ends.
+    let drained = async { while sending.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
+        tracing::info!("webhook attempts in flight at shutdown are sent again later");
+    }
 }
 
 #[cfg(test)]
