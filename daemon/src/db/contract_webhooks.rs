@@ -338,6 +338,17 @@ pub async fn check_webhooks(store: &Store) {
     assert!(after.iter().all(|d| d.id != newest));
     assert_eq!(pending(&after), pending(&before) - 1);
 
+    // A team keeps its webhooks: it is deleted only without them.
+    store.delete_link(2).await.unwrap();
+    store.delete_link(6).await.unwrap();
+    assert!(matches!(
+        store.delete_team(sales).await,
+        Err(crate::store::StoreError::InUse(m)) if m.contains("webhooks")
+    ));
+    store.delete_webhook(other.id).await.unwrap();
+    store.delete_webhook(late.id).await.unwrap();
+    store.delete_team(sales).await.unwrap();
+
     // Deleting a webhook takes its log with it.
     assert!(store.delete_webhook(main.id).await.unwrap());
     assert!(!store.delete_webhook(main.id).await.unwrap());
