@@ -116,6 +116,8 @@ pub struct App {
     pub shared: Option<Pg>,
     /// Checks of protected links' passwords: bounded and throttled.
     pub link_passwords: crate::links::gate::PasswordGate,
+    /// Seals webhook secrets for the store and opens them to sign.
+    pub secret_seal: SecretSeal,
 }
 
 impl std::fmt::Debug for App {
@@ -193,6 +195,7 @@ impl App {
             auth: AuthCache::default(),
             started: Instant::now(),
             link_passwords: crate::links::gate::PasswordGate::default(),
+            secret_seal: SecretSeal::new(key),
             shared,
             config,
         })

@@ -38,3 +38,4 @@ pub mod teams;
 pub mod timestamp;
 pub mod unread_body;
 pub mod users;
+pub mod webhooks;

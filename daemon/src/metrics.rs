@@ -96,8 +96,21 @@ pub struct Metrics {
     /// Links failing their probes (one failure or more in a row), as of
     /// the checker's last sweep.
     pub links_failing: Gauge,
+    /// Webhook delivery attempts by result.
+    pub webhook_deliveries: WebhookAttempts,
     /// Everything above, for the exposition.
     registry: Registry,
+}
+
+/// Webhook delivery attempts (`crate::webhooks::dispatch`) by result.
+#[derive(Debug, Default)]
+pub struct WebhookAttempts {
+    /// A 2xx answer.
+    pub delivered: Counter,
+    /// Failed, to be retried.
+    pub retried: Counter,
+    /// Failed, and given up.
+    pub failed: Counter,
 }
 
 impl Default for Metrics {
@@ -116,7 +129,18 @@ impl Default for Metrics {
                 .get_or_create(&LookupLabels { result })
                 .clone()
         };
+        let webhook_results = Family::<LookupLabels, Counter>::default();
+        let webhook = |result| {
+            webhook_results
+                .get_or_create(&LookupLabels { result })
+                .clone()
+        };
         let m = Self {
+            webhook_deliveries: WebhookAttempts {
+                delivered: webhook("delivered"),
+                retried: webhook("retried"),
+                failed: webhook("failed"),
+            },
             link_probes_ok: probe("ok"),
             link_probes_failed: probe("failed"),
             link_probes_skipped: probe("skipped"),
@@ -155,7 +179,13 @@ impl Default for Metrics {
             ipc_lookup_stored: by_source("store"),
             ..m
         };
-        m.registered(lookup_results, lookup_durations, probe_results)
+        let mut m = m.registered(lookup_results, lookup_durations, probe_results);
+        m.registry.register(
+            "webhook_attempts",
+            "Webhook delivery attempts by result (delivered, retried, failed)",
+            webhook_results,
+        );
+        m
     }
 }
 

@@ -280,6 +280,10 @@ pub async fn run(
     let folds = tokio::spawn(stats::fold_loop(Arc::clone(&app), token.clone()));
     let checker = tokio::spawn(crate::checker::sweep::run(Arc::clone(&app), token.clone()));
     let recycling = tokio::spawn(crate::recycle::run(Arc::clone(&app), token.clone()));
+    let webhooks = tokio::spawn(crate::webhooks::dispatch::run(
+        Arc::clone(&app),
+        token.clone(),
+    ));
     let blocklist = app.config.blocklist_file.clone().map(|path| {
         tokio::spawn(crate::takedown::blocklist::watch(
             Arc::clone(&app),
@@ -319,6 +323,7 @@ pub async fn run(
         }
         let _ = checker.await;
         let _ = recycling.await;
+        let _ = webhooks.await;
     };
     if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {
         tracing::warn!("in-flight work did not finish within {DRAIN_TIMEOUT:?}; closing anyway");

@@ -23,6 +23,7 @@ pub mod teams;
 pub mod usage;
 pub mod users;
 pub mod view;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -138,6 +139,16 @@ pub fn router(state: AdminState) -> Router {
         )
         .route("/admin/teams", get(teams::page).post(teams::create))
         .route("/admin/teams/{name}/delete", post(teams::delete))
+        .route(
+            "/admin/webhooks",
+            get(webhooks::page).post(webhooks::create),
+        )
+        .route("/admin/webhooks/{id}", get(webhooks::deliveries))
+        .route("/admin/webhooks/{id}/delete", post(webhooks::delete))
+        .route(
+            "/admin/webhooks/{id}/deliveries/{delivery}/redeliver",
+            post(webhooks::redeliver),
+        )
         .route("/admin/apps", post(keys::create_app))
         .route("/admin/apps/{app_id}/revoke", post(keys::revoke_app))
         .route("/admin/assets/admin.css", get(css))

@@ -31,6 +31,7 @@ pub enum Nav {
     Users,
     Takedowns,
     Teams,
+    Webhooks,
     None,
 }
 
@@ -63,6 +64,7 @@ pub fn layout(
                             @if a.role != crate::auth::Role::Viewer {
                                 a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
                             }
+                            a.current[nav == Nav::Webhooks] href="/admin/webhooks" id="nav-webhooks" { "Webhooks" }
                             @if a.role == crate::auth::Role::Admin {
                                 a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
                                 a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }

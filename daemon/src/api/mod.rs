@@ -20,6 +20,7 @@ pub mod stats;
 pub mod takedowns;
 pub mod teams;
 pub mod users;
+pub mod webhooks;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderName, HeaderValue, Method};
@@ -73,6 +74,22 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         )
         .route("/api/v1/teams", post(teams::create).get(teams::list))
         .route("/api/v1/teams/{name}", delete(teams::delete))
+        .route(
+            "/api/v1/webhooks",
+            post(webhooks::create).get(webhooks::list),
+        )
+        .route(
+            "/api/v1/webhooks/{id}",
+            get(webhooks::get).delete(webhooks::delete),
+        )
+        .route(
+            "/api/v1/webhooks/{id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/api/v1/webhooks/{id}/deliveries/{delivery}/redeliver",
+            post(webhooks::redeliver),
+        )
         .route("/api/v1/openapi.json", get(openapi::openapi_json));
     if app.config.metrics_auth {
         r = r.route("/metrics", get(metrics::get_authenticated));

@@ -8,7 +8,9 @@ use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use super::error::PROBLEM_JSON;
-use super::{checks, error, health, ids, keys, links, qr, stats, takedowns, teams, users};
+use super::{
+    checks, error, health, ids, keys, links, qr, stats, takedowns, teams, users, webhooks,
+};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -26,6 +28,8 @@ use super::{checks, error, health, ids, keys, links, qr, stats, takedowns, teams
         users::create, users::set_password, users::list, users::delete,
         takedowns::create, takedowns::list, takedowns::get, takedowns::undo, takedowns::links,
         teams::set_membership, teams::create, teams::list, teams::delete,
+        webhooks::create, webhooks::list, webhooks::get, webhooks::delete,
+        webhooks::deliveries, webhooks::redeliver,
         health::get, ids::get,
         super::metrics::get_authenticated,
         openapi_json,
@@ -46,6 +50,8 @@ use super::{checks, error, health, ids, keys, links, qr, stats, takedowns, teams
         takedowns::TakedownLinkView, takedowns::TakedownLinks,
         checks::CheckView, checks::CheckList,
         teams::NewTeam, teams::TeamView, teams::TeamList, teams::Membership, crate::auth::Role,
+        webhooks::NewWebhookBody, webhooks::WebhookView, webhooks::CreatedWebhook,
+        webhooks::WebhookList, webhooks::DeliveryView, webhooks::DeliveryList,
         health::Health,
         ids::IdsView, ids::IdRangeView, ids::RecyclingView, crate::db::RangeState,
     )),
@@ -57,6 +63,7 @@ use super::{checks, error, health, ids, keys, links, qr, stats, takedowns, teams
         (name = "users", description = "Users, their team and role (admin)"),
         (name = "teams", description = "Teams: who links, users and keys belong to (admin)"),
         (name = "takedowns", description = "Switch off every link to a host or by one creator, and undo it (admin)"),
+        (name = "webhooks", description = "Signed POSTs of link events to a team's receivers, their delivery log and redelivery"),
         (name = "health", description = "Readiness, metrics, id ranges and this document"),
     )
 )]

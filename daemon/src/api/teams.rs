@@ -125,7 +125,7 @@ pub async fn list(
     }))
 }
 
-/// Deletes a team; refused (`in_use`) while a link, user, key or app is
+/// Deletes a team; refused (`in_use`) while a link, user, key, app or webhook is
 /// still in it.
 #[utoipa::path(
     delete, path = "/api/v1/teams/{name}", operation_id = "delete_team", tag = "teams",

@@ -16,6 +16,8 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_util::either::Either;
 
 /// Redirects followed before the probe gives up.
 pub const MAX_REDIRECTS: usize = 5;
@@ -122,7 +124,7 @@ async fn follow(start: &str, rules: &ProbeRules) -> Outcome {
 }
 
 /// The address to connect to for `url`'s host, once checked.
-async fn resolve(url: &url::Url, allow_private: bool) -> Result<SocketAddr, Outcome> {
+pub(crate) async fn resolve(url: &url::Url, allow_private: bool) -> Result<SocketAddr, Outcome> {
     let host = url
         .host_str()
         .ok_or_else(|| Outcome::Failed("no host".into()))?
@@ -150,6 +152,33 @@ async fn resolve(url: &url::Url, allow_private: bool) -> Result<SocketAddr, Outc
     Ok(first)
 }
 
+/// A connection to `addr` for `url`: TLS for `https`, the certificate
+/// checked against `tls` for the URL's host.
+pub(crate) async fn connect(
+    url: &url::Url,
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<Either<TcpStream, TlsStream<TcpStream>>, String> {
+    let tcp = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    if url.scheme() != "https" {
+        return Ok(Either::Left(tcp));
+    }
+    let host = url.host_str().unwrap_or_default();
+    let name = rustls::pki_types::ServerName::try_from(
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+    )
+    .map_err(|e| format!("TLS name {host}: {e}"))?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::clone(tls))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS with {host}: {e}"))?;
+    Ok(Either::Right(tls))
+}
+
 /// One request; the status and `Location`.
 async fn ask(
     url: &url::Url,
@@ -157,25 +186,21 @@ async fn ask(
     method: Method,
     rules: &ProbeRules,
 ) -> Result<(u16, Option<String>), String> {
-    let tcp = TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    if url.scheme() == "https" {
-        let host = url.host_str().unwrap_or_default();
-        let name = rustls::pki_types::ServerName::try_from(
-            host.trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
-        )
-        .map_err(|e| format!("TLS name {host}: {e}"))?;
-        let tls = tokio_rustls::TlsConnector::from(Arc::clone(&rules.tls))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| format!("TLS with {host}: {e}"))?;
-        send(tls, url, method).await
-    } else {
-        send(tcp, url, method).await
-    }
+    let io = connect(url, addr, &rules.tls).await?;
+    send(io, url, method).await
+}
+
+/// The request target (path and query) and the `Host` of `url`.
+pub(crate) fn path_and_authority(url: &url::Url) -> (String, String) {
+    let path = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_string(),
+    };
+    let authority = match url.port() {
+        Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_string(),
+    };
+    (path, authority)
 }
 
 async fn send<S>(io: S, url: &url::Url, method: Method) -> Result<(u16, Option<String>), String>
@@ -186,14 +211,7 @@ where
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
     let conn = tokio::spawn(conn);
-    let path = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_string(),
-    };
-    let authority = match url.port() {
-        Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
-        None => url.host_str().unwrap_or_default().to_string(),
-    };
+    let (path, authority) = path_and_authority(url);
     let req = Request::builder()
         .method(method)
         .uri(path)

@@ -102,6 +102,9 @@ pub enum AdminCommand {
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
+    /// Webhooks: signed POSTs of link events, their delivery log.
+    #[command(subcommand)]
+    Webhook(super::webhooks::WebhookCommand),
     /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
         /// The link's code or alias.

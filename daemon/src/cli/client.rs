@@ -23,6 +23,9 @@ use crate::api::stats::StatsParams;
 use crate::api::takedowns::{NewTakedownBody, TakedownList, TakedownView};
 use crate::api::teams::{Membership, NewTeam, TeamList, TeamView};
 use crate::api::users::{NewPassword, NewUser, UserList, UserView};
+use crate::api::webhooks::{
+    CreatedWebhook, DeliveryList, DeliveryView, NewWebhookBody, WebhookList,
+};
 use crate::app::{App, SharedApp};
 use crate::config::Config;
 use crate::links::{CreateLink, ImportOutcome, ImportRow, LinkView};
@@ -273,6 +276,34 @@ impl Client {
     pub async fn delete_team(&self, name: &str) -> Result<()> {
         let path = format!("/api/v1/teams/{}", enc(name));
         self.send(Method::DELETE, &path, NO_BODY).await
+    }
+
+    /// `POST /api/v1/webhooks`.
+    pub async fn create_webhook(&self, req: &NewWebhookBody) -> Result<CreatedWebhook> {
+        self.post("/api/v1/webhooks", req).await
+    }
+
+    /// `GET /api/v1/webhooks`.
+    pub async fn webhooks(&self) -> Result<WebhookList> {
+        self.get("/api/v1/webhooks").await
+    }
+
+    /// `DELETE /api/v1/webhooks/{id}`.
+    pub async fn delete_webhook(&self, id: i64) -> Result<()> {
+        self.send(Method::DELETE, &format!("/api/v1/webhooks/{id}"), NO_BODY)
+            .await
+    }
+
+    /// `GET /api/v1/webhooks/{id}/deliveries`.
+    pub async fn webhook_deliveries(&self, id: i64, limit: u32) -> Result<DeliveryList> {
+        self.get(&format!("/api/v1/webhooks/{id}/deliveries?limit={limit}"))
+            .await
+    }
+
+    /// `POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver`.
+    pub async fn redeliver(&self, id: i64, delivery: i64) -> Result<DeliveryView> {
+        let path = format!("/api/v1/webhooks/{id}/deliveries/{delivery}/redeliver");
+        self.post(&path, &json!({})).await
     }
 
     /// `POST /api/v1/links`.

@@ -22,6 +22,7 @@ mod stats;
 mod table;
 mod takedown;
 pub mod teams;
+pub mod webhooks;
 
 use std::process::ExitCode;
 
@@ -110,6 +111,7 @@ async fn dispatch(
         AdminCommand::Takedown(c) => takedown::takedown(client, c, out).await?,
         AdminCommand::Team(c) => teams::team(client, c, out).await?,
         AdminCommand::Ids { limit } => ids::ids(client, limit, out).await?,
+        AdminCommand::Webhook(c) => webhooks::webhook(client, c, out).await?,
         AdminCommand::Link(c) => links::link(client, *c, out).await?,
         AdminCommand::Stats {
             code,

@@ -21,7 +21,7 @@ pub enum TeamCommand {
     },
     /// List teams.
     List,
-    /// Delete a team (refused while a link, user, key or app is in it).
+    /// Delete a team (refused while a link, user, key, app or webhook is in it).
     Delete {
         /// The team's name.
         name: String,

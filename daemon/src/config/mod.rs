@@ -20,6 +20,7 @@ mod checker;
 mod database;
 mod recycling;
 mod targets;
+mod webhooks;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ pub use checker::CheckerConfig;
 pub use database::{DatabaseHost, DatabaseUrl, SslMode};
 pub use recycling::{RecyclingConfig, MIN_GRACE_DAYS};
 pub use targets::Targets;
+pub use webhooks::WebhookConfig;
 
 /// Names no alias may take because operators route them elsewhere.
 pub const BUILTIN_RESERVED: &[&str] = &["api", "admin", "metrics"];
@@ -142,6 +144,9 @@ pub struct Config {
     /// Reuse of expired and deleted links' ids (the `[recycling]` table).
     #[command(flatten)]
     pub recycling: RecyclingConfig,
+    /// How webhook deliveries are sent and retried (the `[webhooks]` table).
+    #[command(flatten)]
+    pub webhooks: WebhookConfig,
     /// A file of unsafe hosts (one per line, a hosts file, Adblock `||host^`
     /// rules or URLs: the formats of public phishing and malware feeds),
     /// read again whenever it changes; the links it lists are flagged.
@@ -221,6 +226,7 @@ impl Default for Config {
             targets: Targets::default(),
             checker: CheckerConfig::default(),
             recycling: RecyclingConfig::default(),
+            webhooks: WebhookConfig::default(),
             blocklist_file: None,
             blocklist_disable: false,
             reserved_aliases: Vec::new(),
@@ -328,6 +334,9 @@ impl Config {
             return invalid(field, message);
         }
         if let Some((field, message)) = self.recycling.invalid() {
+            return invalid(field, message);
+        }
+        if let Some((field, message)) = self.webhooks.invalid() {
             return invalid(field, message);
         }
         if self.targets.max_len == 0 {

@@ -17,6 +17,8 @@ mod contract_recycle;
 mod contract_teams;
 #[cfg(test)]
 mod contract_variants;
+#[cfg(test)]
+mod contract_webhooks;
 mod credentials;
 mod ids;
 mod import;
@@ -25,6 +27,7 @@ mod recycle;
 mod takedowns;
 mod teams;
 mod users;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -43,6 +46,11 @@ pub use takedowns::{
 };
 pub use teams::TeamStore;
 pub use users::UserStore;
+pub use webhooks::{
+    clicks_payload, events_from_stored, events_to_stored, link_payload, Attempt, ClickCount,
+    Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, UnknownEvent, Webhook, WebhookEvent,
+    WebhookStore,
+};
 
 use crate::store::{LinkCache, StoreResult, StoreStats};
 
@@ -60,6 +68,7 @@ pub trait Database:
     + RecycleStore
     + TakedownStore
     + CheckStore
+    + WebhookStore
 {
     /// The cache of hot links in front of the store.
     fn cache(&self) -> &LinkCache;

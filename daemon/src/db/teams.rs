@@ -18,6 +18,6 @@ pub trait TeamStore: Send + Sync {
     async fn team_by_name(&self, name: String) -> StoreResult<Option<Team>>;
 
     /// Deletes team `id` (`NotFound` for none, `InUse` while a link, user,
-    /// key or app is in it).
+    /// key, app or webhook is in it).
     async fn delete_team(&self, id: i64) -> StoreResult<()>;
 }

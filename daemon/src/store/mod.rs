@@ -18,6 +18,7 @@ pub mod links;
 pub mod recycle;
 pub mod teams;
 pub mod users;
+pub mod webhooks;
 
 mod backend;
 mod error;
@@ -96,6 +97,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v15.sql"),
     include_str!("schema_v16.sql"),
     include_str!("schema_v17.sql"),
+    include_str!("schema_v18.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

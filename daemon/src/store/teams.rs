@@ -97,7 +97,7 @@ pub fn require(conn: &Connection, id: i64) -> StoreResult<()> {
 }
 
 /// Deletes team `id`; refused ([`StoreError::InUse`]) while a link, a
-/// user or a live key or app is still in it, so nothing is left without a
+/// user, a live key or app, or a webhook is still in it, so nothing is left without a
 /// team.
 pub fn delete(conn: &Connection, id: i64) -> StoreResult<()> {
     require(conn, id)?;
@@ -106,13 +106,14 @@ pub fn delete(conn: &Connection, id: i64) -> StoreResult<()> {
          + (SELECT count(*) FROM users WHERE team_id = ?1) \
          + (SELECT count(*) FROM api_keys WHERE team_id = ?1 AND user_id IS NULL \
             AND revoked_at IS NULL) \
-         + (SELECT count(*) FROM apps WHERE team_id = ?1 AND revoked_at IS NULL)",
+         + (SELECT count(*) FROM apps WHERE team_id = ?1 AND revoked_at IS NULL) \
+         + (SELECT count(*) FROM webhooks WHERE team_id = ?1)",
         [id],
         |r| r.get(0),
     )?;
     if in_use > 0 {
         return Err(StoreError::InUse(format!(
-            "team {id} still has {in_use} links, users, keys or apps; move or delete them first"
+            "team {id} still has {in_use} links, users, keys, apps or webhooks; move or delete them first"
         )));
     }
     conn.execute("DELETE FROM teams WHERE id = ?1", [id])?;

@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 
 use super::click_stats;
 use super::PgStore;
-use crate::db::ClickStore;
+use crate::db::{ClickStore, WebhookEvent};
 use crate::pg::clicks::{record_batch, ClickDelta, VariantDelta};
 use crate::pg::{changes, PgError};
 use crate::store::clicks::{Aggregate, FoldOutcome, RangeStats, SiteStats};
@@ -124,6 +124,8 @@ impl PgStore {
             .await
             .map_err(PgError::query("starting a click batch"))?;
         let outcome = record_batch(&tx, &batch.batch_id.0, now, &deltas, &variants).await?;
+        let exhausted: Vec<u64> = outcome.exhausted.iter().map(|(id, _)| *id).collect();
+        super::webhooks::link_events(&tx, WebhookEvent::Exhausted, &exhausted, now).await?;
         let mut logged = !outcome.exhausted.is_empty();
         if outcome.counted_now {
             for (id, alias) in renew(&tx, &ids, now).await? {

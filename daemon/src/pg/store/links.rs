@@ -22,9 +22,9 @@ use shortlink_core::check_mode::CheckMode;
 use tokio_postgres::error::SqlState;
 
 use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
-use super::{list, name_locks, PgStore};
+use super::{list, name_locks, webhooks, PgStore};
 use crate::codes::CodeRef;
-use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 use crate::pg::{changes, PgError};
 use crate::store::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
 use crate::store::{StoreError, StoreResult, StoreStats};
@@ -127,6 +127,7 @@ pub(super) async fn insert_new(
         insert_row(&*tx, &link, &new.dedupe_hash)
             .await?
             .map_err(failed("inserting a link"))?;
+        webhooks::link_event(&*tx, WebhookEvent::Created, &link, now).await?;
         return Ok(Inserted::New(link));
     };
     let item = tx
@@ -136,6 +137,7 @@ pub(super) async fn insert_new(
     match insert_row(&item, &link, &new.dedupe_hash).await? {
         Ok(()) => {
             changes::append(&item, link.id, None, Some(&alias)).await?;
+            webhooks::link_event(&item, WebhookEvent::Created, &link, now).await?;
             item.commit()
                 .await
                 .map_err(failed("releasing an aliased link's savepoint"))?;
@@ -254,6 +256,8 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
         Err(e) => return Err(failed("updating a link")(e)),
     };
     changes::append(tx, id, old.alias.as_deref(), stored.alias.as_deref()).await?;
+    let event = WebhookEvent::of_edit(&old, &stored);
+    webhooks::link_event(tx, event, &stored, crate::store::unix_now()).await?;
     Ok(Updated::Done { old, new: stored })
 }
 
@@ -329,6 +333,8 @@ impl LinkStore for PgStore {
             };
             crate::pg::recycle::tombstone(&tx, bigint(id)?, crate::store::unix_now()).await?;
             changes::append(&tx, id, link.alias.as_deref(), None).await?;
+            let now = crate::store::unix_now();
+            webhooks::link_event(&tx, WebhookEvent::Deleted, &link, now).await?;
             commit(tx).await?;
             self.pg.wake(&client).await;
             Ok(Some(link))

@@ -18,6 +18,7 @@ mod rows;
 mod takedowns;
 mod teams;
 mod users;
+mod webhooks;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

@@ -13,6 +13,7 @@ use super::rows::failed;
 use super::PgStore;
 use crate::db::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
+    WebhookEvent,
 };
 use crate::pg::changes;
 use crate::store::{StoreError, StoreResult};
@@ -145,6 +146,8 @@ async fn take_down(tx: &Transaction<'_>, t: &NewTakedown) -> StoreResult<Option<
         Vec::new()
     };
     let changed = changed_links(&switched);
+    let off: Vec<u64> = changed.iter().map(|(id, _)| *id as u64).collect();
+    super::webhooks::link_events(tx, WebhookEvent::Disabled, &off, t.at).await?;
     let changed_ids: std::collections::HashSet<i64> = changed.iter().map(|(id, _)| *id).collect();
     let flags: Vec<bool> = matched.iter().map(|id| changed_ids.contains(id)).collect();
     tx.execute(
@@ -193,6 +196,8 @@ async fn undo(tx: &Transaction<'_>, id: i64, by: &str, at: i64) -> StoreResult<U
         .await
         .map_err(failed("switching back on the links of a takedown"))?;
     let changed = changed_links(&switched);
+    let on: Vec<u64> = changed.iter().map(|(id, _)| *id as u64).collect();
+    super::webhooks::link_events(tx, WebhookEvent::Updated, &on, at).await?;
     changes::append_in_place(tx, &changed).await?;
     tx.execute(
         "UPDATE takedowns SET undone_at = $2, undone_by = $3, restored = $4 WHERE id = $1",

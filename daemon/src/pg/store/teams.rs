@@ -79,7 +79,8 @@ impl TeamStore for PgStore {
                  + (SELECT count(*) FROM users WHERE team_id = $1) \
                  + (SELECT count(*) FROM api_keys WHERE team_id = $1 AND user_id IS NULL \
                     AND revoked_at IS NULL) \
-                 + (SELECT count(*) FROM apps WHERE team_id = $1 AND revoked_at IS NULL)",
+                 + (SELECT count(*) FROM apps WHERE team_id = $1 AND revoked_at IS NULL) \
+                 + (SELECT count(*) FROM webhooks WHERE team_id = $1)",
                 &[&id],
             )
             .await
@@ -87,7 +88,7 @@ impl TeamStore for PgStore {
             .get(0);
         if in_use > 0 {
             return Err(StoreError::InUse(format!(
-                "team {id} still has {in_use} links, users, keys or apps; move or delete them first"
+                "team {id} still has {in_use} links, users, keys, apps or webhooks; move or delete them first"
             )));
         }
         tx.execute("DELETE FROM teams WHERE id = $1", &[&id])

@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use rusqlite::Connection;
 
 use crate::codes::CodeRef;
-use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 use crate::store::clicks::with_overlay;
 use crate::store::links::{self as table, Link, ListQuery};
-use crate::store::{SqliteStore, StoreError, StoreResult};
+use crate::store::{unix_now, webhooks, SqliteStore, StoreError, StoreResult};
 
 /// The first of `aliases` that is `own_alias` or an existing alias; run
 /// in the write's transaction.
@@ -29,9 +29,17 @@ pub(super) fn refused_alias_target(
     Ok(None)
 }
 
-/// Inserts one link inside the caller's transaction. An alias conflict
-/// rolls back only this item.
+/// Inserts one link inside the caller's transaction, with its
+/// `link.created` deliveries. An alias conflict rolls back only this item.
 pub(super) fn insert_new(conn: &Connection, new: NewLink, now: i64) -> StoreResult<Inserted> {
+    let inserted = insert_row(conn, new, now)?;
+    if let Inserted::New(link) = &inserted {
+        webhooks::link_event(conn, WebhookEvent::Created, link, now)?;
+    }
+    Ok(inserted)
+}
+
+fn insert_row(conn: &Connection, new: NewLink, now: i64) -> StoreResult<Inserted> {
     if new.dedupe {
         if let Some(existing) = table::by_dedupe_hash(conn, &new.dedupe_hash, now)? {
             return Ok(Inserted::Existing(existing));
@@ -89,6 +97,7 @@ fn update_in(
                 clicks.apply(&mut new);
                 Ok(())
             })?;
+            webhooks::link_event(c, WebhookEvent::of_edit(&old, &new), &new, unix_now())?;
             Ok(Updated::Done { old, new })
         }
         Err(StoreError::Conflict(_)) => Ok(Updated::AliasTaken(new.alias.unwrap_or_default())),
@@ -115,7 +124,14 @@ impl LinkStore for SqliteStore {
     }
 
     async fn delete_link(&self, id: u64) -> StoreResult<Option<Link>> {
-        self.write(move |c| table::delete(c, id)).await
+        self.write(move |c| {
+            let gone = table::delete(c, id)?;
+            if let Some(link) = &gone {
+                webhooks::link_event(c, WebhookEvent::Deleted, link, unix_now())?;
+            }
+            Ok(gone)
+        })
+        .await
     }
 
     async fn find_link(&self, code: CodeRef) -> StoreResult<Option<Link>> {

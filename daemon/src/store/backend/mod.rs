@@ -11,6 +11,7 @@ mod import;
 mod links;
 mod recycle;
 mod takedowns;
+mod webhooks;
 
 use async_trait::async_trait;
 

@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::db::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
+    WebhookEvent,
 };
 use crate::store::{changes, SqliteStore, StoreError, StoreResult};
 
@@ -83,6 +84,12 @@ fn matching(c: &Connection, matcher: &Matcher) -> StoreResult<Vec<(u64, Option<S
 fn switch(c: &Connection, id: u64, alias: Option<&str>, off: bool, at: i64) -> StoreResult<()> {
     c.prepare_cached("UPDATE links SET disabled = ?2, updated_at = ?3 WHERE id = ?1")?
         .execute(params![id as i64, off, at])?;
+    let event = if off {
+        WebhookEvent::Disabled
+    } else {
+        WebhookEvent::Updated
+    };
+    crate::store::webhooks::link_event_by_id(c, event, id, at)?;
     changes::record(c, id, alias, alias)
 }
 

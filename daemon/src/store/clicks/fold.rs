@@ -8,8 +8,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::aggregate::{Aggregate, RowKey};
 use super::pending::PendingClicks;
+use crate::db::WebhookEvent;
 use crate::store::error::StoreResult;
-use crate::store::{changes, links};
+use crate::store::{changes, links, unix_now, webhooks};
 
 /// What a fold did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -123,6 +124,7 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
         if let Some(max) = max_visits {
             if humans_before < max && humans_after >= max {
                 changed = true;
+                webhooks::link_event_by_id(conn, WebhookEvent::Exhausted, id, unix_now())?;
             }
         }
         if let (Some(ttl), Some(exp)) = (renew_ttl, expires_at) {
