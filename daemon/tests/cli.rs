@@ -254,7 +254,8 @@ async fn import_and_export_through_the_daemon() {
             "forward_query",
             "country_targets",
             "protected",
-            "variants"
+            "variants",
+            "check"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
