@@ -103,12 +103,14 @@ async fn a_full_disk_degrades_health_and_every_write_fails_until_space_is_back()
         let (status, v) = s.post_link(&format!("{long}/again{i}")).await;
         assert!(status >= 500, "{status} {v}");
     }
+    // One error line per outage, not per failed write: four writes
+    // failed. A small background write (an id lease, say) may still fit
+    // in pages the WAL holds and end an outage, which is logged as such.
     let log = s.log();
-    assert_eq!(
-        log.matches("the database cannot store writes").count(),
-        1,
-        "{log}"
-    );
+    let outages = log.matches("the database cannot store writes").count();
+    let recoveries = log.matches("the database stores writes again").count();
+    assert_eq!(outages, recoveries + 1, "{log}");
+    assert!(outages < 4, "{log}");
     assert!(!log.contains("write transaction failed to commit"), "{log}");
 
     std::fs::remove_file(filler).unwrap();
