@@ -72,6 +72,23 @@ async fn server(healed: Arc<AtomicBool>) -> (SocketAddr, UnboundedReceiver<Strin
     (addr, rx)
 }
 
+/// A daemon whose checker probes every link each second, loopback
+/// targets included, with `extra` flags.
+async fn fast_checker(extra: &[&str]) -> Daemon {
+    let mut args = vec![
+        "--check-links=true",
+        "--check-interval",
+        "1",
+        "--check-private=true",
+        "--check-host-interval-ms",
+        "0",
+        "--check-timeout",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    Daemon::start_with(&args).await
+}
+
 async fn check(d: &Daemon, code: &str) -> Value {
     let (s, v) = d
         .req("GET", &format!("/api/v1/links/{code}/check"), None)
@@ -84,19 +101,7 @@ async fn check(d: &Daemon, code: &str) -> Value {
 async fn probes_follow_each_target_and_failures_count_in_a_row() {
     let healed = Arc::new(AtomicBool::new(false));
     let (addr, _) = server(healed.clone()).await;
-    let d = Daemon::start_with(&[
-        "--check-links=true",
-        "--check-interval",
-        "1",
-        "--check-private=true",
-        "--check-host-interval-ms",
-        "0",
-        "--check-timeout",
-        "1",
-        "--check-fallback-after",
-        "2",
-    ])
-    .await;
+    let d = fast_checker(&["--check-fallback-after", "2"]).await;
     let mut codes = std::collections::HashMap::new();
     for path in ["ok", "gone", "boom", "moved", "flaky", "silent"] {
         let v = d
@@ -321,17 +326,7 @@ async fn private_addresses_are_not_probed_unless_allowed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_links_own_check_wins_over_the_site() {
     let (addr, mut seen) = server(Arc::new(AtomicBool::new(false))).await;
-    let d = Daemon::start_with(&[
-        "--check-links=true",
-        "--check-interval",
-        "1",
-        "--check-private=true",
-        "--check-host-interval-ms",
-        "0",
-        "--check-timeout",
-        "1",
-    ])
-    .await;
+    let d = fast_checker(&[]).await;
     let mut codes = std::collections::HashMap::new();
     for (path, check) in [
         ("never", json!("off")),
