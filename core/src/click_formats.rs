@@ -22,13 +22,17 @@ struct ClickCountV4 {
     count: u32,
 }
 
-/// A click batch as IPC protocol 4 and spool format 2 wrote it.
+/// A click batch as an older writer wrote it: rows of an older shape.
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(serde::Serialize))]
-struct ClickBatchV4 {
+struct OldBatch<R> {
     batch_id: BatchId,
-    clicks: Vec<ClickCountV4>,
+    clicks: Vec<R>,
 }
+
+/// A click batch as IPC protocol 4 and spool format 2 wrote it.
+#[cfg(test)]
+type ClickBatchV4 = OldBatch<ClickCountV4>;
 
 /// A click row as IPC protocols 5 to 7 and spool format 3 wrote it: a
 /// country, no variant.
@@ -45,59 +49,64 @@ struct ClickCountV7 {
 }
 
 /// A click batch as IPC protocols 5 to 7 and spool format 3 wrote it.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
-struct ClickBatchV7 {
-    batch_id: BatchId,
-    clicks: Vec<ClickCountV7>,
+#[cfg(test)]
+type ClickBatchV7 = OldBatch<ClickCountV7>;
+
+impl From<ClickCountV4> for ClickCountV7 {
+    /// A row from before countries: the unknown country.
+    fn from(c: ClickCountV4) -> Self {
+        ClickCountV7 {
+            link_id: c.link_id,
+            hour: c.hour,
+            device: c.device,
+            bot: c.bot,
+            referrer: c.referrer,
+            count: c.count,
+            country: UNKNOWN,
+        }
+    }
+}
+
+impl From<ClickCountV7> for ClickCount {
+    /// A row from before variants: it counts for no variant.
+    fn from(c: ClickCountV7) -> Self {
+        ClickCount {
+            link_id: c.link_id,
+            hour: c.hour,
+            device: c.device,
+            bot: c.bot,
+            referrer: c.referrer,
+            count: c.count,
+            country: c.country,
+            variant: 0,
+        }
+    }
+}
+
+/// A batch of rows of shape `R`, each brought up to the current shape.
+fn decode_old<R>(payload: &[u8], up: impl Fn(R) -> ClickCount) -> Result<ClickBatch, FrameError>
+where
+    R: serde::de::DeserializeOwned,
+{
+    let old: OldBatch<R> = decode_payload(payload)?;
+    Ok(ClickBatch {
+        batch_id: old.batch_id,
+        clicks: old.clicks.into_iter().map(up).collect(),
+    })
 }
 
 /// Decodes a payload holding a batch written before clicks had a country
 /// (spool files of format 2, SQLite `click_log` rows of format 1): every
 /// row's country is unknown, none has a variant.
 pub fn decode_batch_v4(payload: &[u8]) -> Result<ClickBatch, FrameError> {
-    let old: ClickBatchV4 = decode_payload(payload)?;
-    Ok(ClickBatch {
-        batch_id: old.batch_id,
-        clicks: old
-            .clicks
-            .into_iter()
-            .map(|c| ClickCount {
-                link_id: c.link_id,
-                hour: c.hour,
-                device: c.device,
-                bot: c.bot,
-                referrer: c.referrer,
-                count: c.count,
-                country: UNKNOWN,
-                variant: 0,
-            })
-            .collect(),
-    })
+    decode_old(payload, |c: ClickCountV4| ClickCountV7::from(c).into())
 }
 
 /// Decodes a payload holding a batch written before clicks had a variant
 /// (spool files of format 3, SQLite `click_log` rows of format 2): every
 /// row counts for the link's main target.
 pub fn decode_batch_v7(payload: &[u8]) -> Result<ClickBatch, FrameError> {
-    let old: ClickBatchV7 = decode_payload(payload)?;
-    Ok(ClickBatch {
-        batch_id: old.batch_id,
-        clicks: old
-            .clicks
-            .into_iter()
-            .map(|c| ClickCount {
-                link_id: c.link_id,
-                hour: c.hour,
-                device: c.device,
-                bot: c.bot,
-                referrer: c.referrer,
-                count: c.count,
-                country: c.country,
-                variant: 0,
-            })
-            .collect(),
-    })
+    decode_old(payload, |c: ClickCountV7| c.into())
 }
 
 /// Decodes a payload in the current format.
