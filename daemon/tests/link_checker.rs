@@ -381,30 +381,30 @@ async fn a_links_own_check_wins_over_the_site() {
 
     // Switched to `report`: answered again at once; `off` back to the
     // site's settings: probed.
-    let (s, v) = d
-        .req(
-            "PATCH",
-            &format!("/api/v1/links/{}", codes["gone"]),
-            Some(json!({"check": "report"})),
-        )
-        .await;
+    let set_check = |path: &'static str, check: Value| {
+        let d = &d;
+        let code = codes[path].clone();
+        async move {
+            let body = json!({ "check": check });
+            let (s, v) = d
+                .req("PATCH", &format!("/api/v1/links/{code}"), Some(body))
+                .await;
+            assert_eq!(s, 200, "{v}");
+            v
+        }
+    };
+    let v = set_check("gone", json!("report")).await;
     assert_eq!(
-        (s, &v["broken"], &v["check"]),
-        (200, &json!(false), &json!("report")),
+        (&v["broken"], &v["check"]),
+        (&json!(false), &json!("report")),
         "{v}"
     );
     assert!(matches!(
         ipc.lookup(3, &codes["gone"]).await,
         LookupResult::Found(_)
     ));
-    let (s, v) = d
-        .req(
-            "PATCH",
-            &format!("/api/v1/links/{}", codes["never"]),
-            Some(json!({"check": null})),
-        )
-        .await;
-    assert_eq!((s, &v["check"]), (200, &Value::Null), "{v}");
+    let v = set_check("never", Value::Null).await;
+    assert_eq!(v["check"], Value::Null, "{v}");
     let probed = || async { !check(&d, &codes["never"]).await["checked_at"].is_null() };
     assert!(
         eventually(Duration::from_secs(10), probed).await,
@@ -430,9 +430,7 @@ async fn a_links_own_check_wins_over_the_site() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (_, v) = d
-        .req("GET", &format!("/api/v1/links/{}", codes["boom"]), None)
-        .await;
+    let v = link("boom").await;
     assert_eq!(v["check"], "off", "{v}");
     let out = d.cli(&["export", "-"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -449,9 +447,7 @@ async fn a_links_own_check_wins_over_the_site() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (_, v) = d
-        .req("GET", &format!("/api/v1/links/{}", codes["boom"]), None)
-        .await;
+    let v = link("boom").await;
     assert!(v["check"].is_null(), "{v}");
     let out = d.cli(&["link", "create", "https://example.com/", "--check", "never"]);
     assert!(!out.status.success());
