@@ -118,14 +118,13 @@ async fn clicks_from_before_countries_migrate_as_unknown() {
         // An acknowledged batch not folded yet, in the old frame format:
         // the current frame without the row's country and variant (its
         // last three bytes).
-        let new = ipc::frame(&ClickBatch {
-            batch_id: BatchId([8; 16]),
-            clicks: vec![row(5, hour, "DE", 3)],
-        })
-        .unwrap();
-        let mut old = new[..new.len() - 3].to_vec();
-        let len = (old.len() - ipc::HEADER_LEN) as u32;
-        old[..ipc::HEADER_LEN].copy_from_slice(&len.to_be_bytes());
+        let old = older_frame(
+            &ClickBatch {
+                batch_id: BatchId([8; 16]),
+                clicks: vec![row(5, hour, "DE", 3)],
+            },
+            3,
+        );
         conn.execute(
             "INSERT INTO click_log (received_at, batch) VALUES (1000, ?1)",
             [old],
@@ -151,4 +150,14 @@ async fn clicks_from_before_countries_migrate_as_unknown() {
     let (link, _) = stats(&store, 5).await;
     assert_eq!(link.countries, vec![(UNKNOWN, 5), (de(), 1)]);
     store.close();
+}
+
+/// The frame of `batch` as an older writer made it: the current frame
+/// without the last `cut` bytes of its (one) row, the length fixed.
+pub(super) fn older_frame(batch: &ClickBatch, cut: usize) -> Vec<u8> {
+    let new = ipc::frame(batch).unwrap();
+    let mut old = new[..new.len() - cut].to_vec();
+    let len = (old.len() - ipc::HEADER_LEN) as u32;
+    old[..ipc::HEADER_LEN].copy_from_slice(&len.to_be_bytes());
+    old
 }

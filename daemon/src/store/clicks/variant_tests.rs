@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
-use shortlink_core::ipc::{self, BatchId, ClickBatch, ClickCount};
+use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::variants::Variant;
 
 use super::*;
@@ -134,14 +134,13 @@ async fn clicks_logged_before_variants_count_for_no_variant() {
         .unwrap();
         // An acknowledged batch not folded yet, in format 2: the current
         // frame without the row's variant (its last byte).
-        let new = ipc::frame(&ClickBatch {
-            batch_id: BatchId([8; 16]),
-            clicks: vec![row(5, hour, 1, 3)],
-        })
-        .unwrap();
-        let mut old = new[..new.len() - 1].to_vec();
-        let len = (old.len() - ipc::HEADER_LEN) as u32;
-        old[..ipc::HEADER_LEN].copy_from_slice(&len.to_be_bytes());
+        let old = super::country_tests::older_frame(
+            &ClickBatch {
+                batch_id: BatchId([8; 16]),
+                clicks: vec![row(5, hour, 1, 3)],
+            },
+            1,
+        );
         conn.execute(
             "INSERT INTO click_log (received_at, batch, format) VALUES (1000, ?1, 2)",
             [old],
