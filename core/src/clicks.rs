@@ -19,6 +19,26 @@ pub const MAX_AHEAD_HOURS: u32 = 2;
 /// Longest referrer host (a DNS name is at most 253 bytes).
 pub const MAX_REFERRER_LEN: usize = 253;
 
+/// Whether a click stamped `hour` (hours since the Unix epoch) can belong
+/// to a link created at Unix second `created_at`: not when it is from
+/// before the link existed. A late batch (a spool file delivered weeks
+/// later) may name an id that was recycled meanwhile; its clicks were the
+/// old link's and never count for the new one. The edge's clock may run
+/// [`MAX_AHEAD_HOURS`] away from the daemon's, so a click up to that many
+/// hours before the creation hour still counts; an id is reused only days
+/// after its old link's last click (the grace period, never under 7 days).
+pub fn counts_for(hour: i64, created_at: i64) -> bool {
+    hour + i64::from(MAX_AHEAD_HOURS) >= created_at.div_euclid(3600)
+}
+
+/// Whether a click stamped `hour` is old enough at Unix second `now` that
+/// its link's creation time must be checked ([`counts_for`]). A click that
+/// is not late counts for any link that exists at `now`, so the stores read
+/// a link's creation time only for late clicks, never on the live path.
+pub fn is_late(hour: i64, now: i64) -> bool {
+    !counts_for(hour, now)
+}
+
 /// Why a click batch was refused; names the row and the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClickBatchError {
@@ -223,6 +243,29 @@ mod tests {
         assert_eq!(row(HOUR, 0, None).split().count(), 0);
         let whole = batch(vec![big]).validate(NOW).unwrap_err();
         assert!(whole.to_string().contains("count"), "{whole}");
+    }
+
+    #[test]
+    fn a_click_from_before_its_link_was_created_counts_only_within_the_clock_slack() {
+        let created = 1_000 * 3600 + 1_800; // half past hour 1000
+        assert!(counts_for(1_000, created));
+        assert!(counts_for(1_001, created));
+        assert!(counts_for(998, created), "an edge two hours behind");
+        assert!(!counts_for(997, created));
+        assert!(
+            !counts_for(1_000 - 7 * 24, created),
+            "the old link's, a week before"
+        );
+        // Late means: old enough that the creation time matters.
+        let now = created;
+        assert!(!is_late(998, now));
+        assert!(is_late(997, now));
+        // A click that is not late counts for every link that exists now.
+        for hour in 998..1_003 {
+            for created_at in [0, created - 86_400, now] {
+                assert!(!is_late(hour, now) && counts_for(hour, created_at));
+            }
+        }
     }
 
     proptest::proptest! {

@@ -248,6 +248,32 @@ async fn an_expired_range_is_purged_told_to_the_edge_then_reused_and_a_live_one_
         .req("GET", &format!("/api/v1/links/{old_code}/stats"), None)
         .await;
     assert_eq!(stats["total"], 0, "{stats}");
+    // A late batch (a spool file held for weeks) with the old link's clicks
+    // of 20 days ago and 2 of the new link's: only the new link's count.
+    let mut late = batch(2, floor, 2, false);
+    let mut old = late.clicks[0].clone();
+    old.hour -= 20 * 24;
+    old.count = 5;
+    late.clicks.push(old);
+    edge.clicks(4, late).await;
+    let from = shortlinkd::store::unix_now() - 30 * 86_400;
+    let counted = || async {
+        let (_, s) = d
+            .req(
+                "GET",
+                &format!("/api/v1/links/{old_code}/stats?from={from}"),
+                None,
+            )
+            .await;
+        let (_, l) = d
+            .req("GET", &format!("/api/v1/links/{old_code}"), None)
+            .await;
+        (s["total"].clone(), l["clicks"].clone())
+    };
+    assert_eq!(counted().await, (json!(2), json!(2)));
+    // Still so once the clicks are folded into the tables.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(counted().await, (json!(2), json!(2)), "{}", d.log());
     assert!(d.metric("shortlinkd_ids_recycled_total").await >= 4.0);
     assert!(d.metric("shortlinkd_id_segments_reused_total").await >= 1.0);
     let v = ranges(&d, 0).await;

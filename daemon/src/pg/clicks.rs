@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 
 use deadpool_postgres::GenericClient;
 
+use shortlink_core::clicks::counts_for;
+
 use super::{changes, PgError};
 
 /// One row of a batch's deltas: clicks of one link in one hour, from one
@@ -56,8 +58,11 @@ pub struct VariantDelta {
 pub struct BatchOutcome {
     /// The batch id was new, so its clicks were counted (false: a re-send).
     pub counted_now: bool,
-    /// Clicks added (deltas for unknown links are not).
+    /// Clicks added (deltas for unknown links, and clicks from before their
+    /// link was created, are not).
     pub counted: u64,
+    /// The links whose clicks were counted, ascending.
+    pub links: Vec<u64>,
     /// Links that reached their visit limit with this batch (id and alias):
     /// a change was logged for each, for the edges to refetch.
     pub exhausted: Vec<(u64, Option<String>)>,
@@ -87,38 +92,68 @@ pub async fn record_batch(
     if new == 0 {
         return Ok(BatchOutcome::default());
     }
+    let mut outcome = BatchOutcome {
+        counted_now: true,
+        ..BatchOutcome::default()
+    };
+    let mut clicked: Vec<i64> = deltas
+        .iter()
+        .filter(|d| d.count > 0)
+        .filter_map(|d| i64::try_from(d.link_id).ok())
+        .collect();
+    clicked.sort_unstable();
+    clicked.dedup();
+    if clicked.is_empty() {
+        return Ok(outcome);
+    }
+    // The rows are locked in id order first, by every node alike, so two
+    // batches never deadlock; then each statement covers the whole batch
+    // (a round trip per statement, not per link or per row). The lock
+    // reads when each link was created: a click from before that was an
+    // old link's (a late batch for a recycled id) and is not counted.
+    let lock = tx
+        .prepare_cached(
+            "SELECT id, created_at FROM links WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+        )
+        .await
+        .map_err(PgError::query("preparing the click rows' locks"))?;
+    let created: BTreeMap<i64, i64> = tx
+        .query(&lock, &[&clicked])
+        .await
+        .map_err(PgError::query("locking the links clicked"))?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let countable = |link_id: u64, hour: i64, count: i64| {
+        count > 0
+            && i64::try_from(link_id)
+                .ok()
+                .and_then(|id| created.get(&id))
+                .is_some_and(|&at| counts_for(hour, at))
+    };
+    let deltas: Vec<&ClickDelta> = deltas
+        .iter()
+        .filter(|d| countable(d.link_id, d.hour, d.count))
+        .collect();
+    let variants: Vec<&VariantDelta> = variants
+        .iter()
+        .filter(|d| countable(d.link_id, d.hour, d.count))
+        .collect();
     // Per link: its total and bot deltas, in id order.
     let mut by_link: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
-    for d in deltas.iter().filter(|d| d.count > 0) {
-        let Ok(id) = i64::try_from(d.link_id) else {
-            continue;
-        };
-        let t = by_link.entry(id).or_default();
+    for d in &deltas {
+        let t = by_link.entry(d.link_id as i64).or_default();
         t.0 += d.count;
         if d.bot {
             t.1 += d.count;
         }
     }
-    let mut outcome = BatchOutcome {
-        counted_now: true,
-        ..BatchOutcome::default()
-    };
     if by_link.is_empty() {
         return Ok(outcome);
     }
     let ids: Vec<i64> = by_link.keys().copied().collect();
     let clicks: Vec<i64> = by_link.values().map(|t| t.0).collect();
     let bots: Vec<i64> = by_link.values().map(|t| t.1).collect();
-    // The rows are locked in id order first, by every node alike, so two
-    // batches never deadlock; then each statement covers the whole batch
-    // (a round trip per statement, not per link or per row).
-    let lock = tx
-        .prepare_cached("SELECT id FROM links WHERE id = ANY($1) ORDER BY id FOR UPDATE")
-        .await
-        .map_err(PgError::query("preparing the click rows' locks"))?;
-    tx.execute(&lock, &[&ids])
-        .await
-        .map_err(PgError::query("locking the links clicked"))?;
     let totals = tx
         .prepare_cached(
             "UPDATE links l SET clicks = l.clicks + d.c, bot_clicks = l.bot_clicks + d.b \
@@ -145,6 +180,7 @@ pub async fn record_batch(
         }
     }
     outcome.exhausted.sort_unstable();
+    outcome.links = known.iter().map(|&id| id as u64).collect();
     for (id, alias) in &outcome.exhausted {
         changes::append(tx, *id, alias.as_deref(), alias.as_deref()).await?;
     }
@@ -152,10 +188,8 @@ pub async fn record_batch(
     // once) and in key order (one order for every node).
     type Key<'a> = (i64, i64, i16, bool, &'a str, &'a str);
     let mut keyed: BTreeMap<Key<'_>, i64> = BTreeMap::new();
-    for d in deltas.iter().filter(|d| d.count > 0) {
-        let Ok(id) = i64::try_from(d.link_id) else {
-            continue;
-        };
+    for d in &deltas {
+        let id = d.link_id as i64;
         if known.contains(&id) {
             *keyed
                 .entry((
@@ -196,22 +230,21 @@ pub async fn record_batch(
         .await
         .map_err(PgError::query("adding click rows"))?;
     }
-    record_variants(tx, &known, variants).await?;
+    record_variants(tx, &known, &variants).await?;
     Ok(outcome)
 }
 
 /// Adds the per-variant rows of the links in `known` (those the batch
-/// counted), one row per key, in key order, in one statement.
+/// counted), one row per key, in key order, in one statement; `variants`
+/// holds only countable rows.
 async fn record_variants(
     tx: &impl GenericClient,
     known: &std::collections::BTreeSet<i64>,
-    variants: &[VariantDelta],
+    variants: &[&VariantDelta],
 ) -> Result<(), PgError> {
     let mut keyed: BTreeMap<(i64, i64, i16), i64> = BTreeMap::new();
-    for d in variants.iter().filter(|d| d.count > 0) {
-        let Ok(id) = i64::try_from(d.link_id) else {
-            continue;
-        };
+    for d in variants {
+        let id = d.link_id as i64;
         if known.contains(&id) {
             *keyed.entry((id, d.hour, d.variant)).or_default() += d.count;
         }

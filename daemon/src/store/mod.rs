@@ -241,7 +241,10 @@ impl SqliteStore {
         let pending = Arc::clone(&self.inner.pending);
         let (_, seqs) = self
             .send_write(
-                move |c| clicks::append_batches(c, &batches, now).map(|seqs| (batches, seqs)),
+                move |c| {
+                    let mut batches = batches;
+                    clicks::append_batches(c, &mut batches, now).map(|seqs| (batches, seqs))
+                },
                 false,
                 move |r| {
                     if let Ok((batches, seqs)) = &r {

@@ -38,8 +38,8 @@ use crate::store::StoreResult;
 /// The clicks of one batch grouped per link and `clicks` row, the referrer
 /// normalised and the hour widened exactly as SQLite stores them (the same
 /// [`Aggregate`]), the clicks sent to a variant grouped per link, hour and
-/// variant, with the ids of the links clicked, ascending.
-fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<VariantDelta>, Vec<u64>) {
+/// variant, in link id order.
+fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<VariantDelta>) {
     let mut agg = Aggregate::default();
     agg.add_batch(batch, now);
     let mut ids: Vec<u64> = batch.clicks.iter().map(|c| c.link_id).collect();
@@ -70,7 +70,7 @@ fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<VariantDelta>, 
                 }),
         );
     }
-    (out, variants, ids)
+    (out, variants)
 }
 
 /// Renews the expiry of the links `ids`, clicked by a batch acknowledged
@@ -117,7 +117,7 @@ impl PgStore {
     /// Counts one batch in its own transaction; whether it was new, and
     /// whether a change was logged.
     async fn append_batch(&self, batch: &ClickBatch, now: i64) -> StoreResult<(bool, bool)> {
-        let (deltas, variants, ids) = deltas(batch, now);
+        let (deltas, variants) = deltas(batch, now);
         let mut c = self.pg().get().await?;
         let tx = c
             .transaction()
@@ -128,7 +128,7 @@ impl PgStore {
         super::webhooks::link_events(&tx, WebhookEvent::Exhausted, &exhausted, now).await?;
         let mut logged = !outcome.exhausted.is_empty();
         if outcome.counted_now {
-            for (id, alias) in renew(&tx, &ids, now).await? {
+            for (id, alias) in renew(&tx, &outcome.links, now).await? {
                 // One change per link, whether exhausted, renewed or both.
                 if !outcome.exhausted.iter().any(|(e, _)| *e == id) {
                     changes::append(&tx, id, alias.as_deref(), alias.as_deref()).await?;

@@ -42,6 +42,31 @@ pub struct LinkAgg {
     pub variants: Vec<((i64, u8), i64)>,
 }
 
+impl LinkAgg {
+    /// These clicks less the rows whose hour `keep` refuses, totals and
+    /// variant rows cut alike.
+    pub fn since(&self, keep: impl Fn(i64) -> bool) -> LinkAgg {
+        let rows: Vec<(RowKey, i64)> = self
+            .rows
+            .iter()
+            .filter(|(k, _)| keep(k.hour))
+            .cloned()
+            .collect();
+        LinkAgg {
+            clicks: rows.iter().map(|(_, n)| n).sum(),
+            bots: rows.iter().filter(|(k, _)| k.bot).map(|(_, n)| n).sum(),
+            last_at: self.last_at,
+            rows,
+            variants: self
+                .variants
+                .iter()
+                .filter(|((hour, _), _)| keep(*hour))
+                .copied()
+                .collect(),
+        }
+    }
+}
+
 /// Acknowledged clicks, summed per link and per `clicks` row.
 #[derive(Debug, Clone, Default)]
 pub struct Aggregate {

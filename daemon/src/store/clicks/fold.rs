@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::aggregate::{Aggregate, RowKey};
+use super::late;
 use super::pending::PendingClicks;
 use crate::db::WebhookEvent;
 use crate::store::error::StoreResult;
@@ -74,8 +75,15 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
     let mut ids: Vec<u64> = agg.links.keys().copied().collect();
     ids.sort_unstable();
     let mut outcome = FoldOutcome::default();
+    let now = unix_now();
     for id in ids {
-        let l = &agg.links[&id];
+        // Clicks from before the link existed (a recycled id) are not its.
+        let Some(l) = late::countable(conn, id, &agg.links[&id], now)? else {
+            continue; // deleted link
+        };
+        if l.clicks == 0 {
+            continue; // every click was an old link's: no renewal either
+        }
         type Row = (
             Option<i64>,
             i64,

@@ -5,16 +5,18 @@ use rusqlite::{params, Connection};
 use shortlink_core::click_formats::{decode_batch, decode_batch_v4, decode_batch_v7};
 use shortlink_core::ipc::{self, ClickBatch, FrameError, HEADER_LEN};
 
+use super::late;
 use super::pending::{folded_through, PendingClicks};
 use crate::store::error::{StoreError, StoreResult};
 
 /// Records each batch id (a re-sent batch is a duplicate: `None`) and
-/// appends each new batch to `click_log`; returns each batch's log seq.
-/// O(1) pages per batch: the log's last page(s) and one leaf of the batch
-/// id index, whatever the number of links in the batch.
+/// appends each new batch to `click_log`, less the late rows of recycled or
+/// deleted ids (`super::late`); returns each batch's log seq. O(1) pages per
+/// batch: the log's last page(s) and one leaf of the batch id index,
+/// whatever the number of links in the batch.
 pub fn append_batches(
     conn: &Connection,
-    batches: &[ClickBatch],
+    batches: &mut [ClickBatch],
     now: i64,
 ) -> StoreResult<Vec<Option<i64>>> {
     let mut seen = conn.prepare_cached(
@@ -27,6 +29,13 @@ pub fn append_batches(
         if seen.execute(params![&batch.batch_id.0[..], now])? == 0 {
             out.push(None);
             continue;
+        }
+        let dropped = late::drop_stale_rows(conn, batch, now)?;
+        if dropped > 0 {
+            tracing::info!(
+                rows = dropped,
+                "late click rows of links created after them (recycled ids) or gone: not counted"
+            );
         }
         let bytes = ipc::frame(batch).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         log.execute(params![now, bytes])?;

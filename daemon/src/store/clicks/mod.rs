@@ -19,6 +19,7 @@
 
 mod aggregate;
 mod fold;
+mod late;
 mod log;
 mod pending;
 mod range;
@@ -155,6 +156,69 @@ mod tests {
             .unwrap();
         assert_eq!(daily.series, vec![(4 * 86400, 7)]);
         assert_eq!(store.read(log_len).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn clicks_from_before_a_link_was_created_are_never_its() {
+        let (_dir, store) = temp_store();
+        let now = crate::store::unix_now();
+        let hour = (now / 3600) as u32;
+        store
+            .write(move |c| {
+                let link = |id| Link {
+                    id,
+                    url: "https://new.example/".into(),
+                    created_at: now,
+                    max_visits: Some(5),
+                    ..Link::default()
+                };
+                links::insert(c, &link(7), None)?;
+                links::insert(c, &link(8), None)
+            })
+            .await
+            .unwrap();
+        let old = hour - 20 * 24; // an old link's, 20 days ago, same ids
+        let mut variant = click(7, old, false, None, 4);
+        variant.variant = 1;
+        let batch = |n: u8| ClickBatch {
+            batch_id: BatchId([n; 16]),
+            clicks: vec![
+                click(7, hour, false, None, 2),
+                click(7, old, true, Some("old.example"), 5),
+                variant.clone(),
+                click(8, old, false, None, 9),
+            ],
+        };
+        // Through the append: the late rows never reach the pending clicks.
+        store.append_clicks(vec![batch(1)], now).await.unwrap();
+        assert_eq!(counted(&store, 7).await.0, 2);
+        assert_eq!(counted(&store, 8).await.0, 0);
+        // Pending without the append's check (put back by recovery, or
+        // appended while the old link still existed): the fold drops them,
+        // and a link left with no click is not touched (not exhausted).
+        store.pending_clicks().add_committed(&[(1, &batch(2))], now);
+        let outcome = store.fold_clicks().await.unwrap();
+        assert_eq!(outcome.counted, 4);
+        assert!(outcome.changed.is_empty(), "{outcome:?}");
+        let (clicks, bots, _) = counted(&store, 7).await;
+        assert_eq!((clicks, bots), (4, 0));
+        let (from, to) = (i64::from(old) - 1, i64::from(hour) + 1);
+        let stats = store
+            .read_counted(move |c, o| range_stats(c, o, 7, from, to, false))
+            .await
+            .unwrap();
+        assert_eq!(stats.series, vec![(i64::from(hour) * 3600, 4)]);
+        assert!(stats.referrers.is_empty(), "{stats:?}");
+        let variants = store
+            .read(|c| {
+                Ok(c.query_row("SELECT count(*) FROM variant_clicks", [], |r| {
+                    r.get::<_, i64>(0)
+                })?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(variants, 0);
+        assert_eq!(counted(&store, 8).await.0, 0);
     }
 
     #[tokio::test]
