@@ -39,8 +39,8 @@ pub fn drop_stale_rows(conn: &Connection, batch: &mut ClickBatch, now: i64) -> S
     }
     let mut created: HashMap<u64, Option<i64>> = HashMap::new();
     for c in batch.clicks.iter().filter(|c| is_late(c.hour.into(), now)) {
-        if !created.contains_key(&c.link_id) {
-            created.insert(c.link_id, created_at(conn, c.link_id)?);
+        if let std::collections::hash_map::Entry::Vacant(e) = created.entry(c.link_id) {
+            e.insert(created_at(conn, c.link_id)?);
         }
     }
     let before = batch.clicks.len();
