@@ -11,7 +11,8 @@ async fn subscriptions_are_found_by_event_name_without_preparing_again() {
     store
         .write(|c| {
             c.execute_batch(
-                "INSERT INTO webhooks (id, team_id, url, secret, events, created_at) VALUES \
+                "INSERT INTO teams (id, name, created_at) VALUES (2, 'two', 0); \
+                 INSERT INTO webhooks (id, team_id, url, secret, events, created_at) VALUES \
                  (1, 1, 'https://h.example/1', 's', 'link.updated,link.created', 0), \
                  (2, 1, 'https://h.example/2', 's', 'link.deleted', 0), \
                  (3, 2, 'https://h.example/3', 's', 'link.created', 0);",
