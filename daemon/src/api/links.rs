@@ -71,9 +71,9 @@ pub async fn create(
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
     /// Up to 10,000 link requests, each shaped like `POST /api/v1/links`.
-    /// Kept as raw JSON text until each is parsed into a [`CreateLink`]
-    /// on its own (an item that does not parse fails alone), with no
-    /// `serde_json::Value` tree in between.
+    // Kept as raw JSON text until each is parsed into a `CreateLink` on
+    // its own (an item that does not parse fails alone), with no
+    // `serde_json::Value` tree in between.
     #[schema(value_type = Vec<CreateLink>)]
     pub links: Vec<Box<serde_json::value::RawValue>>,
 }
