@@ -450,6 +450,11 @@ async fn batch_mixed_good_and_bad() {
     assert_eq!(v["results"][1]["error"]["field"], "url");
     assert_eq!(v["results"][2]["error"]["code"], "alias_taken");
     assert_eq!(v["results"][6]["error"]["code"], "alias_reserved");
+    // An item that does not parse says why, without a position inside it.
+    assert_eq!(
+        v["results"][5]["error"]["message"],
+        "invalid type: integer `5`, expected a string"
+    );
     // The good ones are stored and readable.
     for i in [0usize, 3, 7] {
         let code = v["results"][i]["link"]["code"].as_str().unwrap();

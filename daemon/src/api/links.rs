@@ -71,8 +71,26 @@ pub async fn create(
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
     /// Up to 10,000 link requests, each shaped like `POST /api/v1/links`.
+    // Kept as raw JSON text until each is parsed into a `CreateLink` on
+    // its own (an item that does not parse fails alone), with no
+    // `serde_json::Value` tree in between.
     #[schema(value_type = Vec<CreateLink>)]
-    pub links: Vec<serde_json::Value>,
+    pub links: Vec<Box<serde_json::value::RawValue>>,
+}
+
+/// One batch item parsed like the body of a single create; the error
+/// without serde's position (which would count within the item).
+fn parse_item(raw: &serde_json::value::RawValue) -> Result<CreateLink, ApiError> {
+    serde_json::from_str::<CreateLink>(raw.get()).map_err(|e| {
+        let text = e.to_string();
+        let msg = match text.rfind(" at line ") {
+            Some(at) if e.line() > 0 => text[..at].to_string(),
+            _ => text,
+        };
+        let mut err = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", msg);
+        err.field = super::error::serde_field(&err.message);
+        err
+    })
 }
 
 /// The outcome of one batch item.
@@ -135,29 +153,20 @@ pub async fn create_batch(
         .into());
     }
     // Items that do not even parse fail alone.
-    let mut parsed: Vec<Result<CreateLink, ApiError>> = Vec::with_capacity(req.links.len());
-    for v in req.links {
-        parsed.push(serde_json::from_value::<CreateLink>(v).map_err(|e| {
-            let msg = e.to_string();
-            let mut err = ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_body",
-                msg.clone(),
-            );
-            err.field = super::error::serde_field(&msg);
-            err
-        }));
-    }
-    let good: Vec<CreateLink> = parsed
+    let mut good: Vec<CreateLink> = Vec::with_capacity(req.links.len());
+    let parsed: Vec<Result<(), ApiError>> = req
+        .links
         .iter()
-        .filter_map(|p| p.as_ref().ok().cloned())
+        .map(|raw| parse_item(raw).map(|item| good.push(item)))
         .collect();
+    drop(req);
     let mut results = app
         .links()
         .acting_as(&p)
         .create_batch(&good, Some(&p.who))
         .await?
         .into_iter();
+    drop(good);
     let base = base(&app, &headers);
     let mut out = BatchResponse {
         created: 0,

@@ -19,6 +19,8 @@ macro_rules! state_sql {
     };
 }
 
+#[cfg(test)]
+mod dedupe_tests;
 mod list;
 pub use list::{count_matching, list, ListQuery, ListSort};
 
@@ -373,15 +375,19 @@ pub fn by_alias(conn: &Connection, alias: &str) -> StoreResult<Option<Link>> {
         .optional()?)
 }
 
-/// A live link created from the same request (for `dedupe: true`).
+/// A live link created from the same request (for `dedupe: true`): found
+/// through the index of the hashes' first 8 bytes (`links_dedupe8`), the
+/// whole hash compared in the row.
 pub fn by_dedupe_hash(conn: &Connection, hash: &[u8], now: i64) -> StoreResult<Option<Link>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM links WHERE dedupe_hash = ?1 AND disabled = 0 \
-         AND (expires_at IS NULL OR expires_at > ?2) \
-         AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
-    );
     Ok(conn
-        .prepare_cached(&sql)?
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE substr(dedupe_hash, 1, 8) = substr(?1, 1, 8) \
+             AND dedupe_hash = ?1 AND disabled = 0 \
+             AND (expires_at IS NULL OR expires_at > ?2) \
+             AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
+        ))?
         .query_row(params![hash, now], from_row)
         .optional()?)
 }

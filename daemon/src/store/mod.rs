@@ -98,6 +98,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v16.sql"),
     include_str!("schema_v17.sql"),
     include_str!("schema_v18.sql"),
+    include_str!("schema_v19.sql"),
+    include_str!("schema_v20.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

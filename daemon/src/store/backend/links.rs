@@ -14,6 +14,12 @@ use crate::store::clicks::with_overlay;
 use crate::store::links::{self as table, Link, ListQuery};
 use crate::store::{unix_now, webhooks, SqliteStore, StoreError, StoreResult};
 
+/// Batches of at least this many links go to the bulk connection (a
+/// transaction of their own, with a page cache that holds what they dirty)
+/// instead of the grouped writes' small cache, which a batch of thousands
+/// would spill to the WAL before its commit.
+const BULK_FROM: usize = 64;
+
 /// The first of `aliases` that is `own_alias` or an existing alias; run
 /// in the write's transaction.
 pub(super) fn refused_alias_target(
@@ -108,14 +114,19 @@ fn update_in(
 #[async_trait]
 impl LinkStore for SqliteStore {
     async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
-        self.write(move |c| {
+        let bulk = links.len() >= BULK_FROM;
+        let job = move |c: &Connection| {
             let mut out = Vec::with_capacity(links.len());
             for new in links {
                 out.push(insert_new(c, new, now)?);
             }
             Ok(out)
-        })
-        .await
+        };
+        if bulk {
+            self.write_bulk(job).await
+        } else {
+            self.write(job).await
+        }
     }
 
     async fn update_link(&self, id: u64, edit: LinkEdit) -> StoreResult<Updated> {

@@ -167,6 +167,30 @@ impl Writer {
                 delivers.push(deliver);
                 continue;
             }
+            // A bulk job is alone in its transaction, which is its
+            // savepoint: a savepoint copies every page it first changes to
+            // the sub-journal (about 5 % of an import chunk's writer time).
+            if bulk {
+                let (outcome, deliver) = job(Ok(conn));
+                delivers.push(deliver);
+                if outcome == JobOutcome::Done {
+                    if conn.is_autocommit() {
+                        broken = Some("the transaction was rolled back by SQLite".to_string());
+                    }
+                    continue;
+                }
+                // Rolled back whole; its caller hears its own error.
+                failed += u64::from(outcome != JobOutcome::Refused);
+                if let JobOutcome::Storage(e) = outcome {
+                    storage = Some(e);
+                }
+                if !conn.is_autocommit() {
+                    if let Err(e) = conn.execute_batch("ROLLBACK") {
+                        broken = Some(format!("cannot roll back: {e}"));
+                    }
+                }
+                continue;
+            }
             if let Err(e) = run_cached(conn, "SAVEPOINT job") {
                 broken = Some(format!("cannot open a savepoint: {e}"));
                 let (_, deliver) = job(Err(StoreError::Commit(e.to_string())));
@@ -199,6 +223,8 @@ impl Writer {
         // Never acknowledge a commit into a WAL that was deleted.
         let commit = match (broken, self.watch.check_wal()) {
             (Some(why), _) => Err(why),
+            // A bulk job that failed was rolled back whole.
+            (None, _) if conn.is_autocommit() => Ok(()),
             (None, Ok(())) => conn.execute_batch("COMMIT").map_err(|e| e.to_string()),
             (None, Err(lost)) => Err(lost),
         };
@@ -299,6 +325,47 @@ mod tests {
         // The next write works and clears the problem.
         store.write(insert("d")).await.unwrap();
         assert_eq!(store.stats().problem(), None);
+        store.close();
+    }
+
+    /// A bulk job runs without a savepoint of its own: one that fails
+    /// leaves nothing behind (its transaction is rolled back), its caller
+    /// gets its error, and the writes after it are committed.
+    #[tokio::test]
+    async fn a_failed_bulk_job_is_rolled_back_whole() {
+        let (_dir, store) = temp_store();
+        let names = || {
+            store.read(|c| {
+                let mut st = c.prepare("SELECT name FROM id_alloc WHERE name LIKE 'bulk-%'")?;
+                let rows = st.query_map([], |r| r.get(0))?;
+                Ok(rows.collect::<Result<Vec<String>, _>>()?)
+            })
+        };
+        let failed = store
+            .write_bulk(|c| {
+                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-a', 1)", [])?;
+                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-a', 1)", [])?;
+                Ok(())
+            })
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(names().await.unwrap(), Vec::<String>::new());
+        assert_eq!(store.stats().problem(), None, "not a storage failure");
+        store
+            .write_bulk(|c| {
+                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-b', 1)", [])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        store
+            .write(|c| {
+                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-c', 1)", [])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        assert_eq!(names().await.unwrap(), vec!["bulk-b", "bulk-c"]);
         store.close();
     }
 }

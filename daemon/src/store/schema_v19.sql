@@ -1,0 +1,2 @@
+-- Reserved: version 19 belongs to another change in flight (its migration
+-- replaces this file when both are merged). Nothing to do here.
