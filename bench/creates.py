@@ -14,6 +14,10 @@ part of nginx's CPU that no daemon change can remove.
 
     python3 bench/creates.py --daemon old=/tmp/shortlinkd-old --daemon new=build/bin/shortlinkd
     python3 bench/creates.py --trivial --runs 5 --seconds 8
+    python3 bench/creates.py --pg --daemon old=/tmp/shortlinkd-old --daemon new=build/bin/shortlinkd
+
+`--pg` puts each daemon on a private PostgreSQL of its own (pg.py's
+`Postgres`); its processes' CPU is printed apart (`pg`).
 """
 
 import argparse
@@ -24,6 +28,7 @@ import subprocess
 import time
 
 import harness
+import pg
 from harness import HERE, NGINX, cpu_seconds, wrk
 
 
@@ -38,17 +43,19 @@ def store_counts(stack):
 def run_once(stack, connections, seconds, env, pids_of):
     """One wrk run; rate and µs of CPU per create for nginx and the daemon."""
     nginx_pids, daemon_pids = pids_of(stack)
+    pg_pids = stack.pg_pids() if stack.pg_pids else []
     w0, t0 = store_counts(stack)
-    n0, d0 = cpu_seconds(nginx_pids), cpu_seconds(daemon_pids)
+    n0, d0, p0 = cpu_seconds(nginx_pids), cpu_seconds(daemon_pids), cpu_seconds(pg_pids)
     r = wrk(f"http://127.0.0.1:{stack.nginx_api_port()}", seconds, connections,
             os.path.join(HERE, "create.lua"), env)
-    n1, d1 = cpu_seconds(nginx_pids), cpu_seconds(daemon_pids)
+    n1, d1, p1 = cpu_seconds(nginx_pids), cpu_seconds(daemon_pids), cpu_seconds(pg_pids)
     w1, t1 = store_counts(stack)
     done = max(r["requests"], 1)
     return {
         "rps": r["rps"],
         "nginx_us": (n1 - n0) * 1e6 / done,
         "daemon_us": (d1 - d0) * 1e6 / done,
+        "pg_us": (p1 - p0) * 1e6 / done,
         "group": (w1 - w0) / max(t1 - t0, 1),
         "errors": r["errors"],
         "p99_ms": r["p99_ms"],
@@ -125,7 +132,7 @@ def measure(stacks, conns, args, pids_of):
                 r = run_once(stack, c, args.seconds, env, pids_of)
                 results[(name, c)].append(r)
                 print(f"  {name:<40} c{c:<3} {r['rps']:>9.0f}/s  nginx {r['nginx_us']:6.1f} µs  "
-                      f"daemon {r['daemon_us']:6.1f} µs  creates/commit {r['group']:.1f}  "
+                      f"daemon {r['daemon_us']:6.1f} µs  pg {r['pg_us']:6.1f} µs  creates/commit {r['group']:.1f}  "
                       f"errors {r['errors']}", flush=True)
     return results
 
@@ -149,12 +156,14 @@ def main():
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--connections", default="1,16")
     ap.add_argument("--trivial", action="store_true", help="also nginx proxying to a fixed `return 201`")
+    ap.add_argument("--pg", action="store_true", help="each daemon on a private PostgreSQL")
     args = ap.parse_args()
     daemons = [parse_variant(v) for v in args.daemon or [f"build={harness.DAEMON}"]]
     conns = [int(c) for c in args.connections.split(",")]
 
     stacks = []
     upstream = None
+    clusters = []
 
     def pids_of(stack):
         if upstream and stack is stacks[-1][1]:
@@ -167,7 +176,14 @@ def main():
             saved = dict(os.environ)
             os.environ.update(extra_env)  # Stack starts the daemon with this process's environment
             try:
-                stack = harness.Stack(os.path.join(HERE, "out", f"creates-{i}"), smoke=False)
+                out = os.path.join(HERE, "out", f"creates-{i}")
+                database = None
+                if args.pg:
+                    clusters.append(pg.Postgres(out + "-pg"))
+                    database = clusters[-1].database
+                stack = harness.Stack(out, smoke=False, database=database)
+                if args.pg:
+                    stack.pg_pids = clusters[-1].pids
             finally:
                 os.environ.clear()
                 os.environ.update(saved)
@@ -186,13 +202,18 @@ def main():
             stack.close()
         if upstream:
             upstream.close()
+        for cluster in clusters:
+            cluster.stop()
 
     print("\nmedians (server CPU per create):")
     for (name, c), runs in results.items():
-        med = {k: statistics.median(r[k] for r in runs) for k in ("rps", "nginx_us", "daemon_us", "p99_ms", "group")}
+        keys = ("rps", "nginx_us", "daemon_us", "pg_us", "p99_ms", "group")
+        med = {k: statistics.median(r[k] for r in runs) for k in keys}
         errors = sum(r["errors"] for r in runs)
+        pg_part = f"pg {med['pg_us']:6.1f} µs  " if args.pg else ""
+        total = med["nginx_us"] + med["daemon_us"] + med["pg_us"]
         print(f"  {name:<40} c{c:<3} {med['rps']:>9.0f}/s  nginx {med['nginx_us']:6.1f} µs  "
-              f"daemon {med['daemon_us']:6.1f} µs  total {med['nginx_us'] + med['daemon_us']:6.1f} µs  "
+              f"daemon {med['daemon_us']:6.1f} µs  {pg_part}total {total:6.1f} µs  "
               f"p99 {med['p99_ms']:.2f} ms  creates/commit {med['group']:.1f}  errors {errors}")
 
 
