@@ -2,6 +2,9 @@
 //! valid, else the configured default. Domain rotation never touches the
 //! daemon.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
+
 use axum::http::HeaderMap;
 
 /// The header nginx sets, e.g. `proxy_set_header X-Shortlink-Base https://$host;`.
@@ -27,12 +30,33 @@ pub fn parse_base(raw: &str) -> Result<String, String> {
     Ok(url.as_str().trim_end_matches('/').to_string())
 }
 
+/// Header values kept by [`parsed`]: nginx sends one per served domain,
+/// so a few are enough; values past this many are parsed every time.
+const MAX_REMEMBERED: usize = 64;
+
+/// `parse_base` of a header value, remembered: nginx sends the same few
+/// values on every request, and parsing a URL (IDNA included) was a
+/// visible share of a create's CPU.
+fn parsed(raw: &str) -> Option<String> {
+    static SEEN: LazyLock<RwLock<HashMap<String, Option<String>>>> =
+        LazyLock::new(Default::default);
+    if let Some(known) = SEEN.read().unwrap_or_else(|e| e.into_inner()).get(raw) {
+        return known.clone();
+    }
+    let base = parse_base(raw).ok();
+    let mut seen = SEEN.write().unwrap_or_else(|e| e.into_inner());
+    if seen.len() < MAX_REMEMBERED {
+        seen.insert(raw.to_string(), base.clone());
+    }
+    base
+}
+
 /// The base for this request.
 pub fn for_request(headers: &HeaderMap, default: &str) -> String {
     headers
         .get(HEADER)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| parse_base(v).ok())
+        .and_then(parsed)
         .unwrap_or_else(|| default.trim_end_matches('/').to_string())
 }
 
@@ -59,5 +83,22 @@ mod tests {
         assert_eq!(for_request(&h, "http://d"), "https://s.example.net");
         h.insert(HEADER, "bogus".parse().unwrap());
         assert_eq!(for_request(&h, "http://d"), "http://d");
+    }
+
+    #[test]
+    fn remembered_values_answer_as_parsed_ones() {
+        let ask = |value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(HEADER, value.parse().unwrap());
+            for_request(&h, "http://default")
+        };
+        // Beyond what is remembered too: the answers stay the same.
+        for round in 0..2 {
+            for i in 0..MAX_REMEMBERED + 8 {
+                let host = format!("https://s{i}.example.com/");
+                assert_eq!(ask(&host), format!("https://s{i}.example.com"), "{round}");
+                assert_eq!(ask(&format!("ftp://s{i}.example.com")), "http://default");
+            }
+        }
     }
 }

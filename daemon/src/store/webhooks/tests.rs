@@ -1,35 +1,45 @@
-//! The subscription lookup every link write runs.
+//! The subscription lookups every link write runs.
 
 use rusqlite::StatementStatus;
 
-use super::{subscribed, WebhookEvent, SUBSCRIBED};
+use super::{link_event_by_id, subscribed, WebhookEvent, ANY_SUBSCRIBED, SUBSCRIBED};
 use crate::store::tests::temp_store;
 
 #[tokio::test]
-async fn subscriptions_are_found_by_event_name_without_preparing_again() {
+async fn the_subscription_reads_are_compiled_once() {
     let (_dir, store) = temp_store();
-    store
+    let (hooks, compiled) = store
         .write(|c| {
-            c.execute_batch(
-                "INSERT INTO teams (id, name, created_at) VALUES (2, 'two', 0); \
-                 INSERT INTO webhooks (id, team_id, url, secret, events, created_at) VALUES \
-                 (1, 1, 'https://h.example/1', 's', 'link.updated,link.created', 0), \
-                 (2, 1, 'https://h.example/2', 's', 'link.deleted', 0), \
-                 (3, 2, 'https://h.example/3', 's', 'link.created', 0);",
+            c.execute(
+                "INSERT INTO webhooks (team_id, url, secret, events, active, created_at) \
+                 VALUES (1, 'https://hooks.example/a', 'k', 'link.deleted,link.created', 1, 0), \
+                        (1, 'https://hooks.example/b', 'k', 'link.created_x', 1, 0)",
+                [],
             )?;
-            for _ in 0..3 {
-                assert_eq!(subscribed(c, 1, WebhookEvent::Created)?, vec![1]);
-                assert_eq!(subscribed(c, 1, WebhookEvent::Deleted)?, vec![2]);
-                assert_eq!(subscribed(c, 1, WebhookEvent::Expired)?, Vec::<i64>::new());
-                assert_eq!(subscribed(c, 2, WebhookEvent::Created)?, vec![3]);
+            let mut hooks = Vec::new();
+            for event in WebhookEvent::ALL.into_iter().chain(WebhookEvent::ALL) {
+                hooks.push((event, subscribed(c, 1, event)?));
+                link_event_by_id(c, event, 1, 0)?;
             }
-            // A `LIKE` against the bound event made SQLite compile the
-            // statement again at every bind.
-            let st = c.prepare_cached(SUBSCRIBED)?;
-            assert_eq!(st.get_status(StatementStatus::RePrepare), 0);
-            Ok(())
+            let compiled = [SUBSCRIBED, ANY_SUBSCRIBED].map(|sql| {
+                c.prepare_cached(sql)
+                    .map(|s| s.get_status(StatementStatus::RePrepare))
+            });
+            Ok((hooks, compiled))
         })
         .await
         .unwrap();
+    // Each event matches whole names in the list only.
+    for (event, ids) in hooks {
+        let want: Vec<i64> = match event {
+            WebhookEvent::Created | WebhookEvent::Deleted => vec![1],
+            _ => vec![],
+        };
+        assert_eq!(ids, want, "{event:?}");
+    }
+    // New bindings reuse the compiled statements.
+    for n in compiled {
+        assert_eq!(n.unwrap(), 0);
+    }
     store.close();
 }
