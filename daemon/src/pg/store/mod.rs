@@ -3,6 +3,7 @@
 //! one database; what one writes reaches the others through the change log
 //! (`super::changes`, `super::follow`).
 
+mod bulk;
 mod changes;
 mod checks;
 mod click_stats;
