@@ -14,6 +14,7 @@ mod import;
 mod links;
 mod list;
 mod name_locks;
+mod plain;
 mod recycle;
 mod rows;
 mod takedowns;
