@@ -45,7 +45,19 @@ class Server:
     def __init__(self, stack, cluster):
         self.pids = lambda: [stack.daemon.pid] + cluster.pids()
 
+    def settle(self, idle=0.05, limit_s=60.0):
+        """Waits until the server used under `idle` of a core for a second
+        (autovacuum and the checkpointer after a bulk write), at most `limit_s`."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < limit_s:
+            before = cpu_by_pid(self.pids())
+            time.sleep(1.0)
+            after = cpu_by_pid(self.pids())
+            if sum(v - before.get(p, 0.0) for p, v in after.items()) < idle:
+                return
+
     def mark(self):
+        self.settle()
         self.t0 = time.monotonic()
         self.cpu0 = cpu_by_pid(self.pids())
 
