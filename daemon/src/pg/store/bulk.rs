@@ -154,7 +154,7 @@ pub(super) async fn insert(
         ],
     )
     .await
-    .map_err(failed("inserting links in bulk"))?;
+    .map_err(failed("inserting a link of a bulk write"))?;
     let logged: Vec<(i64, Option<&str>)> = rows
         .iter()
         .zip(&cols.id)
