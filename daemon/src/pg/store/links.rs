@@ -281,7 +281,9 @@ impl LinkStore for PgStore {
                     .transaction()
                     .await
                     .map_err(failed("starting a link insert"))?;
-                return plain::insert_many(tx, links, now).await;
+                plain::insert_many(&tx, &links, now).await?;
+                commit(tx).await?;
+                return Ok(links.into_iter().map(|n| Inserted::New(n.link)).collect());
             }
             let mut tx = client
                 .transaction()

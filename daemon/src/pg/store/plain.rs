@@ -5,15 +5,14 @@
 //! * one link is one statement, the link and its webhook deliveries
 //!   (`webhooks::link_event`) in one `WITH`, committed on its own: one
 //!   round trip instead of four (begin, insert, subscription read, commit);
-//! * many are one transaction of [`bulk::insert`].
+//! * many are one transaction of [`bulk::insert`] (the caller's).
 //!
 //! Either way each is committed before the call answers, as before.
 
-use deadpool_postgres::{GenericClient, Transaction};
+use deadpool_postgres::GenericClient;
 use shortlink_core::check_mode::CheckMode;
 
 use super::bulk::{self, NewRow};
-use super::links::commit;
 use super::rows::{bigint, failed};
 use crate::db::{link_payload, Inserted, NewLink, WebhookEvent};
 use crate::store::links::{country_targets_to_stored, variants_to_stored};
@@ -90,12 +89,12 @@ pub(super) async fn insert_one(
     Ok(Inserted::New(link))
 }
 
-/// Writes many plain creates in the caller's transaction, and commits.
+/// Writes many plain creates in the caller's transaction.
 pub(super) async fn insert_many(
-    tx: Transaction<'_>,
-    links: Vec<NewLink>,
+    tx: &impl GenericClient,
+    links: &[NewLink],
     now: i64,
-) -> StoreResult<Vec<Inserted>> {
+) -> StoreResult<()> {
     let rows: Vec<NewRow> = links
         .iter()
         .map(|n| NewRow {
@@ -105,7 +104,5 @@ pub(super) async fn insert_many(
             logged: false,
         })
         .collect();
-    bulk::insert(&tx, &rows, now).await?;
-    commit(tx).await?;
-    Ok(links.into_iter().map(|n| Inserted::New(n.link)).collect())
+    bulk::insert(tx, &rows, now).await
 }
