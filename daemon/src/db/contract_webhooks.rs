@@ -9,7 +9,9 @@
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
-use super::{Attempt, DeliveryStatus, LinkEdit, NewLink, NewWebhook, Store, WebhookEvent};
+use super::{
+    Attempt, DeliveryStatus, ImportLink, LinkEdit, NewLink, NewWebhook, Store, WebhookEvent,
+};
 use crate::auth::DEFAULT_TEAM;
 use crate::store::links::Link;
 use crate::store::unix_now;
@@ -359,6 +361,60 @@ pub async fn check_webhooks(store: &Store) {
         .unwrap()
         .is_empty());
     assert!(store.webhook(main.id).await.unwrap().is_none());
+}
+
+/// Creates written together (a batch, an import chunk) queue their
+/// `link.created` as creates one at a time do: for the links of a
+/// subscribed team alone, in their order, each with its link.
+pub async fn check_bulk_created(store: &Store) {
+    let sales = store.add_team("sales".into(), 1).await.unwrap().id;
+    let hook = store
+        .add_webhook(NewWebhook {
+            team_id: sales,
+            url: "https://hooks.example/in".into(),
+            secret: "sealed".into(),
+            events: vec![WebhookEvent::Created],
+            created_at: 1,
+            created_by: "cli".into(),
+        })
+        .await
+        .unwrap();
+    let new = |id: u64, team_id| NewLink {
+        dedupe_hash: [id as u8; 32],
+        link: link_of(id, team_id),
+        dedupe: false,
+        alias_targets: Vec::new(),
+    };
+    let batch = vec![new(1, DEFAULT_TEAM), new(2, sales), new(3, sales)];
+    store.insert_links(batch, 1).await.unwrap();
+    let rows = [new(4, sales), new(5, DEFAULT_TEAM), new(6, sales)].map(|new| ImportLink {
+        new,
+        keep_id: None,
+        clicks: None,
+    });
+    store.import_links(rows.into(), 1).await.unwrap();
+    let created = |id| ev(WebhookEvent::Created, id);
+    assert_eq!(
+        queued(store, hook.id).await,
+        [created(2), created(3), created(4), created(6)]
+    );
+    let newest = store.deliveries(hook.id, None, 1).await.unwrap();
+    assert!(newest[0].payload.contains("\"url\":\"https://e.com/6\""));
+}
+
+#[tokio::test]
+async fn sqlite_queues_created_links_written_together() {
+    let (_dir, sqlite) = crate::store::tests::temp_store();
+    let store = Store::from(sqlite);
+    check_bulk_created(&store).await;
+    store.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_queues_created_links_written_together() {
+    let (_cluster, store) = super::contract::postgres_store("contract-bulk-webhooks").await;
+    check_bulk_created(&store).await;
+    store.close();
 }
 
 #[tokio::test]

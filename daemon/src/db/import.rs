@@ -53,9 +53,14 @@ pub enum KeptId {
 impl KeptId {
     /// The meaning of the id for a row to `url`, `stored` the link at it.
     pub fn of(url: &str, stored: Option<&crate::store::links::Link>) -> Self {
-        match stored {
+        Self::at(url, stored.map(|old| old.url.as_str()))
+    }
+
+    /// The same, `stored_url` the URL of the link at the id.
+    pub fn at(url: &str, stored_url: Option<&str>) -> Self {
+        match stored_url {
             None => KeptId::Free,
-            Some(old) if old.url == url => KeptId::Present,
+            Some(old) if old == url => KeptId::Present,
             Some(_) => KeptId::Taken,
         }
     }

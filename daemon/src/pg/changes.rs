@@ -88,6 +88,30 @@ pub async fn append(
     Ok(())
 }
 
+/// Appends one change per new link in one statement, in their order, each
+/// with the alias it was made with (an import chunk's links).
+pub async fn append_new(
+    tx: &impl GenericClient,
+    links: &[(i64, Option<&str>)],
+) -> Result<(), PgError> {
+    if links.is_empty() {
+        return Ok(());
+    }
+    let (ids, aliases): (Vec<i64>, Vec<Option<&str>>) = links.iter().copied().unzip();
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO edge_changes (link_id, old_alias, new_alias) \
+             SELECT id, NULL, alias FROM unnest($1::bigint[], $2::text[]) \
+             WITH ORDINALITY AS u(id, alias, n) ORDER BY n",
+        )
+        .await
+        .map_err(PgError::query("preparing a change-log append"))?;
+    tx.execute(&st, &[&ids, &aliases])
+        .await
+        .map_err(PgError::query("appending to the change log"))?;
+    Ok(())
+}
+
 /// Appends one change per link in one statement, each under the alias it
 /// keeps (a switch on or off: the codes stay, the edge drops them).
 pub async fn append_in_place(

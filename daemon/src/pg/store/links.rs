@@ -11,6 +11,10 @@
 //! (`pg::clicks::record_batch`), so the stored totals are current and
 //! every read answers them as stored.
 //!
+//! A create that claims no name (no alias, alias target or dedupe) is
+//! written without those steps (`plain`): one statement for one link, one
+//! bulk insert for many.
+//!
 //! Several nodes write at once: an edit locks its link's row (`FOR
 //! UPDATE`) before applying, and every write locks the aliases and
 //! deduplicated URLs it claims (`name_locks`) before reading them, so two
@@ -22,7 +26,7 @@ use shortlink_core::check_mode::CheckMode;
 use tokio_postgres::error::SqlState;
 
 use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
-use super::{list, name_locks, webhooks, PgStore};
+use super::{list, name_locks, plain, webhooks, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 use crate::pg::{changes, PgError};
@@ -266,6 +270,21 @@ impl LinkStore for PgStore {
     async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
         let result: StoreResult<Vec<Inserted>> = async {
             let mut client = self.pg().get().await?;
+            if plain::all_plain(&links) {
+                let mut links = links;
+                if links.len() == 1 {
+                    if let Some(new) = links.pop() {
+                        return Ok(vec![plain::insert_one(&client, new, now).await?]);
+                    }
+                }
+                let tx = client
+                    .transaction()
+                    .await
+                    .map_err(failed("starting a link insert"))?;
+                plain::insert_many(&tx, &links, now).await?;
+                commit(tx).await?;
+                return Ok(links.into_iter().map(|n| Inserted::New(n.link)).collect());
+            }
             let mut tx = client
                 .transaction()
                 .await

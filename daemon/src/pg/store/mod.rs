@@ -3,6 +3,7 @@
 //! one database; what one writes reaches the others through the change log
 //! (`super::changes`, `super::follow`).
 
+mod bulk;
 mod changes;
 mod checks;
 mod click_stats;
@@ -13,6 +14,7 @@ mod import;
 mod links;
 mod list;
 mod name_locks;
+mod plain;
 mod recycle;
 mod rows;
 mod takedowns;

@@ -114,6 +114,27 @@ pub(super) async fn subscribed(
         .collect())
 }
 
+/// The teams with an active webhook subscribed to `event` (none, usually):
+/// a bulk write queues deliveries for its links of these teams alone.
+pub(super) async fn subscribed_teams(
+    c: &impl GenericClient,
+    event: WebhookEvent,
+) -> StoreResult<Vec<i64>> {
+    let st = c
+        .prepare_cached(
+            "SELECT DISTINCT team_id FROM webhooks WHERE active \
+             AND (',' || events || ',') LIKE $1",
+        )
+        .await
+        .map_err(failed("preparing a webhook team read"))?;
+    Ok(c.query(&st, &[&event.pattern()])
+        .await
+        .map_err(failed("reading the teams of webhooks"))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+}
+
 /// Queues `event` of `link` for every webhook of its team subscribed to
 /// it, in the caller's transaction.
 pub(super) async fn link_event(

@@ -13,56 +13,23 @@
 //! overlay on PostgreSQL (clicks are applied per batch,
 //! `pg::clicks::record_batch`), so stored totals are current.
 
-use std::collections::{HashMap, HashSet};
+mod known;
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Transaction};
+use deadpool_postgres::GenericClient;
 
+use super::bulk::{self, NewRow};
 use super::ids::LINK_IDS;
-use super::links::{commit, counted, insert_new};
+use super::links::{commit, counted};
 use super::name_locks;
-use super::rows::{bigint, by_alias, by_dedupe_hash, by_id, failed};
+use super::rows::failed;
 use super::PgStore;
-use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
-use crate::pg::{changes, ids};
+use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId};
+use crate::pg::ids;
 use crate::store::StoreResult;
-
-/// The link a row was already imported as: one with the row's alias and
-/// URL (also when disabled), else a live link made from the same URL and
-/// options.
-async fn already_stored(
-    c: &impl GenericClient,
-    new: &NewLink,
-    now: i64,
-) -> StoreResult<Option<u64>> {
-    if let Some(alias) = &new.link.alias {
-        if let Some(old) = by_alias(c, alias).await? {
-            if old.url == new.link.url {
-                return Ok(Some(old.id));
-            }
-        }
-    }
-    Ok(by_dedupe_hash(c, &new.dedupe_hash, now)
-        .await?
-        .map(|l| l.id))
-}
-
-/// Sets a link's click totals (an import restoring them).
-async fn set_click_totals(
-    c: &impl GenericClient,
-    id: u64,
-    clicks: i64,
-    bot_clicks: i64,
-) -> StoreResult<()> {
-    let st = c
-        .prepare_cached("UPDATE links SET clicks = $2, bot_clicks = $3 WHERE id = $1")
-        .await
-        .map_err(failed("preparing a click total restore"))?;
-    c.execute(&st, &[&bigint(id)?, &clicks, &bot_clicks])
-        .await
-        .map_err(failed("restoring click totals"))?;
-    Ok(())
-}
+use known::Known;
 
 /// What the rows did, and whether a change was logged.
 struct Written {
@@ -70,9 +37,11 @@ struct Written {
     logged: bool,
 }
 
-/// Stores the rows inside the import's transaction.
+/// Stores the rows inside the import's transaction: each is judged in
+/// order against what is stored and what the rows before it made
+/// ([`Known`]), then every link is written at once ([`bulk::insert`]).
 async fn write_rows(
-    tx: &mut Transaction<'_>,
+    tx: &impl GenericClient,
     rows: Vec<ImportLink>,
     now: i64,
 ) -> StoreResult<Written> {
@@ -83,18 +52,13 @@ async fn write_rows(
         names.extend(name_locks::of_new(&r.new));
         names.push(name_locks::Name::Url(&r.new.dedupe_hash));
     }
-    name_locks::lock(&*tx, names).await?;
-    let leased = if rows.iter().any(|r| r.keep_id.is_some()) {
-        ids::live_leases(&*tx, LINK_IDS).await?
-    } else {
-        Vec::new()
-    };
+    name_locks::lock(tx, names).await?;
+    let mut known = Known::read(tx, &rows, now).await?;
     let mut out = Vec::with_capacity(rows.len());
-    let mut logged = false;
+    // Per row written: its link's place in `out`, hash, clicks and whether
+    // it kept its code.
+    let mut written = Vec::new();
     let mut highest_kept: Option<u64> = None;
-    // Links this call made: a later row equal to one of them is a link of
-    // its own (a file may list a URL twice).
-    let mut made: HashSet<u64> = HashSet::new();
     for row in rows {
         let ImportLink {
             new: mut n,
@@ -104,9 +68,9 @@ async fn write_rows(
         let mut kept = false;
         let mut moved = false;
         if let Some(k) = keep_id {
-            match KeptId::of(&n.link.url, by_id(&*tx, k).await?.as_ref()) {
+            match KeptId::at(&n.link.url, known.url_at(k)) {
                 // Another node may hand it out at any moment.
-                KeptId::Free if leased.iter().any(|r| r.contains(&k)) => moved = true,
+                KeptId::Free if known.leased.iter().any(|r| r.contains(&k)) => moved = true,
                 KeptId::Free => {
                     n.link.id = k;
                     kept = true;
@@ -118,43 +82,52 @@ async fn write_rows(
                 KeptId::Taken => moved = true,
             }
         }
-        if !kept {
-            if let Some(old) = already_stored(&*tx, &n, now).await? {
-                if !made.contains(&old) {
-                    out.push(Imported::Present);
-                    continue;
-                }
-            }
+        if !kept && known.already_stored(&n).is_some() {
+            out.push(Imported::Present);
+            continue;
         }
-        n.dedupe = false;
-        let id = n.link.id;
-        made.insert(id);
-        let outcome = insert_new(tx, n, now).await?;
-        if let Inserted::New(link) | Inserted::Existing(link) = &outcome {
-            if let Some((clicks, bots)) = clicks {
-                set_click_totals(&*tx, id, clicks, bots).await?;
-            }
-            if link.alias.is_some() {
-                // insert_new logged the alias.
-                logged = true;
-            } else if kept {
-                // The code may be cached at the edge as missing.
-                changes::append(&*tx, id, None, None).await?;
-                logged = true;
-            }
+        // As a create without dedupe (`links::insert_new`).
+        let outcome = if let Some(i) = known.refused_target(&n) {
+            Inserted::TargetAlias(i)
+        } else if let Some(alias) = n.link.alias.as_ref().filter(|a| known.alias_taken(a)) {
+            Inserted::AliasTaken(alias.clone())
+        } else {
+            let clicks = clicks.unwrap_or((0, 0));
+            known.made(&n.link, &n.dedupe_hash, clicks, now);
             if kept {
-                highest_kept = highest_kept.max(Some(id));
+                highest_kept = highest_kept.max(Some(n.link.id));
             }
-        }
+            written.push((out.len(), n.dedupe_hash, clicks, kept));
+            Inserted::New(n.link)
+        };
         out.push(Imported::Written {
             outcome,
             kept,
             moved,
         });
     }
+    let new_rows = written
+        .iter()
+        .filter_map(|(at, hash, clicks, kept)| match &out[*at] {
+            Imported::Written {
+                outcome: Inserted::New(link),
+                ..
+            } => Some(NewRow {
+                link,
+                hash,
+                clicks: *clicks,
+                // The code may be cached at the edge as missing.
+                logged: link.alias.is_some() || *kept,
+            }),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    bulk::insert(tx, &new_rows, now).await?;
+    let logged = new_rows.iter().any(|r| r.logged);
+    drop(new_rows);
     if let Some(last) = highest_kept {
         // Last, so the allocator's row is locked only until the commit.
-        ids::advance_past(&*tx, LINK_IDS, last).await?;
+        ids::advance_past(tx, LINK_IDS, last).await?;
     }
     Ok(Written { out, logged })
 }
@@ -164,11 +137,11 @@ impl ImportStore for PgStore {
     async fn import_links(&self, rows: Vec<ImportLink>, now: i64) -> StoreResult<Vec<Imported>> {
         let result: StoreResult<Vec<Imported>> = async {
             let mut client = self.pg().get().await?;
-            let mut tx = client
+            let tx = client
                 .transaction()
                 .await
                 .map_err(failed("starting an import"))?;
-            let written = write_rows(&mut tx, rows, now).await?;
+            let written = write_rows(&tx, rows, now).await?;
             commit(tx).await?;
             if written.logged {
                 self.pg.wake(&client).await;
