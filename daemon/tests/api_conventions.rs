@@ -168,7 +168,7 @@ async fn site_wide_stats_total_series_and_top_links() {
     assert_eq!(s, 200, "{pending}");
     check(&pending);
     assert!(
-        common::eventually(shortlinkd::stats::FOLD_EVERY * 3, || async {
+        common::eventually(shortlinkd::stats::FOLD_ALL_EVERY + shortlinkd::stats::FOLD_EVERY * 3, || async {
             d.metric("shortlinkd_clicks_total").await == 9.0
         })
         .await

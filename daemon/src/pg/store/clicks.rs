@@ -167,6 +167,10 @@ impl ClickStore for PgStore {
         })
     }
 
+    async fn fold_prompt_clicks(&self) -> StoreResult<FoldOutcome> {
+        self.fold_clicks().await
+    }
+
     fn click_backlog(&self) -> (u64, u64) {
         (0, 0)
     }
