@@ -253,9 +253,10 @@ async fn click_batches_are_acked_and_counted_once() {
     // is when clicks for unknown links are dropped): links without a limit
     // fold with everything, every `FOLD_ALL_EVERY`.
     assert!(
-        eventually(shortlinkd::stats::FOLD_ALL_EVERY + shortlinkd::stats::FOLD_EVERY * 3, || async {
-            d.metric("shortlinkd_clicks_total").await == 8.0
-        })
+        eventually(
+            shortlinkd::stats::FOLD_ALL_EVERY + shortlinkd::stats::FOLD_EVERY * 3,
+            || async { d.metric("shortlinkd_clicks_total").await == 8.0 }
+        )
         .await,
         "clicks_total {}",
         d.metric("shortlinkd_clicks_total").await

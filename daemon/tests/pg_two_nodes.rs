@@ -179,7 +179,8 @@ async fn clicks_sent_to_both_nodes_count_once_and_move_each_nodes_metric() {
             .await;
         assert_eq!((s, stats["total"].as_u64()), (200, Some(12)), "{stats}");
     }
-    let deadline = Instant::now() + shortlinkd::stats::FOLD_ALL_EVERY + shortlinkd::stats::FOLD_EVERY * 3;
+    let deadline =
+        Instant::now() + shortlinkd::stats::FOLD_ALL_EVERY + shortlinkd::stats::FOLD_EVERY * 3;
     let (ma, mb) = loop {
         let (ma, mb) = (
             a.metric("shortlinkd_clicks_total").await,

@@ -33,17 +33,17 @@ pub async fn prompt_links(tx: &impl GenericClient, ids: &[i64]) -> Result<BTreeS
         )
         .await
         .map_err(PgError::query("preparing the prompt links"))?;
-    let rows = tx
-        .query(&st, &[&ids])
-        .await
-        .map_err(PgError::query("finding the links clicks are counted for at once"))?;
+    let rows = tx.query(&st, &[&ids]).await.map_err(PgError::query(
+        "finding the links clicks are counted for at once",
+    ))?;
     Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
 }
 
 /// Appends `batch` (received at Unix second `at`) to the log, in the
 /// caller's transaction.
 pub async fn append(tx: &impl GenericClient, at: i64, batch: &ClickBatch) -> Result<(), PgError> {
-    let bytes = ipc::frame(batch).map_err(|e| PgError::Invalid(format!("cannot frame a click batch: {e}")))?;
+    let bytes = ipc::frame(batch)
+        .map_err(|e| PgError::Invalid(format!("cannot frame a click batch: {e}")))?;
     let st = tx
         .prepare_cached("INSERT INTO click_log (received_at, batch, format) VALUES ($1, $2, $3)")
         .await
@@ -58,10 +58,7 @@ pub async fn append(tx: &impl GenericClient, at: i64, batch: &ClickBatch) -> Res
 /// locked in seq order (waiting for a fold in progress on another node,
 /// whose rows are then gone), deleted, and returned with the time each was
 /// received. A row that does not decode is logged and left (never counted).
-pub async fn take(
-    tx: &impl GenericClient,
-    limit: i64,
-) -> Result<Vec<(i64, ClickBatch)>, PgError> {
+pub async fn take(tx: &impl GenericClient, limit: i64) -> Result<Vec<(i64, ClickBatch)>, PgError> {
     let st = tx
         .prepare_cached(
             "SELECT seq, received_at, batch FROM click_log WHERE format = $2 \

@@ -54,10 +54,8 @@ pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldO
         .execute([through])?;
     conn.prepare_cached("DELETE FROM click_fold_links")?
         .execute([])?;
-    conn.prepare_cached(
-        "UPDATE click_fold SET folded_through = ?1, generation = ?2 WHERE id = 1",
-    )?
-    .execute([through, generation])?;
+    conn.prepare_cached("UPDATE click_fold SET folded_through = ?1, generation = ?2 WHERE id = 1")?
+        .execute([through, generation])?;
     Ok(outcome)
 }
 

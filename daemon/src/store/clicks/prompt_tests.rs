@@ -143,8 +143,14 @@ async fn recovery_skips_what_the_prompt_fold_took_ahead() {
     assert_eq!((all.batches, all.counted), (2, 6));
     store.close();
     let store = SqliteStore::open(&path, 1, 10).unwrap();
-    assert_eq!((in_table(&store, 5).await, in_table(&store, 6).await), (7, 3));
-    assert_eq!((counted(&store, 5).await.0, counted(&store, 6).await.0), (7, 3));
+    assert_eq!(
+        (in_table(&store, 5).await, in_table(&store, 6).await),
+        (7, 3)
+    );
+    assert_eq!(
+        (counted(&store, 5).await.0, counted(&store, 6).await.0),
+        (7, 3)
+    );
     assert_eq!(store.read(log_len).await.unwrap(), 0);
 }
 
