@@ -168,9 +168,10 @@ async fn site_wide_stats_total_series_and_top_links() {
     assert_eq!(s, 200, "{pending}");
     check(&pending);
     assert!(
-        common::eventually(shortlinkd::stats::FOLD_EVERY * 3, || async {
-            d.metric("shortlinkd_clicks_total").await == 9.0
-        })
+        common::eventually(
+            shortlinkd::stats::FOLD_ALL_EVERY + shortlinkd::stats::FOLD_EVERY * 3,
+            || async { d.metric("shortlinkd_clicks_total").await == 9.0 }
+        )
         .await
     );
     let (_, folded) = d

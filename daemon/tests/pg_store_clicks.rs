@@ -125,6 +125,13 @@ async fn a_batch_counts_once_from_retries_and_from_two_nodes() {
         b.append_clicks(vec![one.clone()], 36_000).await.unwrap(),
         [false]
     );
+    // Links without a visit limit wait in the log (one row for the batch)
+    // until a fold, by any node.
+    assert_eq!(log_rows(&cluster, "once"), "1");
+    assert_eq!(totals(&cluster, "once", 1), "0/0/0");
+    let first = b.fold_clicks().await.unwrap();
+    assert_eq!((first.batches, first.counted), (1, 9));
+    assert_eq!(log_rows(&cluster, "once"), "0");
     assert_eq!(totals(&cluster, "once", 1), "5/2/5");
     assert_eq!(totals(&cluster, "once", 2), "4/0/4");
     // The referrer is stored as SQLite stores it.
@@ -147,18 +154,41 @@ async fn a_batch_counts_once_from_retries_and_from_two_nodes() {
         let (x, y) = (x.unwrap(), y.unwrap());
         assert_eq!(x[0] as u8 + y[0] as u8, 1, "round {round}: {x:?} {y:?}");
     }
+    assert_eq!(log_rows(&cluster, "once"), "10");
+    assert_ne!(a.click_backlog().0 + b.click_backlog().0, 0);
+    // Both nodes fold at once: each row by one of them.
+    let (x, y) = tokio::join!(a.fold_clicks(), b.fold_clicks());
+    let (x, y) = (x.unwrap(), y.unwrap());
+    assert_eq!(x.batches + y.batches, 10, "{x:?} {y:?}");
+    assert_eq!(log_rows(&cluster, "once"), "0");
     assert_eq!(totals(&cluster, "once", 1), "15/2/15");
-    // Nothing is ever pending: the fold only hands over the clicks each
-    // node counted (for its metric), every click by one node alone.
+    // A read that shows clicks folds the log first, whichever node logged
+    // the batch: it counts every acknowledged click.
+    let late = batch(20, vec![click(1, 12, DeviceClass::Mobile, false, None, 1)]);
+    assert_eq!(a.append_clicks(vec![late], 40_000).await.unwrap(), [true]);
+    assert_eq!(b.link_stats(1, 0, 100, false).await.unwrap().total, 16);
+    assert_eq!(log_rows(&cluster, "once"), "0");
+    assert_eq!(totals(&cluster, "once", 1), "16/2/16");
+    // Each click folded by one node alone, in its metric.
     let (fa, fb) = (
         a.fold_clicks().await.unwrap(),
         b.fold_clicks().await.unwrap(),
     );
-    assert_eq!(fa.counted + fb.counted, 15 + 4);
+    assert_eq!(
+        first.counted + x.counted + y.counted + fa.counted + fb.counted,
+        16 + 4
+    );
     assert_eq!((fa.batches, fa.changed.len()), (0, 0));
     assert_eq!(a.fold_clicks().await.unwrap(), FoldOutcome::default());
-    assert_eq!(a.click_backlog(), (0, 0));
-    assert_eq!(b.link_stats(1, 0, 100, false).await.unwrap().total, 15);
+    assert_eq!(b.click_backlog(), (0, 0));
+}
+
+/// Rows in `click_log` (batches not folded yet).
+fn log_rows(cluster: &PgCluster, db: &str) -> String {
+    cluster
+        .psql(db, "SELECT count(*) FROM click_log")
+        .trim()
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

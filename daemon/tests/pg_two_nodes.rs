@@ -157,7 +157,8 @@ async fn a_change_on_one_node_reaches_the_other_nodes_cache_and_workers() {
 
 /// Clicks sent to both nodes (one batch to both, as a retry through
 /// another node would): counted once in the shared tables, both nodes'
-/// stats exact, and each node's clicks metric counts what it counted.
+/// stats exact, and the nodes' clicks metrics together count each click
+/// once (a node counts what its folds wrote, whoever took the batch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clicks_sent_to_both_nodes_count_once_and_move_each_nodes_metric() {
     let cluster = PgCluster::start("two-clicks");
@@ -178,7 +179,8 @@ async fn clicks_sent_to_both_nodes_count_once_and_move_each_nodes_metric() {
             .await;
         assert_eq!((s, stats["total"].as_u64()), (200, Some(12)), "{stats}");
     }
-    let deadline = Instant::now() + shortlinkd::stats::FOLD_EVERY * 3;
+    let deadline =
+        Instant::now() + shortlinkd::stats::FOLD_ALL_EVERY + shortlinkd::stats::FOLD_EVERY * 3;
     let (ma, mb) = loop {
         let (ma, mb) = (
             a.metric("shortlinkd_clicks_total").await,
@@ -190,7 +192,6 @@ async fn clicks_sent_to_both_nodes_count_once_and_move_each_nodes_metric() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(ma + mb, 12.0, "A {ma}, B {mb}");
-    assert!(ma >= 3.0 && mb >= 4.0, "A {ma}, B {mb}");
 }
 
 /// A session listening on the change channel: a message per notification.

@@ -22,6 +22,11 @@ pub trait ClickStore: Send + Sync {
     /// the link totals; one fold at a time.
     async fn fold_clicks(&self) -> StoreResult<FoldOutcome>;
 
+    /// Like [`ClickStore::fold_clicks`] for the links with a visit limit or
+    /// renew-on-access only (the others may wait for the next fold of
+    /// everything; reads see them meanwhile).
+    async fn fold_prompt_clicks(&self) -> StoreResult<FoldOutcome>;
+
     /// `(batches, rows)` acknowledged and not folded yet.
     fn click_backlog(&self) -> (u64, u64);
 

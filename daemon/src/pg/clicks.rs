@@ -78,6 +78,21 @@ pub async fn record_batch(
     deltas: &[ClickDelta],
     variants: &[VariantDelta],
 ) -> Result<BatchOutcome, PgError> {
+    if !claim_batch(tx, batch_id, at).await? {
+        return Ok(BatchOutcome::default());
+    }
+    let mut outcome = add_deltas(tx, deltas, variants).await?;
+    outcome.counted_now = true;
+    Ok(outcome)
+}
+
+/// Claims batch id `batch_id`, seen at Unix second `at`, in the caller's
+/// transaction: false when it was claimed before (a re-send).
+pub async fn claim_batch(
+    tx: &impl GenericClient,
+    batch_id: &[u8],
+    at: i64,
+) -> Result<bool, PgError> {
     let claim = tx
         .prepare_cached(
             "INSERT INTO click_batches (batch_id, seen_at) VALUES ($1, $2) \
@@ -89,13 +104,20 @@ pub async fn record_batch(
         .execute(&claim, &[&batch_id, &at])
         .await
         .map_err(PgError::query("recording a click batch id"))?;
-    if new == 0 {
-        return Ok(BatchOutcome::default());
-    }
-    let mut outcome = BatchOutcome {
-        counted_now: true,
-        ..BatchOutcome::default()
-    };
+    Ok(new == 1)
+}
+
+/// Adds clicks (of a claimed batch, or folded from `click_log`) to the
+/// link totals, `clicks` and `variant_clicks`, in the caller's transaction;
+/// links that reach their visit limit get a change-log row. A click from
+/// before its link was created (a late batch for a recycled id) is not
+/// counted.
+pub async fn add_deltas(
+    tx: &impl GenericClient,
+    deltas: &[ClickDelta],
+    variants: &[VariantDelta],
+) -> Result<BatchOutcome, PgError> {
+    let mut outcome = BatchOutcome::default();
     let mut clicked: Vec<i64> = deltas
         .iter()
         .filter(|d| d.count > 0)

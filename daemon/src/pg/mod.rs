@@ -8,6 +8,7 @@
 //! opened by `app::open_store` when `database` is set.
 
 pub mod changes;
+pub mod click_log;
 pub mod clicks;
 pub mod feed;
 pub mod follow;

@@ -4,9 +4,11 @@
 //! Ingesting a batch appends it to the store's click log (O(1) pages per
 //! batch, committed with `synchronous=FULL` before the ack) and adds it to
 //! the pending clicks in memory, which every read sees at once. [`fold_loop`]
-//! writes the pending clicks to the `clicks` table and the link totals every
-//! [`FOLD_EVERY`] (or sooner when a lot is pending), and that is when
-//! visit limits and renew-on-access take effect and the edge is told.
+//! writes the pending clicks of links with a visit limit or renew-on-access
+//! to the `clicks` table and the link totals every [`FOLD_EVERY`] (that is
+//! when those take effect and the edge is told), and everything else every
+//! [`FOLD_ALL_EVERY`] or sooner when a lot is pending (a link's statements
+//! and pages once per interval, however often it was clicked).
 //! `query.rs` answers stats over a range, of one link or of all.
 
 use std::time::Duration;
@@ -26,11 +28,15 @@ pub use query::{
     SiteStatsView, StatsView, VariantCount, MAX_BUCKETS, MAX_TOP,
 };
 
-/// Longest time acknowledged clicks wait to be folded into the tables (and
-/// so the longest a reached visit limit or a renewal waits to reach the
-/// edge).
+/// Longest time acknowledged clicks of a link with a visit limit or
+/// renew-on-access wait to be folded into the tables (and so the longest a
+/// reached visit limit or a renewal waits to reach the edge).
 pub const FOLD_EVERY: Duration = Duration::from_secs(2);
-/// Fold before [`FOLD_EVERY`] when this many batches are pending...
+/// Longest time other acknowledged clicks wait to be folded (reads count
+/// them meanwhile; a crash re-folds them from the log).
+pub const FOLD_ALL_EVERY: Duration = Duration::from_secs(30);
+/// Fold everything before [`FOLD_ALL_EVERY`] when this many batches are
+/// pending...
 pub const FOLD_BATCHES: u64 = 20_000;
 /// ... or this many distinct `clicks` rows (memory bound).
 pub const FOLD_ROWS: u64 = 2_000_000;
@@ -59,6 +65,19 @@ pub async fn ingest(app: &App, batches: Vec<ClickBatch>) -> StoreResult<Vec<bool
 /// links that reached their visit limit or were renewed.
 pub async fn fold(app: &App) -> StoreResult<FoldOutcome> {
     let outcome = app.store.fold_clicks().await?;
+    report(app, &outcome).await;
+    Ok(outcome)
+}
+
+/// Like [`fold`] for the links with a visit limit or renew-on-access only.
+pub async fn fold_prompt(app: &App) -> StoreResult<FoldOutcome> {
+    let outcome = app.store.fold_prompt_clicks().await?;
+    report(app, &outcome).await;
+    Ok(outcome)
+}
+
+/// Counts a fold's clicks and tells the edge about its changed links.
+async fn report(app: &App, outcome: &FoldOutcome) {
     app.metrics.clicks.inc_by(outcome.counted);
     app.edge()
         .links_changed(
@@ -68,22 +87,29 @@ pub async fn fold(app: &App) -> StoreResult<FoldOutcome> {
                 .map(|(id, alias)| LinkChange::in_place(*id, alias.as_deref())),
         )
         .await;
-    Ok(outcome)
 }
 
-/// Folds every [`FOLD_EVERY`], or when [`ingest`] finds a lot pending,
-/// until `token` fires. (The final fold at shutdown is the server's.)
+/// Folds the prompt links every [`FOLD_EVERY`], everything every
+/// [`FOLD_ALL_EVERY`] or when [`ingest`] finds a lot pending, until `token`
+/// fires. (The final fold at shutdown is the server's.)
 pub async fn fold_loop(app: SharedApp, token: CancellationToken) {
     let mut tick = tokio::time::interval(FOLD_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
+    let mut all_at = tokio::time::Instant::now() + FOLD_ALL_EVERY;
     loop {
-        tokio::select! {
+        let all = tokio::select! {
             _ = token.cancelled() => break,
-            _ = tick.tick() => {}
-            _ = app.store.fold_wake().notified() => {}
-        }
-        if let Err(e) = fold(&app).await {
+            _ = tick.tick() => tokio::time::Instant::now() >= all_at,
+            _ = app.store.fold_wake().notified() => true,
+        };
+        let folded = if all {
+            all_at = tokio::time::Instant::now() + FOLD_ALL_EVERY;
+            fold(&app).await
+        } else {
+            fold_prompt(&app).await
+        };
+        if let Err(e) = folded {
             app.metrics.errors.inc();
             e.log("cannot fold clicks into the tables; retrying later");
         }

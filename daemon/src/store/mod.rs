@@ -284,6 +284,27 @@ impl SqliteStore {
         .await
     }
 
+    /// Writes the pending clicks of links with a visit limit or
+    /// renew-on-access to `clicks` and the link totals, in one transaction
+    /// (the log stays for the fold of everything).
+    pub async fn fold_prompt_clicks(&self) -> StoreResult<FoldOutcome> {
+        let _one = self.inner.fold_lock.lock().await;
+        if self.inner.pending.is_empty() {
+            return Ok(FoldOutcome::default());
+        }
+        let pending = Arc::clone(&self.inner.pending);
+        let after = Arc::clone(&pending);
+        self.send_write(
+            move |c| clicks::fold_prompt_job(c, &pending),
+            false,
+            move |r| {
+                after.finish_fold(r.is_ok());
+                r
+            },
+        )
+        .await
+    }
+
     /// The acknowledged clicks not folded yet.
     pub fn pending_clicks(&self) -> &Arc<PendingClicks> {
         &self.inner.pending

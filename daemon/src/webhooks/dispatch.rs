@@ -148,6 +148,8 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let sweep_every = Duration::from_secs(cfg.summary_interval.clamp(1, MAX_SWEEP_EVERY));
     let mut swept: Option<Instant> = None;
+    let summary_every = Duration::from_secs(cfg.summary_interval);
+    let mut summarised: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = token.cancelled() => break,
@@ -156,6 +158,15 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
         while sending.try_join_next().is_some() {}
         if swept.is_none_or(|t| t.elapsed() >= sweep_every) {
             swept = Some(Instant::now());
+            // The click summary reads the link totals, where clicks of links
+            // without a limit arrive with the fold of everything: fold
+            // first, once per summary.
+            if summarised.is_none_or(|t| t.elapsed() >= summary_every) {
+                summarised = Some(Instant::now());
+                if let Err(e) = crate::stats::fold(&app).await {
+                    e.log("cannot fold clicks before the click summary");
+                }
+            }
             let every = cfg.summary_interval as i64;
             match app.store.sweep_webhook_events(unix_now(), every).await {
                 Ok(s) if s.expired + s.summaries > 0 => {

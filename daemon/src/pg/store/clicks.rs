@@ -1,25 +1,25 @@
 //! [`ClickStore`] on PostgreSQL.
 //!
-//! Each batch is counted in a transaction of its own through
-//! [`record_batch`]: its id is claimed in `click_batches` and, only when
-//! the id was new, the link totals and per-hour rows move in that same
-//! transaction. A batch sent twice, by a retry or by two nodes, counts
-//! once. In the same transaction a link with `renew_ttl` clicked by the
-//! batch has its expiry renewed exactly as the SQLite fold renews it
-//! (`store/clicks/fold.rs`), and a link that reached `max_visits` or was
-//! renewed gets a change-log row, so every node's edge refetches it.
+//! Each batch is taken in a transaction of its own: its id is claimed in
+//! `click_batches` and, only when the id was new, its clicks are counted in
+//! that same transaction. Clicks of links with a visit limit or
+//! renew-on-access move the link totals and per-hour rows there and then
+//! (through [`add_deltas`]); a link with `renew_ttl` has its expiry renewed
+//! exactly as the SQLite fold renews it (`store/clicks/fold.rs`), and a link
+//! that reached `max_visits` or was renewed gets a change-log row, so every
+//! node's edge refetches it. The other clicks are appended to `click_log`
+//! as one row ([`click_log`]): a batch costs O(1) rows whatever the number
+//! of links in it.
 //!
-//! There is no pending aggregate here: a batch is in the tables when its
-//! transaction commits, before `append_clicks` answers. So `fold_clicks`
-//! has nothing to fold: it only answers the clicks counted since it was
-//! last called (so the daemon's `shortlinkd_clicks` moves as on SQLite,
-//! where the fold counts them), `click_backlog` is always `(0, 0)` and
-//! `fold_wake` is never notified. Edges learn of exhausted and renewed
-//! links from the change log, on every node. Stats read the tables alone
-//! (`super::click_stats`).
+//! The log is folded into the tables by [`PgStore::fold_log`]: every
+//! `stats::FOLD_ALL_EVERY` (or sooner when a node logged a lot), and before
+//! every read that shows clicks, so stats, lists and links count every
+//! acknowledged click, whichever node took it. A row is deleted in the
+//! transaction that adds it to the tables: folded once, by one node.
+//! `fold_clicks` answers the clicks counted since it was last called (for
+//! the daemon's `shortlinkd_clicks`), whoever took them.
 
 use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
@@ -29,11 +29,12 @@ use tokio::sync::Notify;
 use super::click_stats;
 use super::PgStore;
 use crate::db::{ClickStore, WebhookEvent};
-use crate::pg::clicks::{record_batch, ClickDelta, VariantDelta};
+use crate::pg::click_log;
+use crate::pg::clicks::{add_deltas, claim_batch, BatchOutcome, ClickDelta, VariantDelta};
 use crate::pg::{changes, PgError};
 use crate::store::clicks::{Aggregate, FoldOutcome, RangeStats, SiteStats};
 use crate::store::links::Link;
-use crate::store::StoreResult;
+use crate::store::{unix_now, StoreResult};
 
 /// The clicks of one batch grouped per link and `clicks` row, the referrer
 /// normalised and the hour widened exactly as SQLite stores them (the same
@@ -42,10 +43,13 @@ use crate::store::StoreResult;
 fn deltas(batch: &ClickBatch, now: i64) -> (Vec<ClickDelta>, Vec<VariantDelta>) {
     let mut agg = Aggregate::default();
     agg.add_batch(batch, now);
-    let mut ids: Vec<u64> = batch.clicks.iter().map(|c| c.link_id).collect();
+    deltas_of(&agg)
+}
+
+/// [`deltas`] of an aggregate of any number of batches.
+fn deltas_of(agg: &Aggregate) -> (Vec<ClickDelta>, Vec<VariantDelta>) {
+    let mut ids: Vec<u64> = agg.link_ids().collect();
     ids.sort_unstable();
-    ids.dedup();
-    ids.retain(|id| agg.link(*id).is_some());
     let mut out = Vec::new();
     let mut variants = Vec::new();
     for &id in &ids {
@@ -113,21 +117,48 @@ async fn renew(
     Ok(renewed)
 }
 
+/// Log rows folded per transaction.
+const FOLD_CHUNK: i64 = 100;
+
 impl PgStore {
     /// Counts one batch in its own transaction; whether it was new, and
-    /// whether a change was logged.
+    /// whether a change was logged. The clicks of links with a visit limit
+    /// or renew-on-access are added to the tables there; the others are
+    /// appended to `click_log` for the next fold.
     async fn append_batch(&self, batch: &ClickBatch, now: i64) -> StoreResult<(bool, bool)> {
-        let (deltas, variants) = deltas(batch, now);
         let mut c = self.pg().get().await?;
         let tx = c
             .transaction()
             .await
             .map_err(PgError::query("starting a click batch"))?;
-        let outcome = record_batch(&tx, &batch.batch_id.0, now, &deltas, &variants).await?;
-        let exhausted: Vec<u64> = outcome.exhausted.iter().map(|(id, _)| *id).collect();
-        super::webhooks::link_events(&tx, WebhookEvent::Exhausted, &exhausted, now).await?;
-        let mut logged = !outcome.exhausted.is_empty();
-        if outcome.counted_now {
+        if !claim_batch(&tx, &batch.batch_id.0, now).await? {
+            return Ok((false, false));
+        }
+        let mut ids: Vec<i64> = batch
+            .clicks
+            .iter()
+            .filter_map(|c| i64::try_from(c.link_id).ok())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let prompt = click_log::prompt_links(&tx, &ids).await?;
+        let (now_clicks, later): (Vec<_>, Vec<_>) = batch
+            .clicks
+            .iter()
+            .cloned()
+            .partition(|c| prompt.contains(&c.link_id));
+        let mut outcome = BatchOutcome::default();
+        let mut logged = false;
+        if !now_clicks.is_empty() {
+            let part = ClickBatch {
+                batch_id: batch.batch_id,
+                clicks: now_clicks,
+            };
+            let (deltas, variants) = deltas(&part, now);
+            outcome = add_deltas(&tx, &deltas, &variants).await?;
+            let exhausted: Vec<u64> = outcome.exhausted.iter().map(|(id, _)| *id).collect();
+            super::webhooks::link_events(&tx, WebhookEvent::Exhausted, &exhausted, now).await?;
+            logged = !outcome.exhausted.is_empty();
             for (id, alias) in renew(&tx, &outcome.links, now).await? {
                 // One change per link, whether exhausted, renewed or both.
                 if !outcome.exhausted.iter().any(|(e, _)| *e == id) {
@@ -136,15 +167,67 @@ impl PgStore {
                 logged = true;
             }
         }
+        let to_log = !later.is_empty();
+        if to_log {
+            let part = ClickBatch {
+                batch_id: batch.batch_id,
+                clicks: later,
+            };
+            click_log::append(&tx, now, &part).await?;
+        }
         tx.commit()
             .await
             .map_err(PgError::query("committing a click batch"))?;
         self.clicks_counted
             .fetch_add(outcome.counted, Ordering::Relaxed);
+        if to_log {
+            self.clicks_logged.fetch_add(1, Ordering::Relaxed);
+        }
         if logged {
             self.pg.wake(&c).await;
         }
-        Ok((outcome.counted_now, logged))
+        Ok((true, logged))
+    }
+
+    /// Folds the whole `click_log` (every node's rows) into the tables,
+    /// [`FOLD_CHUNK`] rows per transaction; returns the batches folded.
+    /// Reads that show clicks call it first, so they count every
+    /// acknowledged click, whichever node took it.
+    pub(super) async fn fold_log(&self) -> StoreResult<u64> {
+        self.clicks_logged.store(0, Ordering::Relaxed);
+        let mut folded = 0;
+        loop {
+            let mut c = self.pg().get().await?;
+            let tx = c
+                .transaction()
+                .await
+                .map_err(PgError::query("starting a click fold"))?;
+            let rows = click_log::take(&tx, FOLD_CHUNK).await?;
+            if rows.is_empty() {
+                return Ok(folded);
+            }
+            let mut agg = Aggregate::default();
+            for (at, batch) in &rows {
+                agg.add_batch(batch, *at);
+            }
+            let (deltas, variants) = deltas_of(&agg);
+            let outcome = add_deltas(&tx, &deltas, &variants).await?;
+            let exhausted: Vec<u64> = outcome.exhausted.iter().map(|(id, _)| *id).collect();
+            super::webhooks::link_events(&tx, WebhookEvent::Exhausted, &exhausted, unix_now())
+                .await?;
+            tx.commit()
+                .await
+                .map_err(PgError::query("committing a click fold"))?;
+            self.clicks_counted
+                .fetch_add(outcome.counted, Ordering::Relaxed);
+            if !exhausted.is_empty() {
+                self.pg.wake(&c).await;
+            }
+            folded += rows.len() as u64;
+            if (rows.len() as i64) < FOLD_CHUNK {
+                return Ok(folded);
+            }
+        }
     }
 }
 
@@ -159,8 +242,18 @@ impl ClickStore for PgStore {
     }
 
     async fn fold_clicks(&self) -> StoreResult<FoldOutcome> {
-        // Every batch was applied when it was appended: nothing is pending,
-        // and the edges hear of changed links through the change log.
+        // The edges hear of changed links through the change log.
+        let batches = self.fold_log().await?;
+        Ok(FoldOutcome {
+            batches,
+            counted: self.clicks_counted.swap(0, Ordering::Relaxed),
+            ..FoldOutcome::default()
+        })
+    }
+
+    async fn fold_prompt_clicks(&self) -> StoreResult<FoldOutcome> {
+        // Prompt links were counted when their batch was appended: only the
+        // clicks counted since the last ask.
         Ok(FoldOutcome {
             counted: self.clicks_counted.swap(0, Ordering::Relaxed),
             ..FoldOutcome::default()
@@ -168,13 +261,11 @@ impl ClickStore for PgStore {
     }
 
     fn click_backlog(&self) -> (u64, u64) {
-        (0, 0)
+        (self.clicks_logged.load(Ordering::Relaxed), 0)
     }
 
     fn fold_wake(&self) -> &Notify {
-        // Never notified: there is never a fold to hurry.
-        static NEVER: OnceLock<Notify> = OnceLock::new();
-        NEVER.get_or_init(Notify::new)
+        &self.fold_wake
     }
 
     async fn link_stats(
@@ -184,6 +275,7 @@ impl ClickStore for PgStore {
         to_hour: i64,
         daily: bool,
     ) -> StoreResult<RangeStats> {
+        self.fold_log().await?;
         let mut c = self.pg().get().await?;
         click_stats::link_stats(&mut c, id, from_hour, to_hour, daily).await
     }
@@ -196,6 +288,7 @@ impl ClickStore for PgStore {
         top: usize,
         team: Option<i64>,
     ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)> {
+        self.fold_log().await?;
         let mut c = self.pg().get().await?;
         click_stats::site_stats(&mut c, (from_hour, to_hour), daily, top, team).await
     }

@@ -6,10 +6,12 @@
 //! the write's transaction, and followers are woken
 //! (`pg::changes::notify`) after the commit.
 //!
-//! There is no pending-click overlay here: on PostgreSQL a click batch is
-//! applied to the links' totals in its own transaction
-//! (`pg::clicks::record_batch`), so the stored totals are current and
-//! every read answers them as stored.
+//! There is no pending-click overlay here: clicks of links with a visit
+//! limit or renew-on-access are counted in their batch's transaction, the
+//! others wait in `click_log`, and the reads that show clicks (a link by
+//! code, lists, edits, pages for export) fold the log first
+//! (`PgStore::fold_log`), so they answer every acknowledged click as
+//! stored. Lookups for the edge (`find_links`) read the tables alone.
 //!
 //! A create that claims no name (no alias, alias target or dedupe) is
 //! written without those steps (`plain`): one statement for one link, one
@@ -309,6 +311,8 @@ impl LinkStore for PgStore {
 
     async fn update_link(&self, id: u64, edit: LinkEdit) -> StoreResult<Updated> {
         let result: StoreResult<Updated> = async {
+            // The reply shows every acknowledged click.
+            self.fold_log().await?;
             let mut client = self.pg().get().await?;
             let tx = client
                 .transaction()
@@ -363,6 +367,9 @@ impl LinkStore for PgStore {
     }
 
     async fn find_link(&self, code: CodeRef) -> StoreResult<Option<Link>> {
+        // Every acknowledged click in the totals (lookups, `find_links`,
+        // read the tables alone).
+        self.fold_log().await?;
         let client = self.pg().get().await?;
         by_code(&client, &code).await
     }
@@ -373,6 +380,7 @@ impl LinkStore for PgStore {
     }
 
     async fn list_links(&self, query: ListQuery) -> StoreResult<Page> {
+        self.fold_log().await?;
         let mut client = self.pg().get().await?;
         let tx = list::read_tx(&mut client).await?;
         let links = list::list(&tx, &query).await?;
@@ -385,6 +393,7 @@ impl LinkStore for PgStore {
     }
 
     async fn links_page(&self, query: ListQuery) -> StoreResult<Vec<Link>> {
+        self.fold_log().await?;
         let client = self.pg().get().await?;
         list::list(&client, &query).await
     }

@@ -52,6 +52,10 @@ pub struct PgStore {
     /// Clicks counted since `fold_clicks` last asked (for the daemon's
     /// clicks metric).
     clicks_counted: AtomicU64,
+    /// Batches this node appended to `click_log` since its last fold.
+    clicks_logged: AtomicU64,
+    /// Notified when a lot was logged (see `stats::fold_loop`).
+    fold_wake: tokio::sync::Notify,
     /// The oldest running transaction (xid) a read after a write last
     /// waited on in vain: not waited on again (`changes::sequence_settled`).
     outlasted: AtomicU64,
@@ -71,6 +75,8 @@ impl PgStore {
         let opened_at = changes::head_at_open(&mut pg.get().await?).await?;
         Ok(Self {
             clicks_counted: AtomicU64::new(0),
+            clicks_logged: AtomicU64::new(0),
+            fold_wake: tokio::sync::Notify::new(),
             outlasted: AtomicU64::new(0),
             opened_at,
             holder: lease_holder()?,

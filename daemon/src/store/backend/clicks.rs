@@ -21,6 +21,10 @@ impl ClickStore for SqliteStore {
         SqliteStore::fold_clicks(self).await
     }
 
+    async fn fold_prompt_clicks(&self) -> StoreResult<FoldOutcome> {
+        SqliteStore::fold_prompt_clicks(self).await
+    }
+
     fn click_backlog(&self) -> (u64, u64) {
         self.pending_clicks().backlog()
     }

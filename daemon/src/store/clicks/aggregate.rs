@@ -187,6 +187,30 @@ impl Aggregate {
         }
     }
 
+    /// Moves the links in `ids` (those pending) to an aggregate of their own
+    /// (of no batch: the batches stay here, with the rest of their links).
+    pub fn take_links(&mut self, ids: &[u64]) -> Aggregate {
+        let mut out = Aggregate::default();
+        for id in ids {
+            if let Some(l) = self.links.remove(id) {
+                self.rows -= l.rows.len() as u64;
+                out.rows += l.rows.len() as u64;
+                out.links.insert(*id, l);
+            }
+        }
+        out
+    }
+
+    /// Ids of the links with pending clicks.
+    pub fn link_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.links.keys().copied()
+    }
+
+    /// Links with pending clicks.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
     /// The pending clicks of one link.
     pub fn link(&self, id: u64) -> Option<&LinkAgg> {
         self.links.get(&id)

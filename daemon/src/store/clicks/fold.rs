@@ -1,6 +1,8 @@
-//! The fold: the pending aggregate written into `clicks`,
+//! The folds: the pending aggregate written into `clicks`,
 //! `variant_clicks` and the link totals in one transaction, with visit
-//! limits and renewals applied.
+//! limits and renewals applied. The prompt fold takes only the links with a
+//! visit limit or renew-on-access; the fold of everything takes the rest and
+//! empties the log.
 
 use std::sync::Arc;
 
@@ -8,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::aggregate::{Aggregate, RowKey};
 use super::late;
-use super::pending::PendingClicks;
+use super::pending::{fold_generation, PendingClicks};
 use crate::db::WebhookEvent;
 use crate::store::error::StoreResult;
 use crate::store::{changes, links, unix_now, webhooks};
@@ -26,11 +28,13 @@ pub struct FoldOutcome {
     pub changed: Vec<(u64, Option<String>)>,
 }
 
-/// The fold, inside a write transaction: seals the open aggregate, adds it
-/// to `links` and `clicks`, deletes the log rows it covers and moves
-/// `folded_through`. The caller must call [`PendingClicks::finish_fold`]
-/// with whether the transaction committed, and never run two folds at once.
+/// The fold of everything, inside a write transaction: seals the open
+/// aggregate, adds it to `links` and `clicks`, deletes the log rows it
+/// covers and moves `folded_through`. The caller must call
+/// [`PendingClicks::finish_fold`] with whether the transaction committed,
+/// and never run two folds at once.
 pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldOutcome> {
+    let generation = fold_generation(conn)? + 1;
     let (agg, through) = {
         let mut s = pending.lock();
         if s.open.is_empty() {
@@ -38,19 +42,92 @@ pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldO
         }
         let agg = Arc::new(std::mem::take(&mut s.open));
         let through = s.open_through;
-        s.sealed = Some((Arc::clone(&agg), through));
+        s.sealed = Some((Arc::clone(&agg), generation));
         (agg, through)
     };
     let mut outcome = apply_aggregate(conn, &agg)?;
     outcome.batches = agg.batches;
     // Only rows this fold covers: seqs above `through` were committed
     // after the seal and are still in memory only as part of the new open
-    // aggregate (or not at all yet).
+    // aggregate (or not at all yet). Every link a prompt fold took ahead
+    // was taken through at most `through`.
     conn.prepare_cached("DELETE FROM click_log WHERE seq <= ?1")?
         .execute([through])?;
-    conn.prepare_cached("UPDATE click_fold SET folded_through = ?1 WHERE id = 1")?
-        .execute([through])?;
+    conn.prepare_cached("DELETE FROM click_fold_links")?
+        .execute([])?;
+    conn.prepare_cached("UPDATE click_fold SET folded_through = ?1, generation = ?2 WHERE id = 1")?
+        .execute([through, generation])?;
     Ok(outcome)
+}
+
+/// The prompt fold, inside a write transaction: only the pending links with
+/// a visit limit or renew-on-access (so those reach the edge within
+/// `stats::FOLD_EVERY`); the log stays, and `click_fold_links` records
+/// through which seq each of them is in the tables, for [`super::recover`].
+/// Same contract with [`PendingClicks::finish_fold`] as [`fold_job`].
+pub fn fold_prompt_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldOutcome> {
+    let ids = prompt_links(conn, pending)?;
+    if ids.is_empty() {
+        return Ok(FoldOutcome::default());
+    }
+    let generation = fold_generation(conn)? + 1;
+    let (agg, through) = {
+        let mut s = pending.lock();
+        let agg = Arc::new(s.open.take_links(&ids));
+        s.sealed = Some((Arc::clone(&agg), generation));
+        (agg, s.open_through)
+    };
+    let outcome = apply_aggregate(conn, &agg)?;
+    let mut ahead = conn.prepare_cached(
+        "INSERT INTO click_fold_links (link_id, through) VALUES (?1, ?2) \
+         ON CONFLICT (link_id) DO UPDATE SET through = excluded.through",
+    )?;
+    for id in agg.link_ids() {
+        ahead.execute(params![id as i64, through])?;
+    }
+    conn.prepare_cached("UPDATE click_fold SET generation = ?1 WHERE id = 1")?
+        .execute([generation])?;
+    Ok(outcome)
+}
+
+/// The pending links that fold promptly, in id order. Walks the shorter of
+/// the two lists: the links with a visit limit or renewal (a partial index,
+/// read only up to one more than the pending links), or the pending links,
+/// each looked up in that index.
+fn prompt_links(conn: &Connection, pending: &PendingClicks) -> StoreResult<Vec<u64>> {
+    let n = pending.lock().open.link_count();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut scan = conn.prepare_cached(
+        "SELECT id FROM links INDEXED BY links_fold_promptly \
+         WHERE (max_visits IS NOT NULL OR renew_ttl IS NOT NULL) ORDER BY id LIMIT ?1",
+    )?;
+    let prompt = scan
+        .query_map([n as i64 + 1], |r| r.get::<_, i64>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    if prompt.len() <= n {
+        let s = pending.lock();
+        return Ok(prompt
+            .into_iter()
+            .map(|id| id as u64)
+            .filter(|id| s.open.link(*id).is_some())
+            .collect());
+    }
+    // Only this (the writer) thread changes the pending links.
+    let mut ids: Vec<u64> = pending.lock().open.link_ids().collect();
+    ids.sort_unstable();
+    let mut probe = conn.prepare_cached(
+        "SELECT 1 FROM links INDEXED BY links_fold_promptly \
+         WHERE id = ?1 AND (max_visits IS NOT NULL OR renew_ttl IS NOT NULL)",
+    )?;
+    let mut out = Vec::new();
+    for id in ids {
+        if probe.exists([id as i64])? {
+            out.push(id);
+        }
+    }
+    Ok(out)
 }
 
 /// Adds an aggregate to the tables: per link (in id order, neighbouring

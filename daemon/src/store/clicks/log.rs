@@ -1,6 +1,8 @@
 //! The `click_log` and `click_batches` tables: a batch made durable in
 //! O(1) pages before its ack, recovery of unfolded rows at open, pruning.
 
+use std::collections::HashMap;
+
 use rusqlite::{params, Connection};
 use shortlink_core::click_formats::{decode_batch, decode_batch_v4, decode_batch_v7};
 use shortlink_core::ipc::{self, ClickBatch, FrameError, HEADER_LEN};
@@ -48,9 +50,14 @@ pub fn append_batches(
 /// into memory, for the next fold. A row that does not decode is logged and
 /// left in the log (never counted, never deleted). Rows of format 1 (before
 /// clicks had a country) count with the unknown country, rows of format 2
-/// (before clicks had a variant) with none.
+/// (before clicks had a variant) with none. Clicks of a link the prompt fold
+/// took ahead are skipped in the rows it covered (`click_fold_links`).
 pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
     let through = folded_through(conn)?;
+    let ahead: HashMap<u64, i64> = conn
+        .prepare("SELECT link_id, through FROM click_fold_links")?
+        .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
     let mut st = conn.prepare(
         "SELECT seq, received_at, batch, format FROM click_log WHERE seq > ?1 ORDER BY seq",
     )?;
@@ -76,7 +83,12 @@ pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
             .ok_or_else(|| FrameError::Malformed("short frame".into()))
             .and_then(decode);
         match decoded {
-            Ok(batch) => {
+            Ok(mut batch) => {
+                if !ahead.is_empty() {
+                    batch
+                        .clicks
+                        .retain(|c| !matches!(ahead.get(&c.link_id), Some(t) if seq <= *t));
+                }
                 s.open.add_batch(&batch, at);
                 s.open_through = s.open_through.max(seq);
                 n += 1;

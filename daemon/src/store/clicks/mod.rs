@@ -26,7 +26,7 @@ mod range;
 mod site;
 
 pub use aggregate::{Aggregate, LinkAgg, RowKey};
-pub use fold::{fold_job, FoldOutcome};
+pub use fold::{fold_job, fold_prompt_job, FoldOutcome};
 pub use log::{append_batches, log_len, prune_batches, recover};
 pub use pending::{with_overlay, ClickOverlay, PendingClicks};
 pub use range::{range_stats, RangeStats, RangeTally};
@@ -34,6 +34,8 @@ pub use site::{site_stats, SiteStats, SiteTally};
 
 #[cfg(test)]
 mod country_tests;
+#[cfg(test)]
+mod prompt_tests;
 #[cfg(test)]
 mod variant_tests;
 
@@ -46,7 +48,13 @@ mod tests {
     use shortlink_core::device::DeviceClass;
     use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
-    fn click(link_id: u64, hour: u32, bot: bool, referrer: Option<&str>, count: u32) -> ClickCount {
+    pub(super) fn click(
+        link_id: u64,
+        hour: u32,
+        bot: bool,
+        referrer: Option<&str>,
+        count: u32,
+    ) -> ClickCount {
         ClickCount {
             link_id,
             hour,
@@ -59,7 +67,7 @@ mod tests {
         }
     }
 
-    async fn add_link(store: &SqliteStore, id: u64, max_visits: Option<i64>) {
+    pub(super) async fn add_link(store: &SqliteStore, id: u64, max_visits: Option<i64>) {
         store
             .write(move |c| {
                 links::insert(
@@ -77,7 +85,7 @@ mod tests {
             .unwrap();
     }
 
-    async fn counted(store: &SqliteStore, id: u64) -> (i64, i64, RangeStats) {
+    pub(super) async fn counted(store: &SqliteStore, id: u64) -> (i64, i64, RangeStats) {
         store
             .read_counted(move |c, o| {
                 let mut l = links::by_id(c, id)?.unwrap();

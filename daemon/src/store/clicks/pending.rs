@@ -18,8 +18,9 @@ pub(super) struct PendingState {
     pub(super) open: Aggregate,
     /// Highest `click_log` seq in `open` or in what is folded before it.
     pub(super) open_through: i64,
-    /// What a running fold is writing, and the highest seq it covers: still
-    /// counted by readers until `click_fold` says it is in the tables.
+    /// What a running fold is writing, and the `click_fold` generation its
+    /// commit writes: still counted by readers whose snapshot has an older
+    /// generation.
     pub(super) sealed: Option<(Arc<Aggregate>, i64)>,
 }
 
@@ -121,10 +122,18 @@ impl ClickOverlay<'_> {
     }
 }
 
-/// The highest `click_log` seq already in the tables.
+/// The highest `click_log` seq already in the tables (but for links the
+/// prompt fold took ahead, see `click_fold_links`).
 pub(super) fn folded_through(conn: &Connection) -> StoreResult<i64> {
     Ok(conn
         .prepare_cached("SELECT folded_through FROM click_fold WHERE id = 1")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// How many folds committed (each bumps it).
+pub(super) fn fold_generation(conn: &Connection) -> StoreResult<i64> {
+    Ok(conn
+        .prepare_cached("SELECT generation FROM click_fold WHERE id = 1")?
         .query_row([], |r| r.get(0))?)
 }
 
@@ -132,8 +141,8 @@ pub(super) fn folded_through(conn: &Connection) -> StoreResult<i64> {
 /// sees them. Outside a transaction, opens a read transaction after taking
 /// the pending lock, so the tables and the memory are one consistent cut:
 /// a fold that commits meanwhile cannot clear its sealed part (it needs the
-/// lock), and `folded_through` in the snapshot tells whether that part is
-/// in the tables already. Inside a write transaction (writer thread) the
+/// lock), and the fold generation in the snapshot tells whether that part
+/// is in the tables already. Inside a write transaction (writer thread) the
 /// connection sees its own fold, and memory only changes on that thread.
 pub fn with_overlay<T>(
     conn: &Connection,
@@ -146,11 +155,11 @@ pub fn with_overlay<T>(
     } else {
         None
     };
-    let through = folded_through(conn)?;
+    let generation = fold_generation(conn)?;
     let sealed = state
         .sealed
         .as_ref()
-        .filter(|(_, seq)| *seq > through)
+        .filter(|(_, sealed_by)| *sealed_by > generation)
         .map(|(a, _)| &**a);
     let overlay = ClickOverlay {
         parts: [Some(&state.open), sealed],

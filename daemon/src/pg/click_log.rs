@@ -1,0 +1,99 @@
+//! The `click_log` on PostgreSQL: the clicks of a batch for links without a
+//! visit limit or renew-on-access, appended whole (one row, whatever the
+//! number of links in it) in the transaction that claims the batch id, and
+//! folded later into the tables by any node (`store/clicks.rs`).
+//!
+//! A fold locks the oldest log rows (in seq order), adds their clicks to
+//! the tables and deletes them in one transaction: a row is in the tables
+//! exactly when it is gone from the log, whichever node folded it, so a
+//! daemon killed or a PostgreSQL restart loses or doubles nothing.
+
+use std::collections::BTreeSet;
+
+use deadpool_postgres::GenericClient;
+use shortlink_core::click_formats::decode_batch;
+use shortlink_core::ipc::{self, ClickBatch, HEADER_LEN};
+
+use super::PgError;
+
+/// The log rows' format: the current IPC frame of a batch.
+const FORMAT: i16 = 3;
+
+/// Of the links `ids`, those with a visit limit or renew-on-access: their
+/// clicks are counted in the batch's transaction (so limits hold across
+/// nodes as before), the others go to the log.
+pub async fn prompt_links(tx: &impl GenericClient, ids: &[i64]) -> Result<BTreeSet<u64>, PgError> {
+    if ids.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let st = tx
+        .prepare_cached(
+            "SELECT id FROM links WHERE id = ANY($1) \
+             AND (max_visits IS NOT NULL OR renew_ttl IS NOT NULL)",
+        )
+        .await
+        .map_err(PgError::query("preparing the prompt links"))?;
+    let rows = tx.query(&st, &[&ids]).await.map_err(PgError::query(
+        "finding the links clicks are counted for at once",
+    ))?;
+    Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
+}
+
+/// Appends `batch` (received at Unix second `at`) to the log, in the
+/// caller's transaction.
+pub async fn append(tx: &impl GenericClient, at: i64, batch: &ClickBatch) -> Result<(), PgError> {
+    let bytes = ipc::frame(batch)
+        .map_err(|e| PgError::Invalid(format!("cannot frame a click batch: {e}")))?;
+    let st = tx
+        .prepare_cached("INSERT INTO click_log (received_at, batch, format) VALUES ($1, $2, $3)")
+        .await
+        .map_err(PgError::query("preparing a click log row"))?;
+    tx.execute(&st, &[&at, &bytes, &FORMAT])
+        .await
+        .map_err(PgError::query("appending a click batch to the log"))?;
+    Ok(())
+}
+
+/// Takes up to `limit` of the oldest log rows, in the caller's transaction:
+/// locked in seq order (waiting for a fold in progress on another node,
+/// whose rows are then gone), deleted, and returned with the time each was
+/// received. A row that does not decode is logged and left (never counted).
+pub async fn take(tx: &impl GenericClient, limit: i64) -> Result<Vec<(i64, ClickBatch)>, PgError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT seq, received_at, batch FROM click_log WHERE format = $2 \
+             ORDER BY seq LIMIT $1 FOR UPDATE",
+        )
+        .await
+        .map_err(PgError::query("preparing a click log read"))?;
+    let rows = tx
+        .query(&st, &[&limit, &FORMAT])
+        .await
+        .map_err(PgError::query("reading the click log"))?;
+    let mut seqs = Vec::with_capacity(rows.len());
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let seq: i64 = row.get(0);
+        let bytes: &[u8] = row.get(2);
+        match bytes.get(HEADER_LEN..).map(decode_batch) {
+            Some(Ok(batch)) => {
+                seqs.push(seq);
+                out.push((row.get(1), batch));
+            }
+            _ => tracing::error!(
+                seq,
+                "click_log row does not decode; left in the log, not counted"
+            ),
+        }
+    }
+    if !seqs.is_empty() {
+        let st = tx
+            .prepare_cached("DELETE FROM click_log WHERE seq = ANY($1)")
+            .await
+            .map_err(PgError::query("preparing a click log delete"))?;
+        tx.execute(&st, &[&seqs])
+            .await
+            .map_err(PgError::query("deleting folded click log rows"))?;
+    }
+    Ok(out)
+}
