@@ -288,6 +288,7 @@ pub async fn list_keys(
     delete, path = "/api/v1/keys/{id}", tag = "keys",
     params(("id" = i64, Path, description = "Key id")),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 204, description = "Revoked"),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),

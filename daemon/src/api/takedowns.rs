@@ -224,6 +224,7 @@ fn limit(given: Option<u32>) -> Result<u32, ApiError> {
     get, path = "/api/v1/takedowns/{id}/links", operation_id = "list_takedown_links", tag = "takedowns",
     params(("id" = i64, Path, description = "Takedown id"), LinksParams),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 200, description = "A page of the links, by id", body = TakedownLinks),
         (status = 400, description = "Bad query (`invalid_query`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
@@ -260,6 +261,7 @@ pub async fn links(
     get, path = "/api/v1/takedowns/{id}", operation_id = "get_takedown", tag = "takedowns",
     params(("id" = i64, Path, description = "Takedown id")),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 200, description = "The record", body = TakedownView),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
@@ -281,6 +283,7 @@ pub async fn get(
     post, path = "/api/v1/takedowns/{id}/undo", operation_id = "undo_takedown", tag = "takedowns",
     params(("id" = i64, Path, description = "Takedown id")),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 200, description = "Undone: the links are back at this node's edge", body = TakedownView),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),

@@ -233,6 +233,7 @@ pub async fn list(
     get, path = "/api/v1/webhooks/{id}", operation_id = "get_webhook", tag = "webhooks",
     params(("id" = i64, Path, description = "Webhook id")),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 200, description = "The webhook", body = WebhookView),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `links:read`", body = ErrorBody),
@@ -253,6 +254,7 @@ pub async fn get(
     delete, path = "/api/v1/webhooks/{id}", operation_id = "delete_webhook", tag = "webhooks",
     params(("id" = i64, Path, description = "Webhook id")),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 204, description = "Deleted"),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),
@@ -275,6 +277,7 @@ pub async fn delete(
     tag = "webhooks",
     params(("id" = i64, Path, description = "Webhook id"), DeliveryParams),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 200, description = "A page of deliveries", body = DeliveryList),
         (status = 400, description = "Bad query (`invalid_query`)", body = ErrorBody),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
@@ -321,6 +324,7 @@ pub async fn deliveries(
         ("delivery" = i64, Path, description = "Delivery id"),
     ),
     responses(
+        (status = 400, description = "An id in the path is not an integer (`bad_request`)", body = ErrorBody),
         (status = 202, description = "Queued: the new delivery", body = DeliveryView),
         (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
         (status = 403, description = "Lacks `admin`", body = ErrorBody),

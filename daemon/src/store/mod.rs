@@ -267,27 +267,22 @@ impl SqliteStore {
     /// Writes the pending clicks to `clicks` and the link totals, and
     /// deletes the `click_log` rows they came from, in one transaction.
     pub async fn fold_clicks(&self) -> StoreResult<FoldOutcome> {
-        let _one = self.inner.fold_lock.lock().await;
-        if self.inner.pending.is_empty() {
-            return Ok(FoldOutcome::default());
-        }
-        let pending = Arc::clone(&self.inner.pending);
-        let after = Arc::clone(&pending);
-        self.send_write(
-            move |c| clicks::fold_job(c, &pending),
-            false,
-            move |r| {
-                after.finish_fold(r.is_ok());
-                r
-            },
-        )
-        .await
+        self.fold_with(clicks::fold_job).await
     }
 
     /// Writes the pending clicks of links with a visit limit or
     /// renew-on-access to `clicks` and the link totals, in one transaction
     /// (the log stays for the fold of everything).
     pub async fn fold_prompt_clicks(&self) -> StoreResult<FoldOutcome> {
+        self.fold_with(clicks::fold_prompt_job).await
+    }
+
+    /// Runs fold `job` on the writer, one fold at a time, and tells the
+    /// pending clicks whether it committed.
+    async fn fold_with(
+        &self,
+        job: fn(&Connection, &PendingClicks) -> StoreResult<FoldOutcome>,
+    ) -> StoreResult<FoldOutcome> {
         let _one = self.inner.fold_lock.lock().await;
         if self.inner.pending.is_empty() {
             return Ok(FoldOutcome::default());
@@ -295,7 +290,7 @@ impl SqliteStore {
         let pending = Arc::clone(&self.inner.pending);
         let after = Arc::clone(&pending);
         self.send_write(
-            move |c| clicks::fold_prompt_job(c, &pending),
+            move |c| job(c, &pending),
             false,
             move |r| {
                 after.finish_fold(r.is_ok());

@@ -9,13 +9,13 @@
 //! a writer that took no lock) fails the whole write.
 
 use deadpool_postgres::GenericClient;
-use shortlink_core::check_mode::CheckMode;
 
-use super::rows::{bigint, failed};
+use super::new_link::{insert_columns, Values};
+use super::rows::failed;
 use super::webhooks;
 use crate::db::WebhookEvent;
 use crate::pg::changes;
-use crate::store::links::{country_targets_to_stored, variants_to_stored, Link};
+use crate::store::links::Link;
 use crate::store::StoreResult;
 
 /// A link to write.
@@ -63,7 +63,8 @@ struct Columns<'a> {
 impl<'a> Columns<'a> {
     fn push(&mut self, row: &NewRow<'a>) -> StoreResult<()> {
         let l = row.link;
-        self.id.push(bigint(l.id)?);
+        let v = Values::new(l, row.hash)?;
+        self.id.push(v.id);
         self.alias.push(l.alias.as_deref());
         self.url.push(&l.url);
         self.created_at.push(l.created_at);
@@ -71,23 +72,21 @@ impl<'a> Columns<'a> {
         self.expires_at.push(l.expires_at);
         self.renew_ttl.push(l.renew_ttl);
         self.max_visits.push(l.max_visits);
-        self.redirect.push(l.redirect.map(i32::from));
+        self.redirect.push(v.redirect);
         self.desktop.push(l.targets.desktop.as_deref());
         self.mobile.push(l.targets.mobile.as_deref());
         self.ios.push(l.targets.ios.as_deref());
         self.android.push(l.targets.android.as_deref());
         self.disabled.push(l.disabled);
-        self.tags
-            .push(serde_json::to_string(&l.tags).unwrap_or_else(|_| "[]".into()));
+        self.tags.push(v.tags);
         self.created_by.push(l.created_by.as_deref());
         self.hash.push(row.hash);
         self.forward_query.push(l.forward_query);
-        self.country_targets
-            .push(country_targets_to_stored(&l.country_targets));
+        self.country_targets.push(v.country_targets);
         self.password_hash.push(l.password_hash.as_deref());
-        self.variants.push(variants_to_stored(&l.variants));
+        self.variants.push(v.variants);
         self.team_id.push(l.team_id);
-        self.check_mode.push(l.check.map(CheckMode::as_str));
+        self.check_mode.push(v.check);
         self.clicks.push(row.clicks.0);
         self.bot_clicks.push(row.clicks.1);
         Ok(())
@@ -110,17 +109,16 @@ pub(super) async fn insert(
         cols.push(row)?;
     }
     let st = c
-        .prepare_cached(
-            "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
-             max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-             disabled, tags, created_by, dedupe_hash, forward_query, country_targets, \
-             password_hash, variants, team_id, check_mode, clicks, bot_clicks) \
+        .prepare_cached(concat!(
+            "INSERT INTO links (",
+            insert_columns!(),
+            ", clicks, bot_clicks) \
              SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], \
              $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::int4[], $10::text[], \
              $11::text[], $12::text[], $13::text[], $14::bool[], $15::text[], $16::text[], \
              $17::bytea[], $18::bool[], $19::text[], $20::text[], $21::text[], $22::bigint[], \
-             $23::text[], $24::bigint[], $25::bigint[])",
-        )
+             $23::text[], $24::bigint[], $25::bigint[])"
+        ))
         .await
         .map_err(failed("preparing a bulk link insert"))?;
     c.execute(

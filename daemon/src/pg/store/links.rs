@@ -27,6 +27,7 @@ use deadpool_postgres::{GenericClient, Transaction};
 use shortlink_core::check_mode::CheckMode;
 use tokio_postgres::error::SqlState;
 
+use super::new_link::{insert_columns, Values};
 use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
 use super::{list, name_locks, plain, webhooks, PgStore};
 use crate::codes::CodeRef;
@@ -67,48 +68,16 @@ async fn insert_row(
     hash: &[u8],
 ) -> StoreResult<Result<(), tokio_postgres::Error>> {
     let st = c
-        .prepare_cached(
-            "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
-             max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-             disabled, tags, created_by, dedupe_hash, forward_query, country_targets, \
-             password_hash, variants, team_id, check_mode) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-             $19, $20, $21, $22, $23)",
-        )
+        .prepare_cached(concat!(
+            "INSERT INTO links (",
+            insert_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+             $17, $18, $19, $20, $21, $22, $23)"
+        ))
         .await
         .map_err(failed("preparing a link insert"))?;
-    let redirect = link.redirect.map(i32::from);
-    let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
-    Ok(c.execute(
-        &st,
-        &[
-            &bigint(link.id)?,
-            &link.alias,
-            &link.url,
-            &link.created_at,
-            &link.updated_at,
-            &link.expires_at,
-            &link.renew_ttl,
-            &link.max_visits,
-            &redirect,
-            &link.targets.desktop,
-            &link.targets.mobile,
-            &link.targets.ios,
-            &link.targets.android,
-            &link.disabled,
-            &tags,
-            &link.created_by,
-            &hash,
-            &link.forward_query,
-            &country_targets_to_stored(&link.country_targets),
-            &link.password_hash,
-            &variants_to_stored(&link.variants),
-            &link.team_id,
-            &link.check.map(CheckMode::as_str),
-        ],
-    )
-    .await
-    .map(drop))
+    let values = Values::new(link, hash)?;
+    Ok(c.execute(&st, &values.params()).await.map(drop))
 }
 
 /// Inserts one link inside the caller's transaction; a taken alias rolls

@@ -14,6 +14,7 @@ mod import;
 mod links;
 mod list;
 mod name_locks;
+mod new_link;
 mod plain;
 mod recycle;
 mod rows;

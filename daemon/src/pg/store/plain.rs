@@ -10,12 +10,12 @@
 //! Either way each is committed before the call answers, as before.
 
 use deadpool_postgres::GenericClient;
-use shortlink_core::check_mode::CheckMode;
+use tokio_postgres::types::ToSql;
 
 use super::bulk::{self, NewRow};
-use super::rows::{bigint, failed};
+use super::new_link::{insert_columns, Values};
+use super::rows::failed;
 use crate::db::{link_payload, Inserted, NewLink, WebhookEvent};
-use crate::store::links::{country_targets_to_stored, variants_to_stored};
 use crate::store::StoreResult;
 
 /// Whether `links` (one or more) are all plain creates.
@@ -33,59 +33,27 @@ pub(super) async fn insert_one(
     now: i64,
 ) -> StoreResult<Inserted> {
     let st = c
-        .prepare_cached(
-            "WITH made AS ( \
-                 INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, \
-                 renew_ttl, max_visits, redirect, target_desktop, target_mobile, target_ios, \
-                 target_android, disabled, tags, created_by, dedupe_hash, forward_query, \
-                 country_targets, password_hash, variants, team_id, check_mode) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                 $17, $18, $19, $20, $21, $22, $23)) \
+        .prepare_cached(concat!(
+            "WITH made AS (INSERT INTO links (",
+            insert_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+             $17, $18, $19, $20, $21, $22, $23)) \
              INSERT INTO webhook_deliveries (webhook_id, event, link_id, payload, \
              next_attempt_at, created_at) \
              SELECT id, $24, $1, $25, $26, $26 FROM webhooks \
-             WHERE team_id = $22 AND active AND (',' || events || ',') LIKE $27 ORDER BY id",
-        )
+             WHERE team_id = $22 AND active AND (',' || events || ',') LIKE $27 ORDER BY id"
+        ))
         .await
         .map_err(failed("preparing a plain link insert"))?;
     let link = new.link;
-    let redirect = link.redirect.map(i32::from);
-    let tags = serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into());
     let event = WebhookEvent::Created;
-    c.execute(
-        &st,
-        &[
-            &bigint(link.id)?,
-            &link.alias,
-            &link.url,
-            &link.created_at,
-            &link.updated_at,
-            &link.expires_at,
-            &link.renew_ttl,
-            &link.max_visits,
-            &redirect,
-            &link.targets.desktop,
-            &link.targets.mobile,
-            &link.targets.ios,
-            &link.targets.android,
-            &link.disabled,
-            &tags,
-            &link.created_by,
-            &new.dedupe_hash.as_slice(),
-            &link.forward_query,
-            &country_targets_to_stored(&link.country_targets),
-            &link.password_hash,
-            &variants_to_stored(&link.variants),
-            &link.team_id,
-            &link.check.map(CheckMode::as_str),
-            &event.as_str(),
-            &link_payload(&link),
-            &now,
-            &event.pattern(),
-        ],
-    )
-    .await
-    .map_err(failed("inserting a link"))?;
+    let (name, payload, pattern) = (event.as_str(), link_payload(&link), event.pattern());
+    let values = Values::new(&link, &new.dedupe_hash)?;
+    let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
+    params.extend([&name as &(dyn ToSql + Sync), &payload, &now, &pattern]);
+    c.execute(&st, &params)
+        .await
+        .map_err(failed("inserting a link"))?;
     Ok(Inserted::New(link))
 }
 

@@ -1,0 +1,84 @@
+//! A new link's row as PostgreSQL stores it: the column list and the
+//! stored forms of the values, one home for the single insert
+//! (`links::insert_row`), the plain create (`plain::insert_one`) and the
+//! bulk insert (`bulk::insert`, an array per column).
+
+use shortlink_core::check_mode::CheckMode;
+use tokio_postgres::types::ToSql;
+
+use super::rows::bigint;
+use crate::store::links::{country_targets_to_stored, variants_to_stored, Link};
+use crate::store::StoreResult;
+
+/// The columns a new link is written with, as a literal for `concat!`;
+/// [`Values::params`] answers in this order.
+macro_rules! insert_columns {
+    () => {
+        "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
+         redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
+         created_by, dedupe_hash, forward_query, country_targets, password_hash, variants, \
+         team_id, check_mode"
+    };
+}
+pub(super) use insert_columns;
+
+/// How many [`insert_columns!`] there are.
+pub(super) const COLUMNS: usize = 23;
+
+/// A new link's values in their stored forms, for [`insert_columns!`].
+pub(super) struct Values<'a> {
+    pub link: &'a Link,
+    pub id: i64,
+    pub hash: &'a [u8],
+    pub redirect: Option<i32>,
+    pub tags: String,
+    pub country_targets: Option<String>,
+    pub variants: Option<String>,
+    pub check: Option<&'static str>,
+}
+
+impl<'a> Values<'a> {
+    /// `link` with its dedupe `hash` (stored for every link).
+    pub(super) fn new(link: &'a Link, hash: &'a [u8]) -> StoreResult<Self> {
+        Ok(Values {
+            link,
+            id: bigint(link.id)?,
+            hash,
+            redirect: link.redirect.map(i32::from),
+            tags: serde_json::to_string(&link.tags).unwrap_or_else(|_| "[]".into()),
+            country_targets: country_targets_to_stored(&link.country_targets),
+            variants: variants_to_stored(&link.variants),
+            check: link.check.map(CheckMode::as_str),
+        })
+    }
+
+    /// The values as `$1` to `$23`, in [`insert_columns!`] order.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); COLUMNS] {
+        let l = self.link;
+        [
+            &self.id,
+            &l.alias,
+            &l.url,
+            &l.created_at,
+            &l.updated_at,
+            &l.expires_at,
+            &l.renew_ttl,
+            &l.max_visits,
+            &self.redirect,
+            &l.targets.desktop,
+            &l.targets.mobile,
+            &l.targets.ios,
+            &l.targets.android,
+            &l.disabled,
+            &self.tags,
+            &l.created_by,
+            &self.hash,
+            &l.forward_query,
+            &self.country_targets,
+            &l.password_hash,
+            &self.variants,
+            &l.team_id,
+            &self.check,
+        ]
+    }
+}
