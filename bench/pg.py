@@ -81,7 +81,8 @@ def clicks_counted(stacks):
     wait in `click_log` for a fold (every 30 s); a read that shows clicks
     folds the log first, so one stats read per call makes every click
     acknowledged so far count now, not at the next timer."""
-    stacks[0].api("GET", "/api/v1/stats")
+    status, body = stacks[0].api("GET", "/api/v1/stats")
+    assert status == 200, f"stats read (to fold the click log) answered {status}: {body[:200]!r}"
     return sum(s.metric("shortlinkd_clicks_total") for s in stacks)
 
 
