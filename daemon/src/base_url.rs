@@ -36,19 +36,26 @@ const MAX_REMEMBERED: usize = 64;
 
 /// `parse_base` of a header value, remembered: nginx sends the same few
 /// values on every request, and parsing a URL (IDNA included) was a
-/// visible share of a create's CPU.
+/// visible share of a create's CPU. Only values that parse are kept (a
+/// client sending junk fills nothing), and once the table is full a new
+/// value costs its parse, never the write lock.
 fn parsed(raw: &str) -> Option<String> {
-    static SEEN: LazyLock<RwLock<HashMap<String, Option<String>>>> =
-        LazyLock::new(Default::default);
-    if let Some(known) = SEEN.read().unwrap_or_else(|e| e.into_inner()).get(raw) {
-        return known.clone();
+    static SEEN: LazyLock<RwLock<HashMap<String, String>>> = LazyLock::new(Default::default);
+    let full = {
+        let seen = SEEN.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = seen.get(raw) {
+            return Some(known.clone());
+        }
+        seen.len() >= MAX_REMEMBERED
+    };
+    let base = parse_base(raw).ok()?;
+    if !full {
+        let mut seen = SEEN.write().unwrap_or_else(|e| e.into_inner());
+        if seen.len() < MAX_REMEMBERED {
+            seen.insert(raw.to_string(), base.clone());
+        }
     }
-    let base = parse_base(raw).ok();
-    let mut seen = SEEN.write().unwrap_or_else(|e| e.into_inner());
-    if seen.len() < MAX_REMEMBERED {
-        seen.insert(raw.to_string(), base.clone());
-    }
-    base
+    Some(base)
 }
 
 /// The base for this request.

@@ -144,6 +144,9 @@ impl Writer {
             refuse(jobs, &lost);
             return;
         }
+        // A bulk job runs without a savepoint (below): only correct when it
+        // is alone in its transaction, as the loop above sends it.
+        debug_assert!(!bulk || jobs.len() == 1, "a bulk group of {}", jobs.len());
         let conn = if bulk { &self.bulk_conn } else { &self.conn };
         let stats = &*self.stats;
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
