@@ -54,20 +54,34 @@ pub async fn append(tx: &impl GenericClient, at: i64, batch: &ClickBatch) -> Res
     Ok(())
 }
 
-/// Takes up to `limit` of the oldest log rows, in the caller's transaction:
+/// The newest log row's seq (0 for an empty log): a fold takes rows up to
+/// it, so rows appended while it runs never keep it going.
+pub async fn head(client: &impl GenericClient) -> Result<i64, PgError> {
+    let row = client
+        .query_one("SELECT coalesce(max(seq), 0) FROM click_log", &[])
+        .await
+        .map_err(PgError::query("reading the click log's head"))?;
+    Ok(row.get(0))
+}
+
+/// Takes up to `limit` of the oldest log rows up to seq `through`, in the caller's transaction:
 /// locked in seq order (waiting for a fold in progress on another node,
 /// whose rows are then gone), deleted, and returned with the time each was
 /// received. A row that does not decode is logged and left (never counted).
-pub async fn take(tx: &impl GenericClient, limit: i64) -> Result<Vec<(i64, ClickBatch)>, PgError> {
+pub async fn take(
+    tx: &impl GenericClient,
+    limit: i64,
+    through: i64,
+) -> Result<Vec<(i64, ClickBatch)>, PgError> {
     let st = tx
         .prepare_cached(
-            "SELECT seq, received_at, batch FROM click_log WHERE format = $2 \
+            "SELECT seq, received_at, batch FROM click_log WHERE format = $2 AND seq <= $3 \
              ORDER BY seq LIMIT $1 FOR UPDATE",
         )
         .await
         .map_err(PgError::query("preparing a click log read"))?;
     let rows = tx
-        .query(&st, &[&limit, &FORMAT])
+        .query(&st, &[&limit, &FORMAT, &through])
         .await
         .map_err(PgError::query("reading the click log"))?;
     let mut seqs = Vec::with_capacity(rows.len());

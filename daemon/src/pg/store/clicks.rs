@@ -189,12 +189,15 @@ impl PgStore {
         Ok((true, logged))
     }
 
-    /// Folds the whole `click_log` (every node's rows) into the tables,
-    /// [`FOLD_CHUNK`] rows per transaction; returns the batches folded.
-    /// Reads that show clicks call it first, so they count every
-    /// acknowledged click, whichever node took it.
+    /// Folds `click_log` (every node's rows) as it stands when called into
+    /// the tables, [`FOLD_CHUNK`] rows per transaction; returns the batches
+    /// folded. Reads that show clicks call it first, so they count every
+    /// click acknowledged before them, whichever node took it; rows
+    /// appended meanwhile are the next fold's, so a read under a steady
+    /// click load still returns.
     pub(super) async fn fold_log(&self) -> StoreResult<u64> {
         self.clicks_logged.store(0, Ordering::Relaxed);
+        let through = click_log::head(&self.pg().get().await?).await?;
         let mut folded = 0;
         loop {
             let mut c = self.pg().get().await?;
@@ -202,7 +205,7 @@ impl PgStore {
                 .transaction()
                 .await
                 .map_err(PgError::query("starting a click fold"))?;
-            let rows = click_log::take(&tx, FOLD_CHUNK).await?;
+            let rows = click_log::take(&tx, FOLD_CHUNK, through).await?;
             if rows.is_empty() {
                 return Ok(folded);
             }
