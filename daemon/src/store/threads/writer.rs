@@ -155,6 +155,7 @@ impl Writer {
             refuse(jobs, &msg);
             return;
         }
+        let changes_before = conn.total_changes();
         let mut delivers = Vec::with_capacity(jobs.len());
         let mut failed = 0u64;
         let mut storage = None;
@@ -240,7 +241,12 @@ impl Writer {
             // The outcome is recorded before anyone hears of it: a caller
             // told its write failed finds health degraded.
             Ok(()) => {
-                stats.commit_outcome(storage);
+                // A transaction that changed no row wrote nothing to the
+                // disk (a periodic sweep that found no work): it tells
+                // nothing about whether writes are stored again.
+                if storage.is_some() || conn.total_changes() != changes_before {
+                    stats.commit_outcome(storage);
+                }
                 delivers.into_iter().for_each(|d| d(None));
             }
             Err(msg) => {
@@ -324,6 +330,10 @@ mod tests {
             Vec::<String>::new(),
             "nothing of a failed group is stored"
         );
+        assert!(store.stats().problem().is_some());
+        // A transaction that changes nothing (a sweep with no work) wrote
+        // nothing to the disk: the problem stands.
+        store.write(|_| Ok(())).await.unwrap();
         assert!(store.stats().problem().is_some());
         // The next write works and clears the problem.
         store.write(insert("d")).await.unwrap();
