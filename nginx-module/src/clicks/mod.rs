@@ -396,11 +396,11 @@ impl ClickBook {
     pub fn spool_all(&mut self, at_exit: bool) -> Result<u64, SpoolError> {
         let mut pages = Vec::new();
         let mut batches = Vec::new();
-        for slot in &self.slots {
-            for page in &slot.pages {
+        for (s, slot) in self.slots.iter().enumerate() {
+            for (i, page) in slot.pages.iter().enumerate() {
                 let state = page.state();
                 if state == SEALED || (at_exit && state == FILLING && page.has_rows()) {
-                    pages.push(*page);
+                    pages.push((s, i));
                     batches.push(page.batch());
                 }
             }
@@ -440,8 +440,13 @@ impl ClickBook {
         };
         let name = format!("clicks-{}-{}-{}.spool", self.pid, self.started_ms, self.seq);
         spool::write(&dir, &name, &self.seal, &batches)?;
-        for page in pages {
-            page.clear();
+        // A spooled page may be in flight: its late answer names a batch
+        // the page no longer holds and is ignored, so the page is marked
+        // unsent here, or the next batch it holds would never be sent.
+        for (s, i) in pages {
+            let slot = &mut self.slots[s];
+            slot.pages[i].clear();
+            slot.sent[i] = Sent::No;
         }
         self.overflow.clear();
         if self.filling.is_some_and(|p| p.state() != FILLING) {

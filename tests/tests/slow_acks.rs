@@ -1,0 +1,170 @@
+//! A daemon slow to acknowledge clicks: the worker's pages fill while its
+//! batches wait for answers, what they hold goes to the spool, and once the
+//! daemon answers again every later click still reaches it over IPC. (A
+//! page spooled while in flight once kept its in-flight mark: the batch it
+//! held next was never sent, and waited for the next spool or nginx's exit.)
+//! A test peer plays the daemon.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use shortlink_core::handshake::LinkAuth;
+use shortlink_core::ipc::{
+    frame, read_frame, EdgeLink, LookupResult, Reply, Request, PROTOCOL_VERSION,
+};
+use shortlink_core::DeploymentKey;
+use shortlink_e2e::{Nginx, Scratch};
+
+/// What the peer saw: the link ids of every click batch it was sent.
+type Seen = Arc<Mutex<Vec<Vec<u64>>>>;
+
+/// Answers lookups of `/c<n>` with link `n`; holds every click batch
+/// unanswered until `acking` is set, then acknowledges the held ones and
+/// every one after.
+fn slow_daemon(listener: UnixListener, key: DeploymentKey, acking: Arc<AtomicBool>, seen: Seen) {
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (key, acking, seen) = (key.clone(), acking.clone(), seen.clone());
+            std::thread::spawn(move || {
+                let auth = LinkAuth::new(&key);
+                let challenge = [3u8; 16];
+                let (mut buf, mut chunk, mut held) = (Vec::new(), [0u8; 65536], Vec::new());
+                stream
+                    .set_read_timeout(Some(Duration::from_millis(50)))
+                    .unwrap();
+                loop {
+                    match stream.read(&mut chunk) {
+                        Ok(0) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(_) => return,
+                    }
+                    let mut out = Vec::new();
+                    while let Ok(Some((req, used))) = read_frame::<Request>(&buf) {
+                        buf.drain(..used);
+                        let reply = match req {
+                            Request::Hello(_) => Reply::Challenge { nonce: challenge },
+                            Request::Auth { nonce, .. } => Reply::Welcome {
+                                protocol: PROTOCOL_VERSION,
+                                fingerprint: key.fingerprint(),
+                                proof: auth.daemon_proof(&nonce, &challenge),
+                            },
+                            Request::Lookup { id, code } => Reply::Lookup {
+                                id,
+                                result: match code.strip_prefix('c').and_then(|n| n.parse().ok()) {
+                                    Some(n) => LookupResult::Found(EdgeLink {
+                                        id: n,
+                                        target: format!("https://example.com/{n}"),
+                                        ..EdgeLink::default()
+                                    }),
+                                    None => LookupResult::NotFound,
+                                },
+                            },
+                            Request::Clicks { id, batch } => {
+                                seen.lock()
+                                    .unwrap()
+                                    .push(batch.clicks.iter().map(|c| c.link_id).collect());
+                                held.push((id, batch.batch_id));
+                                continue;
+                            }
+                            _ => continue,
+                        };
+                        out.extend(frame(&reply).unwrap());
+                    }
+                    if acking.load(Ordering::SeqCst) {
+                        for (id, batch_id) in held.drain(..) {
+                            out.extend(frame(&Reply::ClicksAck { id, batch_id }).unwrap());
+                        }
+                    }
+                    if !out.is_empty() && stream.write_all(&out).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn clicks_after_a_spool_of_unanswered_batches_still_reach_the_daemon() {
+    let scratch = Scratch::new("slow-acks");
+    let (key_path, _) = scratch.key();
+    let key = DeploymentKey::load(&key_path).unwrap();
+    let socket = scratch.path("ipc.sock");
+    let spool = scratch.path("spool");
+    std::fs::create_dir_all(&spool).unwrap();
+    std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let listener = UnixListener::bind(&socket).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let acking = Arc::new(AtomicBool::new(false));
+    let seen: Seen = Arc::default();
+    slow_daemon(listener, key, acking.clone(), seen.clone());
+    let nginx = Nginx::start(
+        &scratch,
+        1,
+        &format!(
+            r#"
+    shortlink_key_file {key};
+    shortlink_zone zone=links:1m;
+    shortlink_pass unix:{socket};
+    shortlink_spool {spool};
+    shortlink_flush_interval 100ms;
+    server {{
+        listen 127.0.0.1:{{port}};
+        location / {{ shortlink on; }}
+    }}"#,
+            key = key_path.display(),
+            socket = socket.display(),
+            spool = spool.display(),
+        ),
+    );
+    // Clicks from ever more referrers (a row each): every flush seals a
+    // page and sends it, none is answered, and once the last page is full
+    // the clicks overflow and everything sealed goes to the spool.
+    let log = || nginx.error_log();
+    for i in 0..20_000 {
+        let referrer = format!("http://r{i}.example/");
+        let r = shortlink_e2e::http(nginx.port, b"GET", b"/c1", &[("Referer", &referrer)], b"");
+        assert_eq!(r.status, 302);
+        if i % 500 == 499 && log().contains("written to the spool") {
+            break;
+        }
+    }
+    wait_for("a spool of the held clicks", Duration::from_secs(5), || {
+        log().contains("written to the spool")
+    });
+    let spooled = std::fs::read_dir(&spool).unwrap().count();
+    assert!(spooled >= 1, "a spool file: {}", log());
+    let sent_before = seen.lock().unwrap().len();
+    assert!(
+        sent_before >= 2,
+        "batches sent before the spool: {sent_before}"
+    );
+
+    // The daemon answers again (the held batches too, late): clicks after
+    // the spool reach it, each within a few flushes.
+    acking.store(true, Ordering::SeqCst);
+    for n in [1001u64, 1002, 1003, 1004, 1005, 1006] {
+        assert_eq!(nginx.get(format!("/c{n}").as_bytes()).status, 302);
+        wait_for(
+            &format!("click of link {n} sent to the daemon"),
+            Duration::from_secs(3),
+            || seen.lock().unwrap().iter().any(|b| b.contains(&n)),
+        );
+    }
+    nginx.assert_clean_log();
+}
