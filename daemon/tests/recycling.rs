@@ -10,6 +10,7 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{batch, eventually, on_postgres, Daemon};
@@ -365,7 +366,7 @@ async fn two_nodes_never_get_the_same_recycled_range() {
         ranges(&a, 40).await
     );
     // Both nodes create at once; each recycled range goes to one node.
-    let create_on = |d: &'static Daemon, tag: &'static str| async move {
+    let create_on = |d: Arc<Daemon>, tag: &'static str| async move {
         let mut ids = Vec::new();
         for i in 0..20 {
             let (s, v) = d
@@ -380,11 +381,11 @@ async fn two_nodes_never_get_the_same_recycled_range() {
         }
         ids
     };
-    let a: &'static Daemon = Box::leak(Box::new(a));
-    let b: &'static Daemon = Box::leak(Box::new(b));
+    // Shared, not leaked: the daemons stop when the test ends.
+    let (a, b) = (Arc::new(a), Arc::new(b));
     let (on_a, on_b) = tokio::join!(
-        tokio::spawn(create_on(a, "a")),
-        tokio::spawn(create_on(b, "b"))
+        tokio::spawn(create_on(a.clone(), "a")),
+        tokio::spawn(create_on(b.clone(), "b"))
     );
     let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
     let mut owner: HashMap<u64, &str> = HashMap::new();
@@ -411,6 +412,6 @@ async fn two_nodes_never_get_the_same_recycled_range() {
             "range {start}"
         );
     }
-    let v = ranges(a, 0).await;
+    let v = ranges(&a, 0).await;
     assert!(v["reused"].as_u64().unwrap() >= 4, "{v}");
 }
