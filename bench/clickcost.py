@@ -22,17 +22,7 @@ import sys
 import time
 
 import harness
-from harness import HERE, Stack, cpu_seconds, wrk, write_codes
-
-
-def fold_wait(stack, expected, timeout):
-    """Waits until `expected` clicks are folded; False at the timeout."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if stack.metric("shortlinkd_clicks_total") >= expected:
-            return True
-        time.sleep(0.2)
-    return False
+from harness import HERE, Stack, cpu_seconds, fold_wait, wrk, write_codes
 
 
 def window(stack, url, seconds, codes, script, expected_before=None):
@@ -46,7 +36,7 @@ def window(stack, url, seconds, codes, script, expected_before=None):
     r = wrk(url, seconds, 64, script, dict(os.environ, CODES=codes))
     folded = True
     if expected_before is not None:
-        folded = fold_wait(stack, expected_before + r["requests"], 120)
+        folded = fold_wait(lambda: stack.metric("shortlinkd_clicks_total"), expected_before + r["requests"])
     after = [cpu_seconds(g) for g in groups]
     n = max(r["requests"], 1)
     nginx_us, daemon_us, pg_us = ((a - b) * 1e6 / n for a, b in zip(after, before))
@@ -77,7 +67,7 @@ def measure(binary, args, pg=None):
         stack.start_nginx("64m")
         warm = wrk(url, 5, 64, script, dict(os.environ, CODES=codes_hot))
         clicks = warm["requests"]
-        fold_wait(stack, clicks, 120)
+        fold_wait(lambda: stack.metric("shortlinkd_clicks_total"), clicks)
         hot_runs, nc_runs = [], []
         for _ in range(args.runs):
             clicks = stack.metric("shortlinkd_clicks_total")

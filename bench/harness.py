@@ -287,11 +287,33 @@ def wrk(url, seconds, connections, script=None, env=None):
     }
 
 
-def measured(stack, url, seconds, connections, script=None, env=None):
-    """wrk plus server CPU (nginx workers + daemon) per request."""
+def fold_wait(count, expected, timeout=120):
+    """Waits until `count()`, the clicks folded into the tables so far
+    (`shortlinkd_clicks_total`), reaches `expected`; False at the timeout."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if count() >= expected:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def measured(stack, url, seconds, connections, script=None, env=None, clicks_before=None, count=None):
+    """wrk plus server CPU (nginx workers + daemon) per request. For a run
+    whose clicks are counted, `clicks_before` is the folded total expected
+    before it (`count()`, by default this stack's `shortlinkd_clicks_total`):
+    the CPU window then runs on until the run's clicks are folded too, so
+    the daemon's deferred fold is charged to the run that caused it (not to
+    whichever later run it lands in); req/s stays wrk's."""
     pids = stack.workers() + [stack.daemon.pid] + (stack.pg_pids() if stack.pg_pids else [])
     cpu0 = cpu_seconds(pids)
     r = wrk(url, seconds, connections, script, env)
+    if clicks_before is not None:
+        count = count or (lambda: stack.metric("shortlinkd_clicks_total"))
+        expected = clicks_before + r["requests"]
+        if not fold_wait(count, expected):
+            raise RuntimeError(f"clicks not folded within 120 s: {count()} of {expected}")
+        r["clicks_after"] = expected
     cpu1 = cpu_seconds(pids)
     r["cpu_us_per_req"] = (cpu1 - cpu0) * 1e6 / max(r["requests"], 1)
     return r

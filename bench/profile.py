@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Where the server's CPU goes in one scenario: `perf record` (cpu-clock
+samples, no hardware counters needed) on the daemon, the nginx workers and
+(with --pg) PostgreSQL while the scenario runs, then the samples summed by
+area (SQLite, kernel, HTTP, decode, allocator, ...) and the top symbols.
+Writes `bench/profiles/<scenario>[-pg].txt`, which BENCHMARKS.md's notes
+cite (issue 14: a target not met gets a profile naming its cost).
+
+    python3 bench/profile.py [--scenarios hot,create,import,batch] [--pg] [--seconds 20]
+
+Scenarios, each on a fresh stack:
+  hot     100,000 links in the zone, wrk with clicks counted; the window
+          runs on until every click is folded (the deferred fold included)
+  create  single POST /api/v1/links through nginx, 16 connections
+  import  `shortlinkd import` of a 1,000,000-row CSV (--rows)
+  batch   POST /api/v1/links/batch, 100,000 links in calls of 10,000
+"""
+
+import argparse
+import collections
+import os
+import signal
+import subprocess
+import time
+
+import harness
+import pg as pgbench
+from bulk import write_csv
+from harness import HERE, Stack, fold_wait, wrk, write_codes
+
+# Symbol (or DSO) prefixes to the area they belong to, first match wins.
+AREAS = [
+    ("sqlite3", "SQLite"),
+    ("rusqlite", "SQLite"),
+    ("[kernel", "kernel (syscalls: socket, fsync, futex, page faults)"),
+    ("mi_", "allocator (mimalloc)"),
+    ("_mi_", "allocator (mimalloc)"),
+    ("malloc", "allocator (libc)"),
+    ("free", "allocator (libc)"),
+    ("cfree", "allocator (libc)"),
+    ("__libc_", "allocator (libc)"),
+    ("postcard", "IPC decode/encode (postcard)"),
+    ("hyper", "HTTP (hyper/axum)"),
+    ("axum", "HTTP (hyper/axum)"),
+    ("http::", "HTTP (hyper/axum)"),
+    ("serde_json", "JSON (serde_json)"),
+    ("tokio", "tokio runtime"),
+    ("csv", "CSV parse"),
+    ("sha2", "hashing (SHA-256)"),
+    ("hashbrown", "hash maps"),
+    ("core::hash", "hash maps"),
+    ("std::collections::hash", "hash maps"),
+    ("memcpy", "memcpy/memmove"),
+    ("__memcpy", "memcpy/memmove"),
+    ("__memmove", "memcpy/memmove"),
+    ("__memset", "memcpy/memmove"),
+    ("ngx_", "nginx core"),
+    ("shortlink", "shortlink code"),
+    ("ngx_http_shortlink", "shortlink code"),
+]
+
+
+# Processes a whole-machine recording also catches: not the server's.
+NOT_SERVER = {"wrk", "perf", "python3", "swapper", "sshd", "bash", "sleep"}
+
+
+def area(comm, dso, sym):
+    if comm.startswith("postgres") or dso.startswith("postgres"):
+        return "PostgreSQL"
+    for key in (sym, dso):
+        for prefix, name in AREAS:
+            if key.startswith(prefix):
+                return name
+    if "shortlink" in dso:
+        return "shortlink code (inlined std/crates)"
+    return f"other ({dso})"
+
+
+def demangle_key(sym):
+    # rustc v0 / legacy symbols arrive demangled from perf: strip the hash.
+    if "::h" in sym and len(sym.rsplit("::h", 1)[1]) == 16:
+        sym = sym.rsplit("::h", 1)[0]
+    return sym.lstrip("<")
+
+
+def record(pids, data, work):
+    """Runs `work()` under `perf record` of `pids` (None: the whole machine,
+    for PostgreSQL, whose backends start after the recording does; the
+    report leaves out the load generator and the tools); returns work's
+    result."""
+    target = ["-a"] if pids is None else ["-p", ",".join(map(str, pids))]
+    perf = subprocess.Popen(
+        ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", *target, "-o", data],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    try:
+        return work()
+    finally:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(60)
+
+
+def report(data, title, out_path, top):
+    rep = subprocess.run(
+        ["perf", "report", "-i", data, "--stdio", "--no-children", "-F", "overhead,comm,dso,sym",
+         "--percent-limit", "0.01", "-t", "\t"],
+        capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in rep.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split("\t")]
+        if len(parts) < 4 or not parts[0].endswith("%"):
+            continue
+        pct = float(parts[0].rstrip("%"))
+        comm, dso, sym = parts[1], parts[2], parts[3]
+        if comm in NOT_SERVER:
+            continue
+        sym = sym.split("] ", 1)[-1] if sym.startswith("[") else sym
+        sym = demangle_key(sym)
+        sym_area = area(comm, "[kernel" if dso.startswith("[kernel") else dso, sym)
+        rows.append((pct, comm, dso, sym, sym_area))
+    # As shares of the server's samples alone.
+    total = sum(r[0] for r in rows) or 1.0
+    rows = [(pct * 100 / total, *rest) for pct, *rest in rows]
+    by_area = collections.Counter()
+    by_comm = collections.Counter()
+    for pct, comm, _, _, a in rows:
+        by_area[a] += pct
+        by_comm[comm] += pct
+    lines = [f"# {title}", "", "Share of the sampled server CPU by process:", ""]
+    lines += [f"  {v:6.2f}%  {k}" for k, v in by_comm.most_common()]
+    lines += ["", "By area:", ""]
+    lines += [f"  {v:6.2f}%  {k}" for k, v in by_area.most_common()]
+    lines += ["", f"Top {top} symbols (self time):", ""]
+    for pct, comm, dso, sym, a in sorted(rows, reverse=True)[:top]:
+        lines.append(f"  {pct:6.2f}%  {comm[:12]:<12} {sym[:110]}")
+    text = "\n".join(lines) + "\n"
+    with open(out_path, "w") as f:
+        f.write(text)
+    print(text)
+
+
+def stack_pids(stack):
+    return stack.workers() + [stack.daemon.pid] + (stack.pg_pids() if stack.pg_pids else [])
+
+
+def run(name, args, db):
+    out = os.path.join(HERE, "out", f"profile-{name}")
+    stack = Stack(out, False, database=db.database if db else None)
+    if db:
+        stack.pg_pids = db.pids
+    data = os.path.join(HERE, "out", f"perf-{name}.data")
+    try:
+        stack.start_nginx("64m")
+        if name == "hot":
+            hot = stack.create_batch(100_000)
+            codes = os.path.join(out, "hot.txt")
+            write_codes(codes, hot)
+            script = os.path.join(HERE, "random_code.lua")
+            url = f"http://127.0.0.1:{stack.nginx_port}"
+            env = dict(os.environ, CODES=codes)
+            count = (lambda: pgbench.clicks_counted([stack])) if db else (
+                lambda: stack.metric("shortlinkd_clicks_total"))
+            warm = wrk(url, 3, 64, script, env)
+            assert fold_wait(count, warm["requests"]), "warm-up clicks not folded"
+            before = count()
+
+            def work():
+                r = wrk(url, args.seconds, 64, script, env)
+                if not fold_wait(count, before + r["requests"]):
+                    raise RuntimeError(f"clicks not folded: {count() - before:,.0f} of {r['requests']:,} "
+                                       f"(non-3xx answers: {r.get('errors')})")
+                return f"{r['requests']:,} requests at {r['rps']:,.0f}/s, every click folded in the window"
+        elif name == "create":
+            api_url = f"http://127.0.0.1:{stack.nginx_api_port()}"
+            env = dict(os.environ, SHORTLINK_KEY=stack.api_key)
+
+            def work():
+                r = wrk(api_url, args.seconds, 16, os.path.join(HERE, "create.lua"), env)
+                return f"{r['requests']:,} creates at {r['rps']:,.0f}/s"
+        elif name == "import":
+            csv_path = os.path.join(HERE, "out", f"bulk-{args.rows}.csv")
+            write_csv(csv_path, args.rows)
+
+            def work():
+                t0 = time.monotonic()
+                subprocess.run([harness.DAEMON, "import", csv_path] + stack.daemon_args,
+                               check=True, capture_output=True)
+                return f"{args.rows:,} rows at {args.rows / (time.monotonic() - t0):,.0f}/s"
+        elif name == "batch":
+            def work():
+                t0 = time.monotonic()
+                stack.create_batch(100_000, offset=50_000_000)
+                return f"100,000 links at {100_000 / (time.monotonic() - t0):,.0f}/s"
+        else:
+            raise SystemExit(f"unknown scenario {name}")
+        summary = record(None if db else stack_pids(stack), data, work)
+    finally:
+        stack.close()
+    store = "PostgreSQL" if db else "SQLite"
+    os.makedirs(os.path.join(HERE, "profiles"), exist_ok=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(HERE),
+                            capture_output=True, text=True).stdout.strip()
+    title = f"{name} on {store} at {commit} ({time.strftime('%Y-%m-%d %H:%M')}): {summary}"
+    report(data, title, os.path.join(HERE, "profiles", f"{name}{'-pg' if db else ''}.txt"), args.top)
+    os.remove(data)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenarios", default="hot,create,import,batch")
+    ap.add_argument("--pg", action="store_true", help="the daemon on a private PostgreSQL (bench/pg.py)")
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--top", type=int, default=30)
+    args = ap.parse_args()
+    db = pgbench.Postgres(os.path.join(HERE, "out", "profile-pg")) if args.pg else None
+    try:
+        for name in args.scenarios.split(","):
+            run(name, args, db)
+    finally:
+        if db:
+            db.stop()
+
+
+if __name__ == "__main__":
+    main()
