@@ -1,9 +1,12 @@
-//! A daemon slow to acknowledge clicks: the worker's pages fill while its
-//! batches wait for answers, what they hold goes to the spool, and once the
-//! daemon answers again every later click still reaches it over IPC. (A
-//! page spooled while in flight once kept its in-flight mark: the batch it
-//! held next was never sent, and waited for the next spool or nginx's exit.)
-//! A test peer plays the daemon.
+//! Click batches under pressure, with a test peer playing the daemon: a
+//! page that fills up goes to the daemon at once, not at the next flush (at
+//! a high click rate the pages ran out between flushes and went to the
+//! spool); and with a daemon slow to acknowledge, the pages fill while
+//! their batches wait for answers, what they hold goes to the spool, and
+//! once the daemon answers again every later click still reaches it over
+//! IPC (a page spooled while in flight once kept its in-flight mark: the
+//! batch it held next was never sent, and waited for the next spool or
+//! nginx's exit).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -99,9 +102,10 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn clicks_after_a_spool_of_unanswered_batches_still_reach_the_daemon() {
-    let scratch = Scratch::new("slow-acks");
+/// nginx with one worker whose daemon is a [`slow_daemon`] (acknowledging
+/// from the start with `acking` set), flushing clicks every `flush`.
+fn start(name: &str, flush: &str, acking: bool) -> (Scratch, Nginx, Arc<AtomicBool>, Seen) {
+    let scratch = Scratch::new(name);
     let (key_path, _) = scratch.key();
     let key = DeploymentKey::load(&key_path).unwrap();
     let socket = scratch.path("ipc.sock");
@@ -110,7 +114,7 @@ fn clicks_after_a_spool_of_unanswered_batches_still_reach_the_daemon() {
     std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o777)).unwrap();
     let listener = UnixListener::bind(&socket).unwrap();
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let acking = Arc::new(AtomicBool::new(false));
+    let acking = Arc::new(AtomicBool::new(acking));
     let seen: Seen = Arc::default();
     slow_daemon(listener, key, acking.clone(), seen.clone());
     let nginx = Nginx::start(
@@ -122,7 +126,7 @@ fn clicks_after_a_spool_of_unanswered_batches_still_reach_the_daemon() {
     shortlink_zone zone=links:1m;
     shortlink_pass unix:{socket};
     shortlink_spool {spool};
-    shortlink_flush_interval 100ms;
+    shortlink_flush_interval {flush};
     server {{
         listen 127.0.0.1:{{port}};
         location / {{ shortlink on; }}
@@ -132,14 +136,39 @@ fn clicks_after_a_spool_of_unanswered_batches_still_reach_the_daemon() {
             spool = spool.display(),
         ),
     );
+    (scratch, nginx, acking, seen)
+}
+
+/// A click on `/c1` from referrer host `r<i>.example` (a row of its own).
+fn click_from(nginx: &Nginx, i: usize) {
+    let referrer = format!("http://r{i}.example/");
+    let r = shortlink_e2e::http(nginx.port, b"GET", b"/c1", &[("Referer", &referrer)], b"");
+    assert_eq!(r.status, 302);
+}
+
+#[test]
+fn a_page_that_fills_up_goes_to_the_daemon_before_the_flush() {
+    let (_scratch, nginx, _, seen) = start("full-page", "60s", true);
+    // More rows than a page takes; the flush is a minute away.
+    for i in 0..7000 {
+        click_from(&nginx, i);
+    }
+    wait_for("a full page sent", Duration::from_secs(3), || {
+        !seen.lock().unwrap().is_empty()
+    });
+    assert!(!nginx.error_log().contains("written to the spool"));
+    nginx.assert_clean_log();
+}
+
+#[test]
+fn clicks_after_a_spool_of_unanswered_batches_still_reach_the_daemon() {
+    let (scratch, nginx, acking, seen) = start("slow-acks", "100ms", false);
     // Clicks from ever more referrers (a row each): every flush seals a
     // page and sends it, none is answered, and once the last page is full
     // the clicks overflow and everything sealed goes to the spool.
     let log = || nginx.error_log();
     for i in 0..20_000 {
-        let referrer = format!("http://r{i}.example/");
-        let r = shortlink_e2e::http(nginx.port, b"GET", b"/c1", &[("Referer", &referrer)], b"");
-        assert_eq!(r.status, 302);
+        click_from(&nginx, i);
         if i % 500 == 499 && log().contains("written to the spool") {
             break;
         }
@@ -147,7 +176,7 @@ fn clicks_after_a_spool_of_unanswered_batches_still_reach_the_daemon() {
     wait_for("a spool of the held clicks", Duration::from_secs(5), || {
         log().contains("written to the spool")
     });
-    let spooled = std::fs::read_dir(&spool).unwrap().count();
+    let spooled = std::fs::read_dir(scratch.path("spool")).unwrap().count();
     assert!(spooled >= 1, "a spool file: {}", log());
     let sent_before = seen.lock().unwrap().len();
     assert!(

@@ -221,23 +221,28 @@ impl ClickBook {
         true
     }
 
-    /// Counts one redirect that [`count_fast`] could not.
-    pub fn record(&mut self, key: &Key<'_>) {
+    /// Counts one redirect that [`count_fast`] could not; true when that
+    /// sealed the full filling page into a batch, which should go to the
+    /// daemon now rather than at the next flush (at a high click rate the
+    /// pages would otherwise run out between flushes and go to the spool).
+    pub fn record(&mut self, key: &Key<'_>) -> bool {
         if let Some(page) = self.filling {
             if page.add(key, 1).is_ok() {
-                return;
+                return false;
             }
         }
-        self.record_slow(key, 1);
+        self.record_slow(key, 1)
     }
 
-    /// The filling page is full: another one, or the overflow.
+    /// The filling page is full: another one, or the overflow. True when
+    /// a page with counts was sealed.
     #[cold]
-    fn record_slow(&mut self, key: &Key<'_>, n: u32) {
+    fn record_slow(&mut self, key: &Key<'_>, n: u32) -> bool {
+        let had_rows = self.filling.is_some_and(|p| p.has_rows());
         if self.rotate() {
             if let Some(page) = self.filling {
                 if page.add(key, n).is_ok() {
-                    return;
+                    return had_rows;
                 }
             }
         }
@@ -252,6 +257,7 @@ impl ClickBook {
         };
         let c = self.overflow.entry(owned).or_insert(0);
         *c = c.saturating_add(n);
+        false
     }
 
     /// The flush: seals the filling page into a batch if a page is free to

@@ -134,7 +134,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                     hit.variant,
                 ) {
                     if !clicks::count_fast(&key) {
-                        with_link(|l| l.clicks().record(&key));
+                        with_link(|l| l.record_click(&key));
                     }
                 }
             }

@@ -1,5 +1,6 @@
 //! Clicks to the daemon: every `shortlink_flush_interval` the filling page
-//! is sealed into a batch and sent; each batch stays until the daemon
+//! is sealed into a batch and sent (a page that fills up before then is
+//! sent at once); each batch stays until the daemon
 //! acknowledges it. A batch the daemon could not store is sent again on the
 //! live connection after 1 s, 2 s, 4 s, then every 5 s; one it refuses as
 //! out of bounds is dropped; all are sent again after a reconnect. When the
@@ -13,7 +14,7 @@ use nginx_sys::{ngx_event_t, ngx_msec_t};
 use shortlink_core::ipc::{BatchId, Request};
 
 use super::{on_event, Answer, DaemonLink, Inflight, State};
-use crate::clicks::PageKey;
+use crate::clicks::{Key, PageKey};
 use crate::log::{error, info, warning};
 
 /// First and longest wait before a batch the daemon failed to store is
@@ -36,6 +37,15 @@ impl DaemonLink {
         self.flushes = self.flushes.wrapping_add(1);
         if self.flushes.is_multiple_of(ADOPT_EVERY) {
             self.adopt_orphans();
+        }
+    }
+
+    /// Counts a redirect the hot path could not (its page was full, say): a
+    /// page that filled up goes to the daemon at once, not at the next
+    /// flush, so a high click rate never runs the pages out between flushes.
+    pub fn record_click(&mut self, key: &Key<'_>) {
+        if self.conf.clicks.record(key) && self.state == State::Ready {
+            self.send_batches(false);
         }
     }
 

@@ -351,11 +351,6 @@ impl DaemonLink {
         format!("unix:{}", self.conf.socket)
     }
 
-    /// The worker's click counts.
-    pub fn clicks(&mut self) -> &mut ClickBook {
-        &mut self.conf.clicks
-    }
-
     /// Updates this worker's figures for `shortlink_status` (when there is
     /// a zone to keep them in).
     fn figures<R>(&self, f: impl FnOnce(&Row) -> R) {
