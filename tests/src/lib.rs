@@ -606,3 +606,43 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         data = &data[start + size + 2..];
     }
 }
+
+/// A test peer in the daemon's place: the IPC socket bound in `scratch`
+/// (open to the workers) and the deployment key, for a scripted daemon to
+/// serve, and nginx (`workers` workers) passing to it with `directives`
+/// added to the `http` block, one location `/` with `shortlink on`.
+pub fn peer(
+    scratch: &Scratch,
+    directives: &str,
+) -> (std::os::unix::net::UnixListener, DeploymentKey, PeerNginx) {
+    use std::os::unix::fs::PermissionsExt;
+    let (key_path, _) = scratch.key();
+    let key = DeploymentKey::load(&key_path).unwrap();
+    let socket = scratch.path("ipc.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let conf = format!(
+        r#"
+    shortlink_key_file {key};
+    shortlink_zone zone=links:1m;
+    shortlink_pass unix:{socket};
+    {directives}
+    server {{
+        listen 127.0.0.1:{{port}};
+        location / {{ shortlink on; }}
+    }}"#,
+        key = key_path.display(),
+        socket = socket.display(),
+    );
+    (listener, key, PeerNginx(conf))
+}
+
+/// nginx's configuration for a [`peer`], started once the peer serves.
+pub struct PeerNginx(String);
+
+impl PeerNginx {
+    /// Starts nginx with one worker.
+    pub fn start(self, scratch: &Scratch) -> Nginx {
+        Nginx::start(scratch, 1, &self.0)
+    }
+}

@@ -4,7 +4,6 @@
 //! key's fingerprint (which is no secret) but not the key.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +13,7 @@ use shortlink_core::ipc::{
     frame, read_frame, BatchId, EdgeLink, LookupResult, Reply, Request, PROTOCOL_VERSION,
 };
 use shortlink_core::DeploymentKey;
-use shortlink_e2e::{Nginx, Scratch};
+use shortlink_e2e::{peer, Scratch};
 
 /// How the test daemon goes through the handshake.
 #[derive(Clone, Copy, PartialEq)]
@@ -158,30 +157,9 @@ fn hostile_daemon(
 #[test]
 fn bad_replies_never_reach_the_client() {
     let scratch = Scratch::new("hostile");
-    let (key_path, _) = scratch.key();
-    let key = DeploymentKey::load(&key_path).unwrap();
-    let socket = scratch.path("ipc.sock");
-    let listener = UnixListener::bind(&socket).unwrap();
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (listener, key, nginx) = peer(&scratch, "shortlink_timeout 500ms;");
     hostile_daemon(listener, key, Proving::WithKey, Arc::default());
-
-    let nginx = Nginx::start(
-        &scratch,
-        1,
-        &format!(
-            r#"
-    shortlink_key_file {key};
-    shortlink_zone zone=links:1m;
-    shortlink_pass unix:{socket};
-    shortlink_timeout 500ms;
-    server {{
-        listen 127.0.0.1:{{port}};
-        location / {{ shortlink on; }}
-    }}"#,
-            key = key_path.display(),
-            socket = socket.display()
-        ),
-    );
+    let nginx = nginx.start(&scratch);
     std::thread::sleep(Duration::from_millis(200));
 
     for code in ["crlf-target", "space-target"] {
@@ -214,29 +192,9 @@ fn bad_replies_never_reach_the_client() {
 fn a_daemon_without_the_key_is_never_trusted() {
     for proving in [Proving::Guessing, Proving::NoChallenge] {
         let scratch = Scratch::new("impostor");
-        let (key_path, _) = scratch.key();
-        let key = DeploymentKey::load(&key_path).unwrap();
-        let socket = scratch.path("ipc.sock");
-        let listener = UnixListener::bind(&socket).unwrap();
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let (listener, key, nginx) = peer(&scratch, "shortlink_timeout 500ms;");
         hostile_daemon(listener, key, proving, Arc::default());
-        let nginx = Nginx::start(
-            &scratch,
-            1,
-            &format!(
-                r#"
-    shortlink_key_file {key};
-    shortlink_zone zone=links:1m;
-    shortlink_pass unix:{socket};
-    shortlink_timeout 500ms;
-    server {{
-        listen 127.0.0.1:{{port}};
-        location / {{ shortlink on; }}
-    }}"#,
-                key = key_path.display(),
-                socket = socket.display()
-            ),
-        );
+        let nginx = nginx.start(&scratch);
         std::thread::sleep(Duration::from_millis(300));
         for _ in 0..3 {
             let r = nginx.get(b"/some-alias");
@@ -257,30 +215,10 @@ fn a_daemon_without_the_key_is_never_trusted() {
 #[test]
 fn a_refused_click_batch_is_dropped_once_never_resent() {
     let scratch = Scratch::new("clicks-refused");
-    let (key_path, _) = scratch.key();
-    let key = DeploymentKey::load(&key_path).unwrap();
-    let socket = scratch.path("ipc.sock");
-    let listener = UnixListener::bind(&socket).unwrap();
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (listener, key, nginx) = peer(&scratch, "shortlink_flush_interval 100ms;");
     let refused = Arc::new(Mutex::new(Vec::new()));
     hostile_daemon(listener, key, Proving::WithKey, refused.clone());
-    let nginx = Nginx::start(
-        &scratch,
-        1,
-        &format!(
-            r#"
-    shortlink_key_file {key};
-    shortlink_zone zone=links:1m;
-    shortlink_pass unix:{socket};
-    shortlink_flush_interval 100ms;
-    server {{
-        listen 127.0.0.1:{{port}};
-        location / {{ shortlink on; }}
-    }}"#,
-            key = key_path.display(),
-            socket = socket.display()
-        ),
-    );
+    let nginx = nginx.start(&scratch);
     std::thread::sleep(Duration::from_millis(300));
     // Each redirect is a click; each flush a batch the daemon refuses and
     // then hangs up on, so the worker reconnects between batches.

@@ -20,7 +20,7 @@ use shortlink_core::ipc::{
     frame, read_frame, EdgeLink, LookupResult, Reply, Request, PROTOCOL_VERSION,
 };
 use shortlink_core::DeploymentKey;
-use shortlink_e2e::{Nginx, Scratch};
+use shortlink_e2e::{peer, Nginx, Scratch};
 
 /// What the peer saw: the link ids of every click batch it was sent.
 type Seen = Arc<Mutex<Vec<Vec<u64>>>>;
@@ -106,36 +106,20 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 /// from the start with `acking` set), flushing clicks every `flush`.
 fn start(name: &str, flush: &str, acking: bool) -> (Scratch, Nginx, Arc<AtomicBool>, Seen) {
     let scratch = Scratch::new(name);
-    let (key_path, _) = scratch.key();
-    let key = DeploymentKey::load(&key_path).unwrap();
-    let socket = scratch.path("ipc.sock");
     let spool = scratch.path("spool");
     std::fs::create_dir_all(&spool).unwrap();
     std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let listener = UnixListener::bind(&socket).unwrap();
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (listener, key, nginx) = peer(
+        &scratch,
+        &format!(
+            "shortlink_spool {};\n    shortlink_flush_interval {flush};",
+            spool.display()
+        ),
+    );
     let acking = Arc::new(AtomicBool::new(acking));
     let seen: Seen = Arc::default();
     slow_daemon(listener, key, acking.clone(), seen.clone());
-    let nginx = Nginx::start(
-        &scratch,
-        1,
-        &format!(
-            r#"
-    shortlink_key_file {key};
-    shortlink_zone zone=links:1m;
-    shortlink_pass unix:{socket};
-    shortlink_spool {spool};
-    shortlink_flush_interval {flush};
-    server {{
-        listen 127.0.0.1:{{port}};
-        location / {{ shortlink on; }}
-    }}"#,
-            key = key_path.display(),
-            socket = socket.display(),
-            spool = spool.display(),
-        ),
-    );
+    let nginx = nginx.start(&scratch);
     (scratch, nginx, acking, seen)
 }
 
