@@ -43,10 +43,11 @@ pub async fn serve(config: Config) -> Result<()> {
     let app = App::open(config.clone(), None)
         .await
         .with_context(|| format!("key file {}", key_path.display()))?;
+    let shutdown = server::shutdown_signal().context("cannot handle SIGTERM and SIGINT")?;
     let listeners = server::bind(&config).await?;
     if let Some(addr) = listeners.tcp_addr() {
         tracing::info!(%addr, "HTTP API also on TCP");
     }
-    server::run(app, listeners, server::shutdown_signal()).await?;
+    server::run(app, listeners, shutdown).await?;
     Ok(())
 }
