@@ -354,6 +354,10 @@ figure. Each figure is the median of {doc['settings']['runs']} runs; ratios are 
 make bench              # builds release binaries, runs every scenario, writes this file
 make bench-smoke        # a few seconds of each scenario (part of make test)
 python3 bench/bench.py --stores-only   # import, creates, miss, clicks on SQLite and PostgreSQL only
+python3 bench/profile.py [--pg]        # perf profiles of hot, create, import, batch by area -> bench/profiles/
+python3 bench/callgrind.py             # instructions per request on the edge's hot paths
+python3 bench/clickcost.py OLD NEW [--pg]   # click cost, two daemon binaries back to back
+python3 bench/creates.py / bulk.py / pgbulk.py   # creates, import + batch (SQLite, PostgreSQL), old vs new binary
 ```
 
 ## What limits each figure

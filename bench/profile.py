@@ -215,13 +215,14 @@ def main():
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
-    db = pgbench.Postgres(os.path.join(HERE, "out", "profile-pg")) if args.pg else None
-    try:
-        for name in args.scenarios.split(","):
+    for name in args.scenarios.split(","):
+        # A cluster of its own per scenario: each stack has a key of its own.
+        db = pgbench.Postgres(os.path.join(HERE, "out", f"profile-pg-{name}")) if args.pg else None
+        try:
             run(name, args, db)
-    finally:
-        if db:
-            db.stop()
+        finally:
+            if db:
+                db.stop()
 
 
 if __name__ == "__main__":
