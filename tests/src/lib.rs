@@ -646,3 +646,18 @@ impl PeerNginx {
         Nginx::start(scratch, 1, &self.0)
     }
 }
+
+/// Polls `f` until it returns true or `within` passes; false then. For what
+/// reaches the edge asynchronously (an edit's event, a reload's workers).
+pub fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

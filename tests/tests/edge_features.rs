@@ -2,28 +2,14 @@
 //! expiry and the disabled flag; single flight; clicks and the zone across
 //! daemon restarts and nginx reloads.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
-use shortlink_e2e::Stack;
+use shortlink_e2e::{eventually, Stack};
 
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148";
 const ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) Mobile Safari/537.36";
 const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0";
-
-/// Polls `f` until it returns true or `within` passes.
-fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn aliases_resolve_and_unknown_aliases_cost_no_lookup() {

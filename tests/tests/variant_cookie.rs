@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shortlink_e2e::{Response, Stack};
+use shortlink_e2e::{eventually, Response, Stack};
 
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148";
 const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/120.0";
@@ -47,6 +47,26 @@ fn patch(s: &Stack, code: &str, body: serde_json::Value) {
         .daemon
         .api("PATCH", &format!("/api/v1/links/{code}"), Some(&body));
     assert_eq!(r.status, 200, "{}", r.body_text());
+}
+
+/// The first desktop visit with `cookie` that `reached` says the edit just
+/// made has reached (within 2 s).
+fn after_edit(
+    s: &Stack,
+    code: &str,
+    cookie: &str,
+    reached: impl Fn(&Response) -> bool,
+) -> Response {
+    let mut last = None;
+    let ok = eventually(Duration::from_secs(2), || {
+        let r = s.get(code, &[("User-Agent", DESKTOP), ("Cookie", cookie)]);
+        let done = reached(&r);
+        last = Some(r);
+        done
+    });
+    let r = last.unwrap();
+    assert!(ok, "the edit never reached the edge: {}", location(&r));
+    r
 }
 
 #[test]
@@ -132,8 +152,9 @@ fn a_returning_visitor_keeps_their_variant() {
         })
         .collect();
     patch(&s, &code, json!({"variants": others}));
-    let r = s.get(&code, &[("User-Agent", DESKTOP), ("Cookie", &cookie)]);
-    assert_eq!(r.header("X-Cache"), Some("MISS"));
+    // The edit reaches the workers as an event, a moment after the API's
+    // answer: the first visit after it is a miss.
+    let r = after_edit(&s, &code, &cookie, |r| r.header("X-Cache") == Some("MISS"));
     assert_eq!(location(&r), kept);
     assert_eq!(r.header("Set-Cookie"), None);
 
@@ -143,8 +164,7 @@ fn a_returning_visitor_keeps_their_variant() {
         .map(|u| json!({"url": format!("{u}-v2"), "weight": 1}))
         .collect();
     patch(&s, &code, json!({"variants": renamed}));
-    let r = s.get(&code, &[("User-Agent", DESKTOP), ("Cookie", &cookie)]);
-    assert!(location(&r).ends_with("-v2"), "{}", location(&r));
+    let r = after_edit(&s, &code, &cookie, |r| location(r).ends_with("-v2"));
     assert!(cookie_of(&r).is_some());
     assert!(targets(&s, &code, Some(&cookie), 60).len() > 1);
 

@@ -3,29 +3,16 @@
 //! User-Agent` when the target depends on it) and preview fetchers and
 //! HTTP libraries that never use up a link's visits.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
-use shortlink_e2e::Stack;
+use shortlink_e2e::{eventually, Stack};
 
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148";
 const DESKTOP: &str =
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/124.0 Safari/537.36";
 const WHATSAPP: &str = "WhatsApp/2.23.20.0 A";
 const CURL: &str = "curl/8.5.0";
-
-fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn json_of(r: &shortlink_e2e::Response) -> serde_json::Value {
     serde_json::from_slice(&r.body).unwrap_or_else(|_| panic!("not JSON: {}", r.body_text()))
