@@ -412,3 +412,63 @@ async fn stats_answer_as_sqlite_answers() {
     assert!(!ids.contains(&3), "{ids:?}");
     sqlite.close();
 }
+
+/// A read that shows clicks folds the log first: under a steady stream of
+/// batches from another node it still returns, and counts every click
+/// acknowledged before it began (and none that was never sent). (A fold
+/// takes the log up to its head when it starts.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_read_under_a_steady_click_stream_returns_and_counts_what_was_acknowledged() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let cluster = PgCluster::start("pgsstream");
+    let (a, b) = open(&cluster, "stream").await;
+    add_link(a.pg(), 1, None, None).await;
+    let acked = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn({
+        let (acked, stop) = (acked.clone(), stop.clone());
+        async move {
+            let mut n = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                n += 1;
+                let mut id = [0u8; 16];
+                id[..8].copy_from_slice(&n.to_be_bytes());
+                let one = ClickBatch {
+                    batch_id: BatchId(id),
+                    clicks: vec![click(1, 12, DeviceClass::Mobile, false, None, 1)],
+                };
+                assert_eq!(a.append_clicks(vec![one], 40_000).await.unwrap(), [true]);
+                acked.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    while acked.load(Ordering::SeqCst) < 50 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    for round in 0..5 {
+        let before = acked.load(Ordering::SeqCst);
+        let stats = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            b.link_stats(1, 0, 100, false),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("round {round}: the read chased the stream"))
+        .unwrap();
+        // One batch may be committed and folded before its append returns.
+        let after = acked.load(Ordering::SeqCst) + 1;
+        assert!(
+            (before..=after).contains(&(stats.total as u64)),
+            "round {round}: {} counted, {before} acknowledged before the read, {after} after",
+            stats.total
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.await.unwrap();
+    // Everything sent, folded by either node, counts once.
+    b.fold_clicks().await.unwrap();
+    assert_eq!(
+        totals(&cluster, "stream", 1),
+        format!("{0}/0/{0}", acked.load(Ordering::SeqCst))
+    );
+}
