@@ -41,11 +41,20 @@ impl DaemonLink {
     }
 
     /// Counts a redirect the hot path could not (its page was full, say): a
-    /// page that filled up goes to the daemon at once, not at the next
-    /// flush, so a high click rate never runs the pages out between flushes.
+    /// page that filled up goes to the daemon right after the current
+    /// events (a posted event, so the request that filled it does not wait
+    /// for the encoding), not at the next flush, so a high click rate never
+    /// runs the pages out between flushes.
     pub fn record_click(&mut self, key: &Key<'_>) {
-        if self.conf.clicks.record(key) && self.state == State::Ready {
-            self.send_batches(false);
+        if self.conf.clicks.record(key) && self.send_full.posted() == 0 {
+            // SAFETY: the event lives in the boxed link, which takes it off
+            // the posted queue before it is dropped (`shutdown`).
+            unsafe {
+                nginx_sys::ngx_post_event(
+                    &mut self.send_full,
+                    core::ptr::addr_of_mut!(nginx_sys::ngx_posted_events),
+                )
+            };
         }
     }
 
@@ -197,6 +206,10 @@ impl DaemonLink {
                 unsafe { nginx_sys::ngx_del_timer(ev) };
             }
         }
+        if self.send_full.posted() != 0 {
+            // SAFETY: our own event, on the posted queue.
+            unsafe { nginx_sys::ngx_delete_posted_event(&mut self.send_full) };
+        }
         self.fail_lookups(Answer::Unavailable);
         self.close();
     }
@@ -211,6 +224,15 @@ pub(super) unsafe extern "C" fn on_flush(ev: *mut ngx_event_t) {
         // SAFETY: reading nginx's exit flag on its own thread.
         if unsafe { nginx_sys::ngx_exiting } == 0 {
             l.arm_flush();
+        }
+    });
+}
+
+/// Posted by [`DaemonLink::record_click`]: the pages that filled up go now.
+pub(super) unsafe extern "C" fn on_send_full(ev: *mut ngx_event_t) {
+    on_event(ev, |l| {
+        if l.state == State::Ready {
+            l.send_batches(false);
         }
     });
 }

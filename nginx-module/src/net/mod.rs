@@ -262,6 +262,9 @@ pub struct DaemonLink {
     flush: ngx_event_t,
     /// Sends again the batches the daemon failed to store.
     click_retry: ngx_event_t,
+    /// Posted when a page fills up: sends it once the current events are
+    /// handled, not inside the request that filled it.
+    send_full: ngx_event_t,
     /// Wait before the next of those sends.
     click_backoff: ngx_msec_t,
     /// The daemon fails to store clicks (said once until it stores again).
@@ -314,6 +317,7 @@ impl DaemonLink {
             retry: event(),
             flush: event(),
             click_retry: event(),
+            send_full: event(),
             click_backoff: flush::FIRST_RETRY,
             clicks_failing: false,
             spool_failing: false,
@@ -337,6 +341,7 @@ impl DaemonLink {
             ),
             (&mut link.flush, flush::on_flush),
             (&mut link.click_retry, flush::on_click_retry),
+            (&mut link.send_full, flush::on_send_full),
         ] {
             ev.handler = Some(handler);
             ev.log = log;
