@@ -13,14 +13,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shortlink_core::handshake::LinkAuth;
 use shortlink_core::ipc::{
     frame, read_frame, EdgeLink, LookupResult, Reply, Request, PROTOCOL_VERSION,
 };
 use shortlink_core::DeploymentKey;
-use shortlink_e2e::{peer, Nginx, Scratch};
+use shortlink_e2e::{eventually, peer, Nginx, Scratch};
 
 /// What the peer saw: the link ids of every click batch it was sent.
 type Seen = Arc<Mutex<Vec<Vec<u64>>>>;
@@ -94,12 +94,8 @@ fn slow_daemon(listener: UnixListener, key: DeploymentKey, acking: Arc<AtomicBoo
     });
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !done() {
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for(what: &str, limit: Duration, done: impl FnMut() -> bool) {
+    assert!(eventually(limit, done), "{what}: not within {limit:?}");
 }
 
 /// nginx with one worker whose daemon is a [`slow_daemon`] (acknowledging
