@@ -83,6 +83,10 @@ def demangle_key(sym):
     return sym.lstrip("<")
 
 
+# Extra `perf record` options (`--call-graph`).
+CALL_GRAPH = []
+
+
 def record(pids, data, work):
     """Runs `work()` under `perf record` of `pids` (None: the whole machine,
     for PostgreSQL, whose backends start after the recording does; the
@@ -90,7 +94,7 @@ def record(pids, data, work):
     result."""
     target = ["-a"] if pids is None else ["-p", ",".join(map(str, pids))]
     perf = subprocess.Popen(
-        ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", *target, "-o", data],
+        ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", *CALL_GRAPH, *target, "-o", data],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(0.5)
     try:
@@ -204,7 +208,10 @@ def run(name, args, db):
                             capture_output=True, text=True).stdout.strip()
     title = f"{name} on {store} at {commit} ({time.strftime('%Y-%m-%d %H:%M')}): {summary}"
     report(data, title, os.path.join(HERE, "profiles", f"{name}{'-pg' if db else ''}.txt"), args.top)
-    os.remove(data)
+    if args.call_graph:
+        print(f"samples with call graphs kept in {data}: perf report -i {data} --no-children -G -S SYMBOL")
+    else:
+        os.remove(data)
 
 
 def main():
@@ -214,7 +221,11 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--call-graph", action="store_true",
+                    help="also record call graphs (DWARF unwinding) and keep the perf data to ask who calls what")
     args = ap.parse_args()
+    if args.call_graph:
+        CALL_GRAPH.extend(["--call-graph", "dwarf,32768"])
     for name in args.scenarios.split(","):
         # A cluster of its own per scenario: each stack has a key of its own.
         db = pgbench.Postgres(os.path.join(HERE, "out", f"profile-pg-{name}")) if args.pg else None

@@ -87,6 +87,23 @@ async fn the_schema_keeps_the_sqlite_rules() {
         );
         assert_eq!(n, "1", "{index}");
     }
+    // A logged click batch is stored as it is: out of line once large,
+    // never compressed (v13), however well it would compress.
+    client
+        .execute(
+            "INSERT INTO click_log (received_at, batch, format) VALUES (0, $1, 3)",
+            &[&vec![7u8; 64 * 1024]],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        cluster.psql(
+            "rules",
+            "SELECT coalesce(pg_column_compression(batch), 'none') || ' ' || pg_column_size(batch) \
+             FROM click_log"
+        ),
+        "none 65536"
+    );
     // Clicks go with their link.
     client
         .execute(

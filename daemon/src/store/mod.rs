@@ -22,6 +22,7 @@ pub mod webhooks;
 
 mod backend;
 mod error;
+mod schema_hooks;
 mod threads;
 mod watch;
 
@@ -100,6 +101,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v18.sql"),
     include_str!("schema_v19.sql"),
     include_str!("schema_v20.sql"),
+    include_str!("schema_v21.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:
@@ -107,7 +109,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(MIGRATIONS.iter().map(|sql| M::up(sql)).collect())
+    Migrations::new(
+        MIGRATIONS
+            .iter()
+            .enumerate()
+            .map(|(i, sql)| match i + 1 {
+                21 => M::up_with_hook(sql, schema_hooks::v21_check_mode_without_in),
+                _ => M::up(sql),
+            })
+            .collect(),
+    )
 }
 
 impl SqliteStore {
