@@ -54,9 +54,10 @@ AREAS = [
     ("__memcpy", "memcpy/memmove"),
     ("__memmove", "memcpy/memmove"),
     ("__memset", "memcpy/memmove"),
+    # The module's Rust symbols start with its crate name, so before ngx_.
+    ("ngx_http_shortlink", "shortlink code"),
     ("ngx_", "nginx core"),
     ("shortlink", "shortlink code"),
-    ("ngx_http_shortlink", "shortlink code"),
 ]
 
 
@@ -67,10 +68,18 @@ NOT_SERVER = {"wrk", "perf", "python3", "swapper", "sshd", "bash", "sleep"}
 def area(comm, dso, sym):
     if comm.startswith("postgres") or dso.startswith("postgres"):
         return "PostgreSQL"
-    for key in (sym, dso):
-        for prefix, name in AREAS:
-            if key.startswith(prefix):
-                return name
+    for prefix, name in AREAS:
+        if sym.startswith(prefix):
+            return name
+    # SQLite is compiled into shortlinkd, and its static functions
+    # (pcache1Fetch, balance_nonroot, walFindFrame, ...) have no sqlite3
+    # prefix: a C symbol of the daemon's own file is SQLite's (it links no
+    # other C code but mimalloc, matched above), not ours.
+    if dso.startswith("shortlinkd") and "::" not in sym and not sym.startswith(("0x", "[", "<")):
+        return "SQLite"
+    for prefix, name in AREAS:
+        if dso.startswith(prefix):
+            return name
     if "shortlink" in dso:
         return "shortlink code (inlined std/crates)"
     return f"other ({dso})"
