@@ -167,6 +167,40 @@ impl Daemon {
         self.child.as_ref().map_or(0, |c| c.id())
     }
 
+    /// SIGSTOP, then waits until every thread of the daemon has stopped.
+    /// The stop is not immediate: the kernel hands the signal to one
+    /// thread, and until that thread runs, the others can still be woken
+    /// by I/O (a lookup from nginx) and answer it. On a loaded machine
+    /// that window lasts long enough for a test's first requests.
+    pub fn freeze(&self) {
+        let pid = self.pid();
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        let every_thread_stopped = || {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                return false;
+            };
+            tasks.flatten().all(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                // The state follows the command name's closing parenthesis.
+                matches!(
+                    stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]),
+                    Some("T" | "t")
+                )
+            })
+        };
+        assert!(
+            crate::eventually(Duration::from_secs(10), every_thread_stopped),
+            "shortlinkd (pid {pid}) did not stop within 10 s of SIGSTOP"
+        );
+    }
+
+    /// SIGCONT after [`Daemon::freeze`].
+    pub fn thaw(&self) {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGCONT) };
+    }
+
     /// SIGKILL, as a crash would.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {

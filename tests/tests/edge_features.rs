@@ -161,8 +161,7 @@ fn concurrent_first_requests_share_one_lookup() {
         .create(json!({"url": "https://example.com/flight"}));
     let before = s.daemon.metric("shortlinkd_ipc_lookups_total");
     // Freeze the daemon so every request arrives while the lookup is out.
-    // SAFETY: signals to our own child.
-    unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGSTOP) };
+    s.daemon.freeze();
     let n = 16;
     let port = s.nginx.port;
     let handles: Vec<_> = (0..n)
@@ -182,8 +181,7 @@ fn concurrent_first_requests_share_one_lookup() {
     });
     let m = s.figures();
     assert_eq!(m.gauge("shortlink_lookups_in_flight"), 1, "{m:?}");
-    // SAFETY: as above.
-    unsafe { libc::kill(s.daemon.pid() as i32, libc::SIGCONT) };
+    s.daemon.thaw();
     for h in handles {
         let r = h.join().unwrap();
         assert_eq!(r.status, 302);
