@@ -92,18 +92,14 @@ def demangle_key(sym):
     return sym.lstrip("<")
 
 
-# Extra `perf record` options (`--call-graph`).
-CALL_GRAPH = []
-
-
-def record(pids, data, work):
+def record(pids, data, work, call_graph=False):
     """Runs `work()` under `perf record` of `pids` (None: the whole machine,
     for PostgreSQL, whose backends start after the recording does; the
     report leaves out the load generator and the tools); returns work's
     result."""
     target = ["-a"] if pids is None else ["-p", ",".join(map(str, pids))]
     perf = subprocess.Popen(
-        ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", *CALL_GRAPH, *target, "-o", data],
+        ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", *(["--call-graph", "dwarf,32768"] if call_graph else []), *target, "-o", data],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(0.5)
     try:
@@ -208,7 +204,7 @@ def run(name, args, db):
                 return f"100,000 links at {100_000 / (time.monotonic() - t0):,.0f}/s"
         else:
             raise SystemExit(f"unknown scenario {name}")
-        summary = record(None if db else stack_pids(stack), data, work)
+        summary = record(None if db else stack_pids(stack), data, work, args.call_graph)
     finally:
         stack.close()
     store = "PostgreSQL" if db else "SQLite"
@@ -233,8 +229,6 @@ def main():
     ap.add_argument("--call-graph", action="store_true",
                     help="also record call graphs (DWARF unwinding) and keep the perf data to ask who calls what")
     args = ap.parse_args()
-    if args.call_graph:
-        CALL_GRAPH.extend(["--call-graph", "dwarf,32768"])
     for name in args.scenarios.split(","):
         # A cluster of its own per scenario: each stack has a key of its own.
         db = pgbench.Postgres(os.path.join(HERE, "out", f"profile-pg-{name}")) if args.pg else None

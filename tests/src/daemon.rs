@@ -183,10 +183,8 @@ impl Daemon {
             tasks.flatten().all(|t| {
                 let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
                 // The state follows the command name's closing parenthesis.
-                matches!(
-                    stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]),
-                    Some("T" | "t")
-                )
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with(['T', 't']))
             })
         };
         assert!(

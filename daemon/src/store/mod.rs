@@ -109,8 +109,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 fn migrations() -> Migrations<'static> {
+    migrations_to(MIGRATIONS.len())
+}
+
+/// The migrations up to `version`, hooks included (tests build databases
+/// of an older version with it).
+pub(crate) fn migrations_to(version: usize) -> Migrations<'static> {
     Migrations::new(
-        MIGRATIONS
+        MIGRATIONS[..version]
             .iter()
             .enumerate()
             .map(|(i, sql)| match i + 1 {

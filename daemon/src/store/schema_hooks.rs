@@ -50,10 +50,9 @@ pub(super) fn v21_check_mode_without_in(tx: &Transaction) -> HookResult {
 #[cfg(test)]
 mod tests {
     use rusqlite::Connection;
-    use rusqlite_migration::{Migrations, M};
 
     use super::*;
-    use crate::store::{SqliteStore, MIGRATIONS};
+    use crate::store::{migrations_to, SqliteStore};
 
     /// Opcodes of `INSERT INTO links` on `conn` (every CHECK of the table is
     /// coded whichever columns the statement names).
@@ -104,9 +103,7 @@ mod tests {
         {
             let mut conn = Connection::open(&path).unwrap();
             crate::store::keys::register_secret_functions(&conn, None).unwrap();
-            Migrations::new(MIGRATIONS[..20].iter().map(|sql| M::up(sql)).collect())
-                .to_latest(&mut conn)
-                .unwrap();
+            migrations_to(20).to_latest(&mut conn).unwrap();
             assert!(insert_opcodes(&conn).iter().any(|op| op == "OpenEphemeral"));
             insert(&conn, 1, Some("report")).unwrap();
             insert(&conn, 2, None).unwrap();
@@ -148,9 +145,7 @@ mod tests {
     fn a_links_table_changed_by_hand_stops_the_migration_with_its_reason() {
         let mut conn = Connection::open_in_memory().unwrap();
         crate::store::keys::register_secret_functions(&conn, None).unwrap();
-        Migrations::new(MIGRATIONS[..20].iter().map(|sql| M::up(sql)).collect())
-            .to_latest(&mut conn)
-            .unwrap();
+        migrations_to(20).to_latest(&mut conn).unwrap();
         conn.execute_batch("ALTER TABLE links ADD COLUMN extra TEXT CHECK (extra IN ('off', 'report', 'fallback'))")
             .unwrap();
         let tx = conn.transaction().unwrap();

@@ -110,7 +110,6 @@ async fn only_clicks_sent_to_a_variant_write_variant_rows() {
 
 #[tokio::test]
 async fn clicks_logged_before_variants_count_for_no_variant() {
-    use rusqlite_migration::{Migrations, M};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v14.db");
     let hour = 100u32;
@@ -118,14 +117,9 @@ async fn clicks_logged_before_variants_count_for_no_variant() {
         let mut conn = Connection::open(&path).unwrap();
         // v4 seals app secrets with the store's SQL function (no apps here).
         crate::store::keys::register_secret_functions(&conn, None).unwrap();
-        Migrations::new(
-            crate::store::MIGRATIONS[..14]
-                .iter()
-                .map(|sql| M::up(sql))
-                .collect(),
-        )
-        .to_latest(&mut conn)
-        .unwrap();
+        crate::store::migrations_to(14)
+            .to_latest(&mut conn)
+            .unwrap();
         conn.execute(
             "INSERT INTO links (id, url, created_at, updated_at, variants) \
              VALUES (5, 'https://e.com/old', 1, 1, '[{\"url\":\"https://a.example/\",\"weight\":1}]')",
