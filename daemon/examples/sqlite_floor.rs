@@ -1,0 +1,195 @@
+//! The floor of an import on this machine: SQLite alone writing rows shaped
+//! like `make bench`'s import into the daemon's own schema, with the
+//! writer's settings (WAL, `synchronous=FULL`, the bulk connection's page
+//! cache, CHUNK rows per transaction, 20,000 as `shortlinkd import`'s), one
+//! prepared statement and nothing else: no CSV, no validation, no IPC, no
+//! thread hop.
+//!
+//! `cargo run --release --example sqlite_floor -- [ROWS] [RUNS] [CHUNK] [SHAPE]`
+//! prints the writer thread's CPU and wall microseconds per row (medians
+//! of RUNS) and the rows per second one writer could reach, for every
+//! shape below or only the one named SHAPE:
+//!
+//! * `probe + insert`: what an import does per row (the dedupe probe, then
+//!   the insert with every index of the schema);
+//! * `insert`: the insert alone;
+//! * `insert, dedupe key order`: the insert alone, each chunk sorted by
+//!   the dedupe key and given its ids in that order (an import does not:
+//!   its ids follow the file's lines);
+//! * `insert, no dedupe index`: the insert with `links_dedupe8` dropped,
+//!   to show what that index's random keys cost.
+//!
+//! A checkpoint runs between chunks, outside the timed part (the daemon
+//! checkpoints on another thread).
+
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use sha2::{Digest, Sha256};
+
+const TARGET: &str =
+    "https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id=";
+
+const INSERT: &str = "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, \
+     renew_ttl, max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
+     disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
+     variants, team_id, check_mode) VALUES (?1, NULL, ?2, ?3, ?3, NULL, NULL, NULL, NULL, NULL, \
+     NULL, NULL, NULL, 0, '[]', NULL, ?4, NULL, NULL, NULL, NULL, 1, NULL)";
+
+/// The daemon's probe (`store::links::by_dedupe_hash`), same text.
+const PROBE: &str = "SELECT id FROM links WHERE substr(dedupe_hash, 1, 8) = substr(?1, 1, 8) \
+     AND dedupe_hash = ?1 AND disabled = 0 AND (expires_at IS NULL OR expires_at > ?2) \
+     AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1";
+
+#[derive(Clone, Copy)]
+enum Shape {
+    ProbeInsert,
+    Insert,
+    SortedInsert,
+    InsertNoDedupeIndex,
+}
+
+impl Shape {
+    fn name(self) -> &'static str {
+        match self {
+            Shape::ProbeInsert => "probe + insert",
+            Shape::Insert => "insert",
+            Shape::SortedInsert => "insert, dedupe key order",
+            Shape::InsertNoDedupeIndex => "insert, no dedupe index",
+        }
+    }
+}
+
+fn arg(n: usize, name: &str, default: usize) -> Result<usize, String> {
+    match std::env::args().nth(n) {
+        Some(a) => a.parse().map_err(|e| format!("{name} {a:?}: {e}")),
+        None => Ok(default),
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let rows = arg(1, "ROWS", 1_000_000)?;
+    let runs = arg(2, "RUNS", 3)?.max(1);
+    // `shortlinkd import` sends chunks of 20,000 rows (cli/import.rs).
+    let chunk = arg(3, "CHUNK", 20_000)?.max(1);
+    println!("{rows} rows in chunks of {chunk}, medians of {runs} runs");
+    let only = std::env::args().nth(4);
+    let shapes: Vec<Shape> = [
+        Shape::ProbeInsert,
+        Shape::Insert,
+        Shape::SortedInsert,
+        Shape::InsertNoDedupeIndex,
+    ]
+    .into_iter()
+    .filter(|s| only.as_deref().is_none_or(|o| s.name() == o))
+    .collect();
+    let mut times: Vec<Vec<Spent>> = vec![Vec::new(); shapes.len()];
+    // Shapes take turns, so that the machine's drift touches them alike.
+    for _ in 0..runs {
+        for (i, shape) in shapes.iter().enumerate() {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().join("floor.db");
+            // The daemon's own migrations make the schema.
+            drop(shortlinkd::store::SqliteStore::open(&path, 1, 16)?);
+            times[i].push(run(&path, rows, chunk, *shape)?);
+        }
+    }
+    println!(
+        "{:<24} {:>10} {:>10} {:>12}",
+        "", "CPU µs/row", "wall µs/row", "rows/s (wall)"
+    );
+    for (shape, spent) in shapes.iter().zip(times) {
+        let per_row = |f: fn(&Spent) -> Duration| {
+            let mut v: Vec<f64> = spent
+                .iter()
+                .map(|s| f(s).as_secs_f64() * 1e6 / rows as f64)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let cpu = per_row(|s| s.cpu);
+        let wall = per_row(|s| s.wall);
+        println!(
+            "{:<24} {cpu:>10.2} {wall:>10.2} {:>12.0}",
+            shape.name(),
+            1e6 / wall
+        );
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, Default)]
+struct Spent {
+    cpu: Duration,
+    wall: Duration,
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill in.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Writes `rows` rows; returns the time spent inside the transactions.
+fn run(path: &std::path::Path, rows: usize, chunk: usize, shape: Shape) -> rusqlite::Result<Spent> {
+    let c = Connection::open(path)?;
+    if let Shape::InsertNoDedupeIndex = shape {
+        c.execute_batch("DROP INDEX links_dedupe8")?;
+    }
+    let probe = matches!(shape, Shape::ProbeInsert);
+    c.pragma_update(None, "journal_mode", "WAL")?;
+    c.pragma_update(None, "synchronous", "FULL")?;
+    c.pragma_update(None, "mmap_size", 1i64 << 30)?;
+    c.pragma_update(None, "cache_size", -64 * 1024)?;
+    c.pragma_update(None, "wal_autocheckpoint", 0)?;
+    let now = 1_790_000_000i64;
+    let mut spent = Spent::default();
+    let mut next = 0usize;
+    while next < rows {
+        let end = (next + chunk).min(rows);
+        // The hashes are made before the clock starts: the daemon makes
+        // them on another thread.
+        let mut work: Vec<(i64, String, [u8; 32])> = (next..end)
+            .map(|i| {
+                let url = format!("{TARGET}{:08}", 10_000_000 + i);
+                let hash = Sha256::digest(url.as_bytes()).into();
+                (i as i64 + 1, url, hash)
+            })
+            .collect();
+        if let Shape::SortedInsert = shape {
+            // Ids handed out in key order too, else the table's inserts
+            // become the random ones.
+            work.sort_unstable_by(|a, b| a.2[..8].cmp(&b.2[..8]));
+            for (k, w) in work.iter_mut().enumerate() {
+                w.0 = (next + k + 1) as i64;
+            }
+        }
+        let (t, cpu) = (Instant::now(), thread_cpu());
+        let tx = c.unchecked_transaction()?;
+        {
+            let mut ins = tx.prepare(INSERT)?;
+            let mut find = tx.prepare(PROBE)?;
+            for (id, url, hash) in &work {
+                if probe {
+                    let hit: Option<i64> = find
+                        .query_row(params![&hash[..], now], |r| r.get(0))
+                        .optional()?;
+                    assert!(hit.is_none(), "row {id} already stored");
+                }
+                ins.execute(params![id, url, now, &hash[..]])?;
+            }
+        }
+        tx.commit()?;
+        spent.wall += t.elapsed();
+        spent.cpu += thread_cpu() - cpu;
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        next = end;
+    }
+    Ok(spent)
+}
