@@ -63,9 +63,10 @@ def parse_duration_ms(text):
 class Stack:
     """Daemon + nginx in bench/out/<name>: on SQLite under `out`, or on the
     PostgreSQL `database` ({"url", "password_file"}) with the deployment
-    `key` of the other nodes (a fresh key when none is given)."""
+    `key` of the other nodes (a fresh key when none is given). `wrap` goes
+    before the daemon's command line (valgrind, for callgrind_bulk.py)."""
 
-    def __init__(self, out, smoke, key=None, database=None):
+    def __init__(self, out, smoke, key=None, database=None, wrap=()):
         self.out = out
         self.smoke = smoke
         shutil.rmtree(out, ignore_errors=True)
@@ -98,8 +99,8 @@ class Stack:
             args += ["--database", database["url"], "--database-password-file", database["password_file"]]
         self.daemon_args = args
         log = open(os.path.join(out, "logs/daemon.log"), "a")
-        self.daemon = subprocess.Popen([DAEMON, "serve"] + args, stdout=log, stderr=log)
-        for _ in range(300):
+        self.daemon = subprocess.Popen(list(wrap) + [DAEMON, "serve"] + args, stdout=log, stderr=log)
+        for _ in range(300 if not wrap else 1200):
             try:
                 if self.api("GET", "/api/v1/health", auth=False)[0] == 200:
                     break

@@ -9,6 +9,7 @@ use rusqlite::Connection;
 use super::links::insert_new;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
 use crate::store::links as table;
+use crate::store::webhooks::Listeners;
 use crate::store::{changes, SqliteStore, StoreResult};
 
 /// The link a row was already imported as: one with the row's alias and
@@ -30,7 +31,8 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
     let mut out = Vec::with_capacity(rows.len());
     // Links this call made: a later row equal to one of them is a link of
     // its own (a file may list a URL twice).
-    let mut made: HashSet<u64> = HashSet::new();
+    let mut made: HashSet<u64, foldhash::fast::RandomState> = HashSet::default();
+    let mut listeners = Listeners::default();
     for row in rows {
         let ImportLink {
             new: mut n,
@@ -63,7 +65,7 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
         n.dedupe = false;
         let id = n.link.id;
         made.insert(id);
-        let outcome = insert_new(c, n, now)?;
+        let outcome = insert_new(c, &mut listeners, n, now)?;
         if let Inserted::New(link) | Inserted::Existing(link) = &outcome {
             if let Some((clicks, bots)) = clicks {
                 table::set_click_totals(c, id, clicks, bots)?;

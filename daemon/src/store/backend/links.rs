@@ -12,7 +12,8 @@ use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 use crate::store::clicks::with_overlay;
 use crate::store::links::{self as table, Link, ListQuery};
-use crate::store::{unix_now, webhooks, SqliteStore, StoreError, StoreResult};
+use crate::store::webhooks::{self, Listeners};
+use crate::store::{unix_now, SqliteStore, StoreError, StoreResult};
 
 /// Batches of at least this many links go to the bulk connection (a
 /// transaction of their own, with a page cache that holds what they dirty)
@@ -36,11 +37,17 @@ pub(super) fn refused_alias_target(
 }
 
 /// Inserts one link inside the caller's transaction, with its
-/// `link.created` deliveries. An alias conflict rolls back only this item.
-pub(super) fn insert_new(conn: &Connection, new: NewLink, now: i64) -> StoreResult<Inserted> {
+/// `link.created` deliveries (`listeners` lives as long as the job). An
+/// alias conflict rolls back only this item.
+pub(super) fn insert_new(
+    conn: &Connection,
+    listeners: &mut Listeners,
+    new: NewLink,
+    now: i64,
+) -> StoreResult<Inserted> {
     let inserted = insert_row(conn, new, now)?;
     if let Inserted::New(link) = &inserted {
-        webhooks::link_event(conn, WebhookEvent::Created, link, now)?;
+        listeners.link_event(conn, WebhookEvent::Created, link, now)?;
     }
     Ok(inserted)
 }
@@ -117,8 +124,9 @@ impl LinkStore for SqliteStore {
         let bulk = links.len() >= BULK_FROM;
         let job = move |c: &Connection| {
             let mut out = Vec::with_capacity(links.len());
+            let mut listeners = Listeners::default();
             for new in links {
-                out.push(insert_new(c, new, now)?);
+                out.push(insert_new(c, &mut listeners, new, now)?);
             }
             Ok(out)
         };

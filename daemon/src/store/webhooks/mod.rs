@@ -3,6 +3,9 @@
 //! the sweep of the time-driven events (expiry, click summaries) in
 //! `sweep.rs`.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 mod sweep;
@@ -212,11 +215,44 @@ pub fn link_event(
     now: i64,
 ) -> StoreResult<()> {
     let hooks = subscribed(conn, link.team_id, event)?;
+    queue_link_event(conn, &hooks, event, link, now)
+}
+
+/// [`link_event`] for the many links of one job (a batch, an import
+/// chunk): each team's subscriptions are read once, not once per link.
+/// Only for one transaction on the writer, where no webhook can change
+/// between two links.
+#[derive(Default)]
+pub struct Listeners(HashMap<(i64, WebhookEvent), Vec<i64>, foldhash::fast::RandomState>);
+
+impl Listeners {
+    pub fn link_event(
+        &mut self,
+        conn: &Connection,
+        event: WebhookEvent,
+        link: &Link,
+        now: i64,
+    ) -> StoreResult<()> {
+        let hooks = match self.0.entry((link.team_id, event)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(subscribed(conn, link.team_id, event)?),
+        };
+        queue_link_event(conn, hooks, event, link, now)
+    }
+}
+
+fn queue_link_event(
+    conn: &Connection,
+    hooks: &[i64],
+    event: WebhookEvent,
+    link: &Link,
+    now: i64,
+) -> StoreResult<()> {
     if hooks.is_empty() {
         return Ok(());
     }
     let payload = link_payload(link);
-    for hook in hooks {
+    for &hook in hooks {
         enqueue(
             conn,
             hook,
