@@ -32,4 +32,6 @@ pub use alias::{validate_alias, AliasError};
 pub use codec::{Code, CodeError, Codec, MAX_CODE_LEN, MIN_CODE_LEN};
 pub use key::{DeploymentKey, Fingerprint, KeyError};
 pub use redirect::{NotARedirect, RedirectStatus};
-pub use target::{validate_target, HostSet, NormalHost, TargetError, TargetPolicy, TargetRules};
+pub use target::{
+    validate_target, CheckedTarget, HostSet, NormalHost, TargetError, TargetPolicy, TargetRules,
+};

@@ -107,9 +107,32 @@ impl Default for TargetPolicy {
     }
 }
 
+/// A target that passed [`TargetPolicy::check`]: its normal form, parsed,
+/// and its host, for callers that look at either without parsing the URL
+/// again.
+#[derive(Debug, Clone)]
+pub struct CheckedTarget {
+    /// The URL as normalised; `url.as_str()` is the stored form.
+    pub url: url::Url,
+    /// The host in normal form.
+    pub host: NormalHost,
+}
+
+impl CheckedTarget {
+    /// The stored form of the URL.
+    pub fn into_string(self) -> String {
+        String::from(self.url)
+    }
+}
+
 impl TargetPolicy {
     /// Validates and normalises a target URL (see [`validate_target`]).
     pub fn validate(&self, raw: &str) -> Result<String, TargetError> {
+        self.check(raw).map(CheckedTarget::into_string)
+    }
+
+    /// [`TargetPolicy::validate`], keeping the parsed URL and its host.
+    pub fn check(&self, raw: &str) -> Result<CheckedTarget, TargetError> {
         if raw.is_empty() {
             return Err(TargetError::Empty);
         }
@@ -154,7 +177,7 @@ impl TargetPolicy {
         if !url.username().is_empty() || url.password().is_some() {
             return Err(TargetError::Credentials);
         }
-        let normalized = String::from(url);
+        let normalized = url.as_str();
         if normalized.len() > self.max_len {
             return Err(TargetError::TooLong {
                 len: normalized.len(),
@@ -162,7 +185,7 @@ impl TargetPolicy {
             });
         }
         debug_assert!(is_header_safe(normalized.as_bytes()));
-        Ok(normalized)
+        Ok(CheckedTarget { url, host })
     }
 
     /// True when the host of `url` is in the block list (or outside a
@@ -555,6 +578,47 @@ mod tests {
             Some("s.example".into())
         );
         assert_eq!(host("mailto:a@b.example"), None);
+    }
+
+    /// What `check` keeps is what parsing its stored form again gives:
+    /// callers (the blocklist, the short-URL loop check) read the kept URL
+    /// and host instead of parsing the stored string.
+    fn assert_kept_is_stored(raw: &str) {
+        let Ok(t) = TargetPolicy::default().check(raw) else {
+            return;
+        };
+        let stored = url::Url::parse(t.url.as_str()).unwrap();
+        assert_eq!(Some(&t.host), NormalHost::of_url(&stored).as_ref(), "{raw}");
+        assert_eq!(t.url, stored, "{raw}");
+        assert_eq!(TargetPolicy::default().validate(raw), Ok(t.into_string()));
+    }
+
+    #[test]
+    fn the_checked_target_is_its_stored_form() {
+        for raw in [
+            "https://Example.com",
+            "https://a.evil.com./x",
+            "https://EVIL.com:8443/",
+            "https://ev%69l.com/p%2Fq?x=%41#f",
+            "https://www.BÜCHER.example./",
+            "http://0x0a.0.0.1/",
+            "http://167772161/",
+            "http://[::FFFF:10.0.0.1]/",
+            "https://h1.example//aZ3k",
+            "https://0../",
+        ] {
+            assert_kept_is_stored(raw);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_checked_target_is_its_stored_form(
+            host in "[a-zA-Z0-9.%-]{1,20}",
+            path in "[a-zA-Z0-9/%._~-]{0,20}",
+        ) {
+            assert_kept_is_stored(&format!("https://{host}/{path}"));
+        }
     }
 
     #[test]

@@ -20,36 +20,34 @@ impl BlockedHosts {
         *self.inner.write().unwrap_or_else(|e| e.into_inner()) = hosts;
     }
 
-    /// The host of `url` when the set in force lists it (or a domain
-    /// above it).
-    pub fn listed(&self, url: &str) -> Option<String> {
-        let set = self
-            .inner
+    /// Whether the set in force lists `host` (or a domain above it).
+    pub fn lists(&self, host: &NormalHost) -> bool {
+        self.inner
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()?;
-        let host = url::Url::parse(url)
-            .ok()
-            .and_then(|u| NormalHost::of_url(&u))?;
-        set.matches(&host).then_some(host.name)
+            .as_ref()
+            .is_some_and(|set| set.matches(host))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shortlink_core::TargetPolicy;
+
+    fn host(url: &str) -> NormalHost {
+        TargetPolicy::default().check(url).unwrap().host
+    }
 
     #[test]
     fn only_the_set_in_force_refuses() {
         let b = BlockedHosts::default();
-        assert_eq!(b.listed("https://evil.example/"), None);
+        assert!(!b.lists(&host("https://evil.example/")));
         b.set(Some(Arc::new(HostSet::parse(&["evil.example"]).unwrap())));
-        assert_eq!(
-            b.listed("https://A.Evil.example./x").as_deref(),
-            Some("a.evil.example")
-        );
-        assert_eq!(b.listed("https://good.example/"), None);
+        assert!(b.lists(&host("https://A.Evil.example./x")));
+        assert!(b.lists(&host("https://www.evil.example/")));
+        assert!(!b.lists(&host("https://good.example/")));
         b.set(None);
-        assert_eq!(b.listed("https://evil.example/"), None);
+        assert!(!b.lists(&host("https://evil.example/")));
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
-use shortlink_core::{Codec, NormalHost};
+use shortlink_core::{CheckedTarget, Codec, NormalHost};
 
 use super::error::{invalid, LinkError};
 use crate::codes::{self, CodeRef};
@@ -92,6 +92,12 @@ impl ServedBases {
     pub fn code_of(&self, target: &str) -> Option<String> {
         let url = url::Url::parse(target).ok()?;
         let host = NormalHost::of_url(&url)?;
+        self.code_at(&url, &host)
+    }
+
+    /// [`ServedBases::code_of`] for a URL already parsed, `host` its host
+    /// in normal form.
+    fn code_at(&self, url: &url::Url, host: &NormalHost) -> Option<String> {
         let bases = self.read();
         let prefixes = bases.by_host.get(&host.name)?;
         let path = url.path();
@@ -162,12 +168,13 @@ impl ServedBases {
         &self,
         codec: &Codec,
         field: &'static str,
-        url: &str,
+        target: &CheckedTarget,
         aliases: &mut Vec<AliasTarget>,
     ) -> Result<(), LinkError> {
-        let Some(code) = self.code_of(url) else {
+        let Some(code) = self.code_at(&target.url, &target.host) else {
             return Ok(());
         };
+        let url = target.url.as_str();
         match codes::resolve(codec, &code) {
             CodeRef::Id(_) => Err(short_link(field, url, &code)),
             CodeRef::Alias(alias) => {

@@ -8,7 +8,9 @@ use sha2::{Digest, Sha256};
 use shortlink_core::country::{Country, CountryTargets, MAX_COUNTRY_TARGETS};
 use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::variants::{self, Variant};
-use shortlink_core::{validate_alias, AliasError, Codec, RedirectStatus, TargetPolicy};
+use shortlink_core::{
+    validate_alias, AliasError, CheckedTarget, Codec, RedirectStatus, TargetPolicy,
+};
 
 use super::blocked::BlockedHosts;
 use super::error::{invalid, LinkError};
@@ -165,13 +167,20 @@ impl LinkRules {
 
     /// A target URL, normalized.
     pub(crate) fn check_url(&self, field: &'static str, raw: &str) -> Result<String, LinkError> {
+        self.checked_url(field, raw).map(CheckedTarget::into_string)
+    }
+
+    /// [`LinkRules::check_url`], the URL kept parsed.
+    fn checked_url(&self, field: &'static str, raw: &str) -> Result<CheckedTarget, LinkError> {
         let url = self
             .targets
-            .validate(raw)
+            .check(raw)
             .map_err(|e| invalid(field, "invalid_url", format!("{field}: {e}")))?;
-        if let Some(host) = self.blocked.listed(&url) {
-            let message =
-                format!("{field}: url host \"{host}\" is on the blocklist of unsafe hosts");
+        if self.blocked.lists(&url.host) {
+            let message = format!(
+                "{field}: url host \"{}\" is on the blocklist of unsafe hosts",
+                url.host.name
+            );
             return Err(invalid(field, "invalid_url", message));
         }
         Ok(url)
@@ -185,10 +194,10 @@ impl LinkRules {
         raw: &str,
         aliases: &mut Vec<AliasTarget>,
     ) -> Result<String, LinkError> {
-        let url = self.check_url(field, raw)?;
+        let url = self.checked_url(field, raw)?;
         self.served
             .check_not_short(&self.codec, field, &url, aliases)?;
-        Ok(url)
+        Ok(url.into_string())
     }
 
     /// Device targets, each under the rules of `url`.
