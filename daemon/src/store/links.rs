@@ -1,6 +1,6 @@
 //! The `links` table.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, Statement};
 use shortlink_core::check_mode::CheckMode;
 use shortlink_core::country::{Country, CountryTargets};
 use shortlink_core::ipc::DeviceTargets;
@@ -250,16 +250,26 @@ fn alias_conflict(e: rusqlite::Error, alias: Option<&str>) -> StoreError {
     }
 }
 
+/// The statement [`insert_with`] runs.
+pub const INSERT: &str = "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, \
+     renew_ttl, max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
+     disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
+     variants, team_id, check_mode) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+     ?19, ?20, ?21, ?22, ?23)";
+
 /// Inserts a new link; an alias in use is a [`StoreError::Conflict`].
 pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> StoreResult<()> {
-    let mut st = conn.prepare_cached(
-        "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, renew_ttl, \
-         max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-         disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
-         variants, team_id, check_mode) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-         ?19, ?20, ?21, ?22, ?23)",
-    )?;
+    insert_with(conn, &mut *conn.prepare_cached(INSERT)?, link, dedupe_hash)
+}
+
+/// [`insert`] with `st`, [`INSERT`] prepared on `conn` by the caller.
+pub fn insert_with(
+    conn: &Connection,
+    st: &mut Statement<'_>,
+    link: &Link,
+    dedupe_hash: Option<&[u8]>,
+) -> StoreResult<()> {
     st.execute(params![
         link.id as i64,
         link.alias,
@@ -379,17 +389,26 @@ pub fn by_alias(conn: &Connection, alias: &str) -> StoreResult<Option<Link>> {
 /// through the index of the hashes' first 8 bytes (`links_dedupe8`), the
 /// whole hash compared in the row.
 pub fn by_dedupe_hash(conn: &Connection, hash: &[u8], now: i64) -> StoreResult<Option<Link>> {
-    Ok(conn
-        .prepare_cached(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM links WHERE substr(dedupe_hash, 1, 8) = substr(?1, 1, 8) \
-             AND dedupe_hash = ?1 AND disabled = 0 \
-             AND (expires_at IS NULL OR expires_at > ?2) \
-             AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
-        ))?
-        .query_row(params![hash, now], from_row)
-        .optional()?)
+    by_dedupe_hash_with(&mut *conn.prepare_cached(BY_DEDUPE_HASH)?, hash, now)
+}
+
+/// The statement [`by_dedupe_hash_with`] runs.
+pub const BY_DEDUPE_HASH: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM links WHERE substr(dedupe_hash, 1, 8) = substr(?1, 1, 8) \
+     AND dedupe_hash = ?1 AND disabled = 0 \
+     AND (expires_at IS NULL OR expires_at > ?2) \
+     AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
+);
+
+/// [`by_dedupe_hash`] with `st`, [`BY_DEDUPE_HASH`] prepared by the caller.
+pub fn by_dedupe_hash_with(
+    st: &mut Statement<'_>,
+    hash: &[u8],
+    now: i64,
+) -> StoreResult<Option<Link>> {
+    Ok(st.query_row(params![hash, now], from_row).optional()?)
 }
 
 /// Deletes a link and its click rows; returns what was deleted.

@@ -6,24 +6,24 @@ use std::collections::{HashMap, HashSet};
 use async_trait::async_trait;
 use rusqlite::Connection;
 
+use super::link_writer::LinkWriter;
 use super::links::insert_new;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
 use crate::store::links as table;
-use crate::store::webhooks::Listeners;
 use crate::store::{changes, SqliteStore, StoreResult};
 
 /// The link a row was already imported as: one with the row's alias and
 /// URL (also when disabled), else a live link made from the same URL and
 /// options.
-fn already_stored(c: &Connection, new: &NewLink, now: i64) -> StoreResult<Option<u64>> {
+fn already_stored(w: &mut LinkWriter, new: &NewLink, now: i64) -> StoreResult<Option<u64>> {
     if let Some(alias) = &new.link.alias {
-        if let Some(old) = table::by_alias(c, alias)? {
+        if let Some(old) = table::by_alias(w.conn, alias)? {
             if old.url == new.link.url {
                 return Ok(Some(old.id));
             }
         }
     }
-    Ok(table::by_dedupe_hash(c, &new.dedupe_hash, now)?.map(|l| l.id))
+    Ok(w.by_dedupe_hash(&new.dedupe_hash, now)?.map(|l| l.id))
 }
 
 /// Stores the rows inside the import's transaction.
@@ -32,7 +32,7 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
     // Links this call made: a later row equal to one of them is a link of
     // its own (a file may list a URL twice).
     let mut made: HashSet<u64, foldhash::fast::RandomState> = HashSet::default();
-    let mut listeners = Listeners::default();
+    let mut w = LinkWriter::new(c)?;
     for row in rows {
         let ImportLink {
             new: mut n,
@@ -55,7 +55,7 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
             }
         }
         if !kept {
-            if let Some(old) = already_stored(c, &n, now)? {
+            if let Some(old) = already_stored(&mut w, &n, now)? {
                 if !made.contains(&old) {
                     out.push(Imported::Present);
                     continue;
@@ -65,7 +65,7 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
         n.dedupe = false;
         let id = n.link.id;
         made.insert(id);
-        let outcome = insert_new(c, &mut listeners, n, now)?;
+        let outcome = insert_new(&mut w, n, now)?;
         if let Inserted::New(link) | Inserted::Existing(link) = &outcome {
             if let Some((clicks, bots)) = clicks {
                 table::set_click_totals(c, id, clicks, bots)?;

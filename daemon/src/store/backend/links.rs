@@ -8,11 +8,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::Connection;
 
+use super::link_writer::LinkWriter;
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 use crate::store::clicks::with_overlay;
 use crate::store::links::{self as table, Link, ListQuery};
-use crate::store::webhooks::{self, Listeners};
+use crate::store::webhooks;
 use crate::store::{unix_now, SqliteStore, StoreError, StoreResult};
 
 /// Batches of at least this many links go to the bulk connection (a
@@ -37,44 +38,38 @@ pub(super) fn refused_alias_target(
 }
 
 /// Inserts one link inside the caller's transaction, with its
-/// `link.created` deliveries (`listeners` lives as long as the job). An
-/// alias conflict rolls back only this item.
-pub(super) fn insert_new(
-    conn: &Connection,
-    listeners: &mut Listeners,
-    new: NewLink,
-    now: i64,
-) -> StoreResult<Inserted> {
-    let inserted = insert_row(conn, new, now)?;
+/// `link.created` deliveries. An alias conflict rolls back only this item.
+pub(super) fn insert_new(w: &mut LinkWriter, new: NewLink, now: i64) -> StoreResult<Inserted> {
+    let inserted = insert_row(w, new, now)?;
     if let Inserted::New(link) = &inserted {
-        listeners.link_event(conn, WebhookEvent::Created, link, now)?;
+        w.created(link, now)?;
     }
     Ok(inserted)
 }
 
-fn insert_row(conn: &Connection, new: NewLink, now: i64) -> StoreResult<Inserted> {
+fn insert_row(w: &mut LinkWriter, new: NewLink, now: i64) -> StoreResult<Inserted> {
     if new.dedupe {
-        if let Some(existing) = table::by_dedupe_hash(conn, &new.dedupe_hash, now)? {
+        if let Some(existing) = w.by_dedupe_hash(&new.dedupe_hash, now)? {
             return Ok(Inserted::Existing(existing));
         }
     }
     let link = new.link;
-    if let Some(i) = refused_alias_target(conn, &new.alias_targets, link.alias.as_deref())? {
+    if let Some(i) = refused_alias_target(w.conn, &new.alias_targets, link.alias.as_deref())? {
         return Ok(Inserted::TargetAlias(i));
     }
     if link.alias.is_none() {
         // Only an alias can conflict; anything else fails the whole job.
-        table::insert(conn, &link, Some(&new.dedupe_hash))?;
+        w.insert(&link, &new.dedupe_hash)?;
         return Ok(Inserted::New(link));
     }
-    conn.execute_batch("SAVEPOINT item")?;
-    match table::insert(conn, &link, Some(&new.dedupe_hash)) {
+    w.conn.execute_batch("SAVEPOINT item")?;
+    match w.insert(&link, &new.dedupe_hash) {
         Ok(()) => {
-            conn.execute_batch("RELEASE item")?;
+            w.conn.execute_batch("RELEASE item")?;
             Ok(Inserted::New(link))
         }
         Err(e) => {
-            conn.execute_batch("ROLLBACK TO item; RELEASE item")?;
+            w.conn.execute_batch("ROLLBACK TO item; RELEASE item")?;
             match e {
                 StoreError::Conflict(_) => Ok(Inserted::AliasTaken(link.alias.unwrap_or_default())),
                 e => Err(e),
@@ -124,9 +119,9 @@ impl LinkStore for SqliteStore {
         let bulk = links.len() >= BULK_FROM;
         let job = move |c: &Connection| {
             let mut out = Vec::with_capacity(links.len());
-            let mut listeners = Listeners::default();
+            let mut w = LinkWriter::new(c)?;
             for new in links {
-                out.push(insert_new(c, &mut listeners, new, now)?);
+                out.push(insert_new(&mut w, new, now)?);
             }
             Ok(out)
         };

@@ -8,6 +8,7 @@ mod clicks;
 mod credentials;
 mod ids;
 mod import;
+mod link_writer;
 mod links;
 mod recycle;
 mod takedowns;
