@@ -32,7 +32,7 @@ import sys
 import time
 
 import pg
-from harness import DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, measured, summarize, write_codes, zone_entries_per_mib
+from harness import DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, measured, summarize, write_codes, write_import_csv, zone_entries_per_mib
 
 
 def main():
@@ -63,11 +63,7 @@ def main():
         # --- data: hot links through the batch API, the miss set through `shortlinkd import`
         hot = stack.create_batch(hot_n)
         csv_path = os.path.join(out, "import.csv")
-        with open(csv_path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["url", "alias", "expires_at", "tags"])
-            for i in range(miss_n):
-                w.writerow([TARGET.format(10_000_000 + i), "", "", ""])
+        write_import_csv(csv_path, miss_n)
         t0 = time.monotonic()
         imp = subprocess.run([DAEMON, "import", csv_path] + stack.daemon_args, capture_output=True, text=True)
         import_s = time.monotonic() - t0

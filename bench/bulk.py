@@ -11,7 +11,6 @@ aside) to compare on the same data: wall-clock rates on a shared machine
 move a lot, CPU per row much less."""
 
 import argparse
-import csv
 import json
 import os
 import shutil
@@ -20,19 +19,7 @@ import subprocess
 import time
 
 import harness
-from harness import HERE, TARGET, Stack, cpu_seconds
-
-
-def write_csv(path, rows):
-    if os.path.exists(path) and os.path.getsize(path) > 0:
-        with open(path) as f:
-            if sum(1 for _ in f) == rows + 1:
-                return
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["url", "alias", "expires_at", "tags"])
-        for i in range(rows):
-            w.writerow([TARGET.format(10_000_000 + i), "", "", ""])
+from harness import HERE, Stack, cpu_seconds, write_import_csv
 
 
 def child_cpu():
@@ -78,7 +65,7 @@ def main():
     os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
     csv_path = os.path.join(HERE, "out", f"bulk-{args.rows}.csv")
     if args.rows:
-        write_csv(csv_path, args.rows)
+        write_import_csv(csv_path, args.rows)
     runs = []
     for i in range(args.runs):
         r = one_run(os.path.join(HERE, "out", "bulk"), csv_path, args.rows, args.batch)

@@ -32,17 +32,10 @@ import subprocess
 import sys
 
 import harness
-from harness import HERE, TARGET, Stack
+from harness import HERE, Stack, write_import_csv
 
 # Row numbers of the two imports and the batch: never the same URL twice.
 WARM, COUNTED, BATCH = 10_000_000, 20_000_000, 30_000_000
-
-
-def write_csv(path, rows, first):
-    with open(path, "w") as f:
-        f.write("url,alias,expires_at,tags\n")
-        for i in range(rows):
-            f.write(TARGET.format(first + i) + ",,,\n")
 
 
 def total(dump):
@@ -62,8 +55,8 @@ def measure(daemon, n, rows, batch, keep):
     harness.DAEMON = os.path.abspath(daemon)
     out = os.path.join(HERE, "out", f"callgrind-bulk-{n}")
     warm, counted = os.path.join(HERE, "out", "cg-warm.csv"), os.path.join(HERE, "out", "cg-counted.csv")
-    write_csv(warm, rows, WARM)
-    write_csv(counted, rows, COUNTED)
+    write_import_csv(warm, rows, WARM)
+    write_import_csv(counted, rows, COUNTED)
     dumps = os.path.join(out, "cg")
     wrap = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={dumps}"]
     stack = Stack(out, smoke=False, wrap=wrap)

@@ -19,7 +19,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import harness
 from harness import HERE, Stack, cpu_seconds, fold_wait, wrk, write_codes

@@ -2,6 +2,7 @@
 runs with server CPU per request, medians. Used by bench.py (SQLite and the
 edge) and pg.py (the same scenarios on PostgreSQL)."""
 
+import csv
 import http.client
 import json
 import os
@@ -58,6 +59,16 @@ def parse_duration_ms(text):
     m = re.match(r"([\d.]+)(us|ms|s|m)", text)
     value, unit = float(m.group(1)), m.group(2)
     return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def write_import_csv(path, rows, first=10_000_000):
+    """The import CSV of every bench tool: `rows` rows of TARGET numbered
+    from `first`, no alias, expiry or tags."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["url", "alias", "expires_at", "tags"])
+        for i in range(rows):
+            w.writerow([TARGET.format(first + i), "", "", ""])
 
 
 class Stack:

@@ -13,7 +13,6 @@ bench/out/pgbulk.json.
 """
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -22,7 +21,7 @@ import time
 
 import harness
 import pg
-from harness import HERE, TARGET, Stack, wrk
+from harness import HERE, Stack, write_import_csv, wrk
 
 
 def cpu_by_pid(pids):
@@ -67,14 +66,6 @@ class Server:
         cpu = sum(v - self.cpu0.get(p, 0.0) for p, v in cpu1.items())
         return {"items": items, "seconds": round(seconds, 2),
                 "items_per_s": round(items / seconds, 1), "cpu_us_per_item": round(cpu * 1e6 / items, 1)}
-
-
-def write_csv(path, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["url", "alias", "expires_at", "tags"])
-        for i in range(rows):
-            w.writerow([TARGET.format(10_000_000 + i), "", "", ""])
 
 
 def one_run(name, binary, out, csv_path, rows, batch_n, seconds):
@@ -125,7 +116,7 @@ def main():
     out = os.path.join(HERE, "out", "pgbulk")
     os.makedirs(out, exist_ok=True)
     csv_path = os.path.join(out, "import.csv")
-    write_csv(csv_path, args.rows)
+    write_import_csv(csv_path, args.rows)
     runs = {name: [] for name, _ in bins}
     for i in range(args.runs):
         for name, binary in bins:

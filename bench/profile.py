@@ -25,8 +25,7 @@ import time
 
 import harness
 import pg as pgbench
-from bulk import write_csv
-from harness import HERE, Stack, fold_wait, wrk, write_codes
+from harness import HERE, Stack, fold_wait, wrk, write_codes, write_import_csv
 
 # Symbol (or DSO) prefixes to the area they belong to, first match wins.
 AREAS = [
@@ -190,7 +189,7 @@ def run(name, args, db):
                 return f"{r['requests']:,} creates at {r['rps']:,.0f}/s"
         elif name == "import":
             csv_path = os.path.join(HERE, "out", f"bulk-{args.rows}.csv")
-            write_csv(csv_path, args.rows)
+            write_import_csv(csv_path, args.rows)
 
             def work():
                 t0 = time.monotonic()

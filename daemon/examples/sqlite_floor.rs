@@ -1,9 +1,11 @@
 //! The floor of an import on this machine: SQLite alone writing rows shaped
 //! like `make bench`'s import into the daemon's own schema, with the
 //! writer's settings (WAL, `synchronous=FULL`, the bulk connection's page
-//! cache, CHUNK rows per transaction, 20,000 as `shortlinkd import`'s), one
-//! prepared statement and nothing else: no CSV, no validation, no IPC, no
-//! thread hop.
+//! cache, CHUNK rows per transaction, 20,000 as `shortlinkd import`'s) and
+//! the daemon's own statements and binding code (`store::links::INSERT`
+//! through `insert_with`, the dedupe probe through `by_dedupe_hash_with`),
+//! prepared once per chunk, and nothing else: no CSV, no validation, no
+//! IPC, no thread hop.
 //!
 //! `cargo run --release --example sqlite_floor -- [ROWS] [RUNS] [CHUNK] [SHAPE]`
 //! prints the writer thread's CPU and wall microseconds per row (medians
@@ -24,22 +26,13 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 use sha2::{Digest, Sha256};
+use shortlinkd::store::links::{self, Link};
+use shortlinkd::store::StoreResult;
 
 const TARGET: &str =
     "https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id=";
-
-const INSERT: &str = "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, \
-     renew_ttl, max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
-     disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
-     variants, team_id, check_mode) VALUES (?1, NULL, ?2, ?3, ?3, NULL, NULL, NULL, NULL, NULL, \
-     NULL, NULL, NULL, 0, '[]', NULL, ?4, NULL, NULL, NULL, NULL, 1, NULL)";
-
-/// The daemon's probe (`store::links::by_dedupe_hash`), same text.
-const PROBE: &str = "SELECT id FROM links WHERE substr(dedupe_hash, 1, 8) = substr(?1, 1, 8) \
-     AND dedupe_hash = ?1 AND disabled = 0 AND (expires_at IS NULL OR expires_at > ?2) \
-     AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1";
 
 #[derive(Clone, Copy)]
 enum Shape {
@@ -137,7 +130,7 @@ fn thread_cpu() -> Duration {
 }
 
 /// Writes `rows` rows; returns the time spent inside the transactions.
-fn run(path: &std::path::Path, rows: usize, chunk: usize, shape: Shape) -> rusqlite::Result<Spent> {
+fn run(path: &std::path::Path, rows: usize, chunk: usize, shape: Shape) -> StoreResult<Spent> {
     let c = Connection::open(path)?;
     if let Shape::InsertNoDedupeIndex = shape {
         c.execute_batch("DROP INDEX links_dedupe8")?;
@@ -155,11 +148,11 @@ fn run(path: &std::path::Path, rows: usize, chunk: usize, shape: Shape) -> rusql
         let end = (next + chunk).min(rows);
         // The hashes are made before the clock starts: the daemon makes
         // them on another thread.
-        let mut work: Vec<(i64, String, [u8; 32])> = (next..end)
+        let mut work: Vec<(u64, String, [u8; 32])> = (next..end)
             .map(|i| {
                 let url = format!("{TARGET}{:08}", 10_000_000 + i);
                 let hash = Sha256::digest(url.as_bytes()).into();
-                (i as i64 + 1, url, hash)
+                (i as u64 + 1, url, hash)
             })
             .collect();
         if let Shape::SortedInsert = shape {
@@ -167,22 +160,28 @@ fn run(path: &std::path::Path, rows: usize, chunk: usize, shape: Shape) -> rusql
             // become the random ones.
             work.sort_unstable_by(|a, b| a.2[..8].cmp(&b.2[..8]));
             for (k, w) in work.iter_mut().enumerate() {
-                w.0 = (next + k + 1) as i64;
+                w.0 = (next + k + 1) as u64;
             }
         }
         let (t, cpu) = (Instant::now(), thread_cpu());
         let tx = c.unchecked_transaction()?;
         {
-            let mut ins = tx.prepare(INSERT)?;
-            let mut find = tx.prepare(PROBE)?;
-            for (id, url, hash) in &work {
+            let mut ins = tx.prepare(links::INSERT)?;
+            let mut find = tx.prepare(links::BY_DEDUPE_HASH)?;
+            for (id, url, hash) in work {
                 if probe {
-                    let hit: Option<i64> = find
-                        .query_row(params![&hash[..], now], |r| r.get(0))
-                        .optional()?;
+                    let hit = links::by_dedupe_hash_with(&mut find, &hash, now)?;
                     assert!(hit.is_none(), "row {id} already stored");
                 }
-                ins.execute(params![id, url, now, &hash[..]])?;
+                let link = Link {
+                    id,
+                    url,
+                    created_at: now,
+                    updated_at: now,
+                    team_id: 1,
+                    ..Link::default()
+                };
+                links::insert_with(&tx, &mut ins, &link, Some(&hash))?;
             }
         }
         tx.commit()?;

@@ -1,6 +1,7 @@
 //! What a job that writes links (a batch, an import chunk, a create) holds
 //! for all of them on the writer thread: the insert and the dedupe probe,
-//! prepared once, and the webhook subscriptions, read once per team.
+//! each prepared once (the probe when first needed: most creates never
+//! ask for it), and the webhook subscriptions, read once per team.
 //! Taking the two statements from the connection's statement cache for
 //! every link (hashing their SQL text, the cache's LRU, returning them)
 //! cost about 8 % of an import's instructions (bench/callgrind_bulk.py).
@@ -15,7 +16,7 @@ use crate::store::StoreResult;
 pub(super) struct LinkWriter<'c> {
     pub(super) conn: &'c Connection,
     insert: CachedStatement<'c>,
-    by_dedupe: CachedStatement<'c>,
+    by_dedupe: Option<CachedStatement<'c>>,
     listeners: Listeners,
 }
 
@@ -26,7 +27,7 @@ impl<'c> LinkWriter<'c> {
         Ok(LinkWriter {
             conn,
             insert: conn.prepare_cached(table::INSERT)?,
-            by_dedupe: conn.prepare_cached(table::BY_DEDUPE_HASH)?,
+            by_dedupe: None,
             listeners: Listeners::default(),
         })
     }
@@ -38,7 +39,13 @@ impl<'c> LinkWriter<'c> {
 
     /// [`table::by_dedupe_hash`].
     pub(super) fn by_dedupe_hash(&mut self, hash: &[u8], now: i64) -> StoreResult<Option<Link>> {
-        table::by_dedupe_hash_with(&mut self.by_dedupe, hash, now)
+        let st = match self.by_dedupe.take() {
+            Some(st) => self.by_dedupe.insert(st),
+            None => self
+                .by_dedupe
+                .insert(self.conn.prepare_cached(table::BY_DEDUPE_HASH)?),
+        };
+        table::by_dedupe_hash_with(st, hash, now)
     }
 
     /// Queues the `link.created` deliveries of `link`.
