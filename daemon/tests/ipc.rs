@@ -384,9 +384,6 @@ async fn subscribe_snapshot_and_live_alias_changes() {
             Event::Aliases {
                 aliases: vec!["second-one".into()]
             },
-            Event::Invalidate {
-                code: "second-one".into()
-            }
         ]
     );
     // Batch creates announce their aliases too.

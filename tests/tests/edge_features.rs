@@ -58,6 +58,87 @@ fn aliases_resolve_and_unknown_aliases_cost_no_lookup() {
 }
 
 #[test]
+fn a_cached_alias_stays_cached_when_the_daemon_comes_back() {
+    let mut s = Stack::start("alias-resubscribe", 1);
+    s.daemon
+        .create(json!({"url": "https://example.com/kept", "alias": "kept-alias"}));
+    let subscriptions = |s: &Stack| s.daemon.log().matches("nginx worker subscribed").count();
+    assert!(eventually(Duration::from_secs(5), || subscriptions(&s) == 1));
+    assert!(eventually(Duration::from_secs(3), || s
+        .get("kept-alias", &[])
+        .header("X-Cache")
+        == Some("HIT")));
+
+    // The worker subscribes again, and the daemon's snapshot names every
+    // alias. It may drop a "not found" held for one, not the link.
+    s.daemon.restart();
+    assert!(eventually(Duration::from_secs(5), || subscriptions(&s) == 2));
+    // Events apply in order, and this single worker answers requests only
+    // between them: once a new alias resolves, the snapshot before it has
+    // been applied.
+    s.daemon
+        .create(json!({"url": "https://example.com/probe", "alias": "probe-alias"}));
+    assert!(eventually(Duration::from_secs(3), || s
+        .get("probe-alias", &[])
+        .status
+        == 302));
+    let r = s.get("kept-alias", &[]);
+    assert_eq!(
+        (r.status, r.header("X-Cache")),
+        (302, Some("HIT")),
+        "{}",
+        s.daemon.log()
+    );
+    s.nginx.assert_clean_log();
+}
+
+/// A zone too small for every alias leaves its alias set incomplete, so
+/// alias-shaped codes are looked up and a "not found" is cached. Creating
+/// that alias drops the entry at once, well before `negative_ttl` (30 s).
+#[test]
+fn creating_an_alias_drops_the_not_found_cached_for_it() {
+    let s = Stack::start_edited("alias-negative", 1, "300ms", |http| {
+        http.replace("zone=links:4m", "zone=links:32k")
+    });
+    let fillers: Vec<_> = (0..1000)
+        .map(|i| json!({"url": format!("https://example.com/{i}"), "alias": format!("filler-alias-{i:04}")}))
+        .collect();
+    let r = s.daemon.api(
+        "POST",
+        "/api/v1/links/batch",
+        Some(&json!({ "links": fillers })),
+    );
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    // Deleting the first fillers gives their pages back, so a "not found"
+    // fits; the set stays incomplete.
+    for i in 0..100 {
+        let r = s.daemon.api(
+            "DELETE",
+            &format!("/api/v1/links/filler-alias-{i:04}"),
+            None,
+        );
+        assert_eq!(r.status, 204, "{}", r.body_text());
+    }
+    assert!(
+        eventually(Duration::from_secs(3), || {
+            let r = s.get("ghost-alias", &[]);
+            (r.status, r.header("X-Cache")) == (404, Some("MISS"))
+        }),
+        "the alias set never became incomplete"
+    );
+    let r = s.get("ghost-alias", &[]);
+    assert_eq!((r.status, r.header("X-Cache")), (404, Some("NEGATIVE")));
+
+    s.daemon
+        .create(json!({"url": "https://example.com/ghost", "alias": "ghost-alias"}));
+    assert!(
+        eventually(Duration::from_secs(3), || s.get("ghost-alias", &[]).status
+            == 302),
+        "the cached \"not found\" outlived the alias's creation"
+    );
+}
+
+#[test]
 fn per_link_status_and_device_targets() {
     let s = Stack::start("status-devices", 1);
     let moved = s

@@ -254,7 +254,8 @@ impl<'a> Edge<'a> {
 
     /// The events for `changes`, in the order the workers apply them: the
     /// old codes are purged, removed aliases leave the alias set, new ones
-    /// join it and are purged (a negative entry may hold them).
+    /// join it (the edge then drops a "not found" it may hold for them; an
+    /// answer that found the new link stays cached).
     pub fn events(&self, changes: &[LinkChange<'_>]) -> Vec<Event> {
         let mut events = Vec::new();
         let mut removed = Vec::new();
@@ -279,10 +280,7 @@ impl<'a> Edge<'a> {
             events.push(Event::AliasesRemoved { aliases: removed });
         }
         if !added.is_empty() {
-            events.push(Event::Aliases {
-                aliases: added.clone(),
-            });
-            events.extend(added.into_iter().map(|code| Event::Invalidate { code }));
+            events.push(Event::Aliases { aliases: added });
         }
         events
     }

@@ -348,6 +348,21 @@ impl LinkCache {
         true
     }
 
+    /// Drops the entry for `code` when it says "not found" or "gone"; an
+    /// answer that found a link stays. True when one was dropped.
+    pub fn purge_unfound(&self, code: &[u8]) -> bool {
+        let lock = self.lock();
+        let Some(node) = find(lock.shared(), code, hash(code)) else {
+            return false;
+        };
+        if node.get().flags & KIND_MASK == KIND_FOUND {
+            return false;
+        }
+        lock.shared().generation.fetch_add(1, Ordering::AcqRel);
+        remove(&lock, node);
+        true
+    }
+
     /// Drops every cached link (not the alias set); returns how many.
     pub fn purge_all(&self) -> usize {
         purge_locked(&self.lock())
