@@ -450,6 +450,12 @@ async fn sqlite_keeps_the_contract() {
 /// A fresh store on a private PostgreSQL cluster named `name` (the
 /// cluster goes when the returned guard drops).
 pub async fn postgres_store(name: &str) -> (testpg::PgCluster, Store) {
+    let (cluster, pg) = pg_store(name).await;
+    (cluster, Store::new(std::sync::Arc::new(pg)))
+}
+
+/// As [`postgres_store`], the PostgreSQL store itself.
+pub async fn pg_store(name: &str) -> (testpg::PgCluster, crate::pg::store::PgStore) {
     let cluster = testpg::PgCluster::start(name);
     let url = cluster.create_db(name);
     let config = crate::config::Config {
@@ -461,7 +467,7 @@ pub async fn postgres_store(name: &str) -> (testpg::PgCluster, Store) {
     let pg = crate::pg::store::PgStore::open(&config, &key)
         .await
         .unwrap();
-    (cluster, Store::new(std::sync::Arc::new(pg)))
+    (cluster, pg)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

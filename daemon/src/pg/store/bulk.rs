@@ -18,6 +18,27 @@ use crate::pg::changes;
 use crate::store::links::Link;
 use crate::store::StoreResult;
 
+/// Makes the rest of the caller's transaction run each prepared statement
+/// on a generic plan that reads the links table by its indexes.
+///
+/// A bulk write binds arrays of thousands of values. On its first five
+/// runs on a connection (and the pool has many) PostgreSQL makes a custom
+/// plan with every value as a constant: tens of milliseconds to plan, and
+/// a dedupe read of 20,000 hashes sized from the array, for which the
+/// default costs pick a parallel scan of the whole table over one index
+/// probe per hash. A generic plan made without `enable_seqscan` can be
+/// worse: made while the table is small, it scans it, and keeps scanning
+/// it as it grows. These statements only ever look rows up by key, so a
+/// scan of the table is never the right plan for them. `LOCAL`: both
+/// settings end with the transaction.
+pub(super) async fn generic_plans(tx: &impl GenericClient) -> StoreResult<()> {
+    tx.batch_execute(
+        "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off",
+    )
+    .await
+    .map_err(failed("choosing the plans of a bulk write"))
+}
+
 /// A link to write.
 pub(super) struct NewRow<'a> {
     pub link: &'a Link,

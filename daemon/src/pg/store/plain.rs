@@ -72,5 +72,6 @@ pub(super) async fn insert_many(
             logged: false,
         })
         .collect();
+    bulk::generic_plans(tx).await?;
     bulk::insert(tx, &rows, now).await
 }

@@ -165,6 +165,13 @@ async fn holders_of(
         .collect())
 }
 
+/// `(hash, lowest id)` of the live links with each of the hashes `$1`
+/// at time `$2`.
+const LIVE_BY_HASH: &str = "SELECT dedupe_hash, min(id) FROM links WHERE dedupe_hash = ANY($1) \
+     AND NOT disabled AND (expires_at IS NULL OR expires_at > $2) \
+     AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) \
+     GROUP BY dedupe_hash";
+
 /// The lowest id of a live link per hash of `hashes` (the rule of
 /// `rows::by_dedupe_hash`).
 async fn live_by_hash(
@@ -176,12 +183,7 @@ async fn live_by_hash(
         return Ok(HashMap::new());
     }
     let st = c
-        .prepare_cached(
-            "SELECT dedupe_hash, min(id) FROM links WHERE dedupe_hash = ANY($1) \
-             AND NOT disabled AND (expires_at IS NULL OR expires_at > $2) \
-             AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) \
-             GROUP BY dedupe_hash",
-        )
+        .prepare_cached(LIVE_BY_HASH)
         .await
         .map_err(failed("preparing a dedupe read of import rows"))?;
     let rows = c
@@ -196,4 +198,66 @@ async fn live_by_hash(
         }
     }
     Ok(live)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::bulk::generic_plans;
+    use super::LIVE_BY_HASH;
+    use crate::db::contract::pg_store;
+
+    /// The plan PostgreSQL keeps for the import's dedupe read, made on an
+    /// empty table (as the first chunk of an import into a new database
+    /// does), looks hashes up in the index: a plan made there without
+    /// `generic_plans` scans the table, and would go on scanning it as the
+    /// import fills it. The settings end with the transaction.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_dedupe_read_probes_the_index_from_an_empty_table_on() {
+        let (_cluster, store) = pg_store("bulk-plans").await;
+        let mut client = store.pg().get().await.unwrap();
+        let before = settings(&client).await;
+        assert_eq!(before, ("on".to_string(), "auto".to_string()));
+
+        let tx = client.transaction().await.unwrap();
+        generic_plans(&tx).await.unwrap();
+        tx.batch_execute(&format!("PREPARE live(bytea[], bigint) AS {LIVE_BY_HASH}"))
+            .await
+            .unwrap();
+        // As many hashes as a chunk has: a custom plan sized from them
+        // scans the table.
+        tx.batch_execute(
+            "CREATE FUNCTION pg_temp.chunk() RETURNS bytea[] LANGUAGE sql AS \
+             'SELECT array_agg(sha256(int8send(i))) FROM generate_series(1, 20000) i'",
+        )
+        .await
+        .unwrap();
+        let plan: Vec<String> = tx
+            .query("EXPLAIN EXECUTE live(pg_temp.chunk(), 0)", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("links_dedupe") && !plan.contains("Seq Scan"),
+            "{plan}"
+        );
+        tx.batch_execute("DEALLOCATE live").await.unwrap();
+        tx.commit().await.unwrap();
+
+        assert_eq!(settings(&client).await, before);
+    }
+
+    /// `enable_seqscan` and `plan_cache_mode` on this connection.
+    async fn settings(c: &tokio_postgres::Client) -> (String, String) {
+        let row = c
+            .query_one(
+                "SELECT current_setting('enable_seqscan'), current_setting('plan_cache_mode')",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    }
 }

@@ -47,6 +47,7 @@ async fn write_rows(
 ) -> StoreResult<Written> {
     // A row found already stored is found by its alias or its URL, so the
     // URL is claimed whether or not the row deduplicates.
+    bulk::generic_plans(tx).await?;
     let mut names = Vec::new();
     for r in &rows {
         names.extend(name_locks::of_new(&r.new));
