@@ -406,3 +406,34 @@ async fn nodes_racing_for_one_url_or_alias_are_served_in_turn() {
         assert_eq!(stored, aliases.len(), "round {round}: each alias once");
     }
 }
+
+/// A batch whose second link cannot be stored (an id past PostgreSQL's
+/// bigint) fails whole after the first link went into the `COPY`: nothing
+/// is stored, and the connection goes back to the pool working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_write_that_fails_midway_stores_nothing() {
+    let cluster = PgCluster::start("bulk-abort");
+    let store = open(&config_for(&cluster, "bulk-abort")).await;
+    let err = store
+        .insert_links(
+            vec![
+                new_link(1, None, "https://e.com/1", &[]),
+                new_link(u64::MAX, None, "https://e.com/2", &[]),
+                new_link(3, None, "https://e.com/3", &[]),
+            ],
+            0,
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("past bigint"), "{err}");
+    assert_eq!(store.count_links().await.unwrap(), 0);
+    for i in 0..10 {
+        let pair = vec![
+            new_link(10 + 2 * i, None, "https://e.com/a", &[]),
+            new_link(11 + 2 * i, None, "https://e.com/b", &[]),
+        ];
+        store.insert_links(pair, 0).await.unwrap();
+    }
+    assert_eq!(store.count_links().await.unwrap(), 20);
+    assert!(store.find_link(CodeRef::Id(1)).await.unwrap().is_none());
+}

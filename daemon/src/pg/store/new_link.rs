@@ -1,10 +1,10 @@
 //! A new link's row as PostgreSQL stores it: the column list and the
 //! stored forms of the values, one home for the single insert
 //! (`links::insert_row`), the plain create (`plain::insert_one`) and the
-//! bulk insert (`bulk::insert`, an array per column).
+//! bulk insert (`bulk::insert`, a binary `COPY`).
 
 use shortlink_core::check_mode::CheckMode;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::rows::bigint;
 use crate::store::links::{country_targets_to_stored, variants_to_stored, Link};
@@ -24,6 +24,33 @@ pub(super) use insert_columns;
 
 /// How many [`insert_columns!`] there are.
 pub(super) const COLUMNS: usize = 23;
+
+/// The type of each of [`insert_columns!`], for a binary `COPY`.
+pub(super) const COLUMN_TYPES: [Type; COLUMNS] = [
+    Type::INT8,  // id
+    Type::TEXT,  // alias
+    Type::TEXT,  // url
+    Type::INT8,  // created_at
+    Type::INT8,  // updated_at
+    Type::INT8,  // expires_at
+    Type::INT8,  // renew_ttl
+    Type::INT8,  // max_visits
+    Type::INT4,  // redirect
+    Type::TEXT,  // target_desktop
+    Type::TEXT,  // target_mobile
+    Type::TEXT,  // target_ios
+    Type::TEXT,  // target_android
+    Type::BOOL,  // disabled
+    Type::TEXT,  // tags
+    Type::TEXT,  // created_by
+    Type::BYTEA, // dedupe_hash
+    Type::BOOL,  // forward_query
+    Type::TEXT,  // country_targets
+    Type::TEXT,  // password_hash
+    Type::TEXT,  // variants
+    Type::INT8,  // team_id
+    Type::TEXT,  // check_mode
+];
 
 /// A new link's values in their stored forms, for [`insert_columns!`].
 pub(super) struct Values<'a> {

@@ -9,7 +9,7 @@
 //!
 //! Either way each is committed before the call answers, as before.
 
-use deadpool_postgres::GenericClient;
+use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::types::ToSql;
 
 use super::bulk::{self, NewRow};
@@ -59,7 +59,7 @@ pub(super) async fn insert_one(
 
 /// Writes many plain creates in the caller's transaction.
 pub(super) async fn insert_many(
-    tx: &impl GenericClient,
+    tx: &Transaction<'_>,
     links: &[NewLink],
     now: i64,
 ) -> StoreResult<()> {

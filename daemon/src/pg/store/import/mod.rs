@@ -18,7 +18,7 @@ mod known;
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use deadpool_postgres::GenericClient;
+use deadpool_postgres::{GenericClient, Transaction};
 
 use super::bulk::{self, NewRow};
 use super::ids::LINK_IDS;
@@ -40,11 +40,7 @@ struct Written {
 /// Stores the rows inside the import's transaction: each is judged in
 /// order against what is stored and what the rows before it made
 /// ([`Known`]), then every link is written at once ([`bulk::insert`]).
-async fn write_rows(
-    tx: &impl GenericClient,
-    rows: Vec<ImportLink>,
-    now: i64,
-) -> StoreResult<Written> {
+async fn write_rows(tx: &Transaction<'_>, rows: Vec<ImportLink>, now: i64) -> StoreResult<Written> {
     // A row found already stored is found by its alias or its URL, so the
     // URL is claimed whether or not the row deduplicates.
     bulk::generic_plans(tx).await?;
