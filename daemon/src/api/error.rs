@@ -8,13 +8,11 @@
 //! clients written before problem details.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::request::Parts;
+use axum::extract::Request;
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -247,42 +245,6 @@ impl From<QueryRejection> for ApiError {
         let mut e = ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", text);
         e.field = field;
         e
-    }
-}
-
-/// `axum::Json` with rejections in our error format.
-pub struct ApiJson<T>(pub T);
-
-impl<T, S> FromRequest<S> for ApiJson<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(r) => Err(r.into()),
-        }
-    }
-}
-
-/// `axum::extract::Query` with rejections in our error format.
-pub struct ApiQuery<T>(pub T);
-
-impl<T, S> FromRequestParts<S> for ApiQuery<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
-            Err(r) => Err(r.into()),
-        }
     }
 }
 

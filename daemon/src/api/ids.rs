@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::{ApiError, ApiQuery, ErrorBody};
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiQuery;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::db::{IdRange, RangeState};

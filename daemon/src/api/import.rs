@@ -9,7 +9,8 @@ use axum::extract::State;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
-use super::error::{ApiError, ApiJson};
+use super::error::ApiError;
+use super::extract::ApiJson;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::links::{ImportOutcome, ImportRow};

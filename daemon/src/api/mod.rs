@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod checks;
 pub mod error;
+pub mod extract;
 pub mod health;
 pub mod ids;
 pub mod import;

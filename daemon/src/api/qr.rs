@@ -8,7 +8,8 @@ use axum::Extension;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::{ApiError, ApiQuery, ErrorBody};
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiQuery;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::base_url;

@@ -6,7 +6,8 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
-use super::error::{ApiError, ApiQuery, ErrorBody};
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiQuery;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::links::parse_time;

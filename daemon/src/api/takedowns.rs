@@ -8,7 +8,8 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiQuery};
 use crate::app::SharedApp;
 use crate::auth::Principal;
 use crate::db::Takedown;

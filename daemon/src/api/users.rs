@@ -7,7 +7,8 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::error::{ApiError, ApiJson, ErrorBody};
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiJson;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Role, Scope};
 use crate::teams;
