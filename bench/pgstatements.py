@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Where PostgreSQL's time goes in a daemon's bulk writes (issue 14): one
+private cluster (testpg's `pg-cluster`) restarted with `pg_stat_statements`
+(planning tracked too), then for each daemon binary in turn, run after run:
+a fresh schema, an import of a CSV or batch creates through the running
+daemon, and the server time of each statement. Server-side times moved far
+less between identical runs than wall-clock rates on a noisy machine.
+
+    python3 bench/pgstatements.py --bin old=/tmp/shortlinkd-old --bin new=target/release/shortlinkd
+    python3 bench/pgstatements.py --bin new=target/release/shortlinkd --scenario batch --items 200000
+"""
+
+import argparse
+import glob
+import os
+import pwd
+import subprocess
+import time
+
+import harness
+import pg
+from harness import HERE, Stack, write_import_csv
+
+TOP = 5
+
+
+def pg_bin():
+    """PostgreSQL's programs, found as testpg finds them."""
+    return os.environ.get("SHORTLINK_PG_BIN") or sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+
+
+class Statements:
+    """A psql session on the cluster, as its superuser."""
+
+    def __init__(self, cluster):
+        with open(cluster.database["password_file"]) as f:
+            self.env = dict(os.environ, PGPASSWORD=f.read().strip())
+        self.url = cluster.database["url"]
+        self.psql = os.path.join(pg_bin(), "psql")
+
+    def sql(self, text):
+        r = subprocess.run([self.psql, "-X", "-q", "-A", "-t", "-F", "|", "-v", "ON_ERROR_STOP=1",
+                            self.url, "-c", text], env=self.env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"pgstatements: psql {text!r}: {r.stderr}")
+        return [line.split("|") for line in r.stdout.splitlines() if line]
+
+    def fresh(self):
+        """An empty schema (a new daemon makes its own) and zeroed figures."""
+        self.sql("DROP SCHEMA public CASCADE")
+        self.sql("CREATE SCHEMA public")
+        self.sql("CREATE EXTENSION pg_stat_statements")
+        self.sql("SELECT pg_stat_statements_reset()")
+
+    def figures(self):
+        total = self.sql("SELECT round(sum(total_exec_time)), round(sum(total_plan_time)) "
+                         "FROM pg_stat_statements")[0]
+        top = self.sql("SELECT calls, round(total_exec_time), round(total_plan_time), "
+                       "left(regexp_replace(query, '\\s+', ' ', 'g'), 60) FROM pg_stat_statements "
+                       f"ORDER BY total_exec_time DESC LIMIT {TOP}")
+        return {"exec_ms": int(total[0]), "plan_ms": int(total[1]),
+                "top": [{"calls": int(c), "exec_ms": int(e), "plan_ms": int(p), "query": q}
+                        for c, e, p, q in top]}
+
+
+def with_statements(cluster):
+    """Restarts the cluster with pg_stat_statements loaded."""
+    env = dict(line.split("=", 1) for line in open(os.path.join(cluster.state_dir, "pg.env")).read().splitlines()
+               if "=" in line)
+    data = os.path.join(env["PG_DIR"], "data")
+    with open(os.path.join(data, "postgresql.conf"), "a") as f:
+        f.write("\nshared_preload_libraries = 'pg_stat_statements'\n"
+                "pg_stat_statements.track_planning = on\n")
+    cmd = [os.path.join(pg_bin(), "pg_ctl"), "-D", data, "-w", "restart", "-m", "fast",
+           "-l", os.path.join(env["PG_DIR"], "server.log")]
+    if os.geteuid() == 0:
+        cmd = ["runuser", "-u", pwd.getpwuid(os.stat(data).st_uid).pw_name, "--"] + cmd
+    subprocess.run(cmd, check=True, capture_output=True, cwd="/")
+
+
+def one_run(binary, out, cluster, stmts, scenario, items, csv_path):
+    harness.DAEMON = binary
+    stmts.fresh()
+    stack = Stack(os.path.join(out, "stack"), smoke=False, database=cluster.database)
+    try:
+        t0 = time.monotonic()
+        if scenario == "import":
+            r = subprocess.run([binary, "import", csv_path] + stack.daemon_args, capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr[-2000:]
+        else:
+            stack.create_batch(items, offset=50_000_000)
+        rate = items / (time.monotonic() - t0)
+    finally:
+        stack.close()
+    return dict(stmts.figures(), items_per_s=round(rate))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", action="append", required=True, metavar="NAME=PATH",
+                    help="a daemon binary to measure (repeat: they take turns)")
+    ap.add_argument("--scenario", choices=["import", "batch"], default="import")
+    ap.add_argument("--items", type=int, default=1_000_000, help="CSV rows, or links in batch calls of 10,000")
+    ap.add_argument("--runs", type=int, default=2)
+    args = ap.parse_args()
+    bins = [(n, os.path.abspath(p)) for n, p in (b.split("=", 1) for b in args.bin)]
+    out = os.path.join(HERE, "out", "pgstatements")
+    os.makedirs(out, exist_ok=True)
+    csv_path = os.path.join(out, "import.csv")
+    if args.scenario == "import":
+        write_import_csv(csv_path, args.items)
+    cluster = pg.Postgres(os.path.join(out, "pg"))
+    try:
+        with_statements(cluster)
+        stmts = Statements(cluster)
+        for i in range(args.runs):
+            for name, binary in bins:
+                r = one_run(binary, out, cluster, stmts, args.scenario, args.items, csv_path)
+                print(f"run {i + 1} {name}: {args.scenario} {r['items_per_s']:,}/s, statements "
+                      f"{r['exec_ms']:,} ms executing, {r['plan_ms']:,} ms planning", flush=True)
+                for t in r["top"]:
+                    print(f"    {t['exec_ms']:>8,} ms {t['plan_ms']:>6,} ms plan {t['calls']:>7,} calls  {t['query']}")
+    finally:
+        cluster.stop()
+        if os.path.exists(csv_path):
+            os.remove(csv_path)
+
+
+if __name__ == "__main__":
+    main()
