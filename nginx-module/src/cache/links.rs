@@ -242,14 +242,19 @@ pub fn lookup<'k>(
 }
 
 impl LinkCache {
-    /// Stores the daemon's answer for `code`, replacing any older one.
+    /// Stores the daemon's answer for `code`, replacing any older one;
+    /// `purges_before` is [`LinkCache::purges`] from before the lookup went
+    /// out. When an event purged anything since, the answer may predate
+    /// that change and is not stored: false. (The purge and this check
+    /// both hold the lock, so no purge falls between them.)
     pub fn insert(
         &self,
         code: &[u8],
         result: &LookupResult,
         fresh_for: ngx_msec_t,
         now: ngx_msec_t,
-    ) -> Result<(), CacheError> {
+        purges_before: u64,
+    ) -> Result<bool, CacheError> {
         let (kind, link) = match result {
             LookupResult::Found(link) => (KIND_FOUND, Some(link)),
             LookupResult::NotFound => (KIND_NOT_FOUND, None),
@@ -276,6 +281,9 @@ impl LinkCache {
             + variants.len();
 
         let lock = self.lock();
+        if lock.shared().purges.load(Ordering::Acquire) != purges_before {
+            return Ok(false);
+        }
         if let Some(old) = find(lock.shared(), code, hash(code)) {
             lock.shared().generation.fetch_add(1, Ordering::AcqRel);
             remove(&lock, old);
@@ -334,12 +342,13 @@ impl LinkCache {
             nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut (*node).queue);
         }
         shared.entries += 1;
-        Ok(())
+        Ok(true)
     }
 
     /// Drops the entry for `code`; true when there was one.
     pub fn purge(&self, code: &[u8]) -> bool {
         let lock = self.lock();
+        lock.shared().purges.fetch_add(1, Ordering::AcqRel);
         let Some(node) = find(lock.shared(), code, hash(code)) else {
             return false;
         };
@@ -352,6 +361,7 @@ impl LinkCache {
     /// answer that found a link stays. True when one was dropped.
     pub fn purge_unfound(&self, code: &[u8]) -> bool {
         let lock = self.lock();
+        lock.shared().purges.fetch_add(1, Ordering::AcqRel);
         let Some(node) = find(lock.shared(), code, hash(code)) else {
             return false;
         };
@@ -396,6 +406,7 @@ unsafe fn node_of(q: *mut ngx_queue_t) -> Node {
 pub fn purge_locked(lock: &Locked) -> usize {
     let shared = lock.shared();
     shared.generation.fetch_add(1, Ordering::AcqRel);
+    shared.purges.fetch_add(1, Ordering::AcqRel);
     let mut nodes = Vec::with_capacity(shared.entries);
     let mut q = shared.lru.next;
     while !ptr::eq(q, &shared.lru) {

@@ -158,6 +158,14 @@ impl LinkCache {
     }
 
     /// The zone's generation: read without the lock, one atomic load.
+    /// The zone's purge count, read before a lookup goes out and handed
+    /// back to [`LinkCache::insert`] with its answer.
+    pub fn purges(&self) -> u64 {
+        // SAFETY: as in `generation`: only the atomic counter is referenced.
+        let purges = unsafe { &(*(*self.pool.as_ptr()).data.cast::<Shared>()).purges };
+        purges.load(Ordering::Acquire)
+    }
+
     fn generation(&self) -> u64 {
         // SAFETY: init_zone stored the header in pool->data; only its atomic
         // counter is referenced, so no lock is needed.

@@ -35,6 +35,10 @@ pub struct Shared {
     /// Bumped by every purge or replacement: workers' front caches
     /// (`front.rs`) trust only entries copied under the current value.
     pub generation: AtomicU64,
+    /// Bumped by every purge the daemon's events ask for, whether or not
+    /// the zone held the code: a lookup answered across one may carry the
+    /// link as it was before the change, so it is not stored (`links.rs`).
+    pub purges: AtomicU64,
     /// `bucket_mask + 1` chain heads.
     pub buckets: *mut *mut LinkNode,
     pub bucket_mask: usize,
@@ -61,7 +65,7 @@ pub struct Shared {
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE10");
+pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE11");
 /// Locks the slab pool for the life of the guard.
 pub struct Locked(NonNull<ngx_slab_pool_t>);
 

@@ -59,12 +59,15 @@ impl DaemonLink {
 
     fn send_lookup(&mut self, code: &[u8]) -> Result<(), super::NotSent> {
         let id = self.next_id();
+        // Read before sending: a purge after this may beat the answer.
+        let purges = self.conf.cache.map_or(0, |c| c.purges());
         let request = Request::Lookup {
             id,
             code: String::from_utf8_lossy(code).into_owned(),
         };
         self.send(&request)?;
-        self.inflight.insert(id, Inflight::Lookup(code.to_vec()));
+        self.inflight
+            .insert(id, Inflight::Lookup(code.to_vec(), purges));
         Ok(())
     }
 
@@ -98,10 +101,10 @@ impl DaemonLink {
 
     /// The daemon answered lookup `id`.
     pub(super) fn answered(&mut self, id: u32, result: LookupResult) {
-        let Some(Inflight::Lookup(code)) = self.inflight.remove(&id) else {
+        let Some(Inflight::Lookup(code, purges)) = self.inflight.remove(&id) else {
             return;
         };
-        let answer = self.admit(&code, result);
+        let answer = self.admit(&code, result, purges);
         if let Some(mut wait) = self.lookups.remove(&code) {
             self.finish(&mut wait, answer);
         }
@@ -110,7 +113,7 @@ impl DaemonLink {
     /// The daemon could not do request `id`.
     pub(super) fn daemon_error(&mut self, id: u32, message: &str) {
         let code = match self.inflight.remove(&id) {
-            Some(Inflight::Lookup(code)) => code,
+            Some(Inflight::Lookup(code, _)) => code,
             Some(Inflight::Clicks(key, batch_id)) => {
                 return self.clicks_failed(key, batch_id, message)
             }

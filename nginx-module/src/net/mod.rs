@@ -222,7 +222,8 @@ enum State {
 
 /// What a request id was used for, to route its reply.
 enum Inflight {
-    Lookup(Vec<u8>),
+    /// The code, and the zone's purge count before the lookup went out.
+    Lookup(Vec<u8>, u64),
     /// The batch of this page, under this id.
     Clicks(PageKey, BatchId),
     /// A password check, waiting in `password_checks` under the same id.

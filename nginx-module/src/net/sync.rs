@@ -14,8 +14,9 @@ use crate::log::{error, info, warning};
 
 impl DaemonLink {
     /// The answer to hand to waiting requests for `code`, stored in the zone
-    /// unless its target is refused.
-    pub(super) fn admit(&mut self, code: &[u8], result: LookupResult) -> Answer {
+    /// unless its target is refused or an event purged anything since the
+    /// lookup went out (`purges`, see `LinkCache::insert`).
+    pub(super) fn admit(&mut self, code: &[u8], result: LookupResult, purges: u64) -> Answer {
         if let LookupResult::Found(link) = &result {
             if !targets_are_header_safe(link) {
                 error!(
@@ -32,7 +33,7 @@ impl DaemonLink {
             _ => self.conf.negative_ttl,
         };
         if let (Some(cache), true) = (self.conf.cache, ttl > 0) {
-            if let Err(e) = cache.insert(code, &result, ttl, now()) {
+            if let Err(e) = cache.insert(code, &result, ttl, now(), purges) {
                 warning!(
                     self.log,
                     "shortlink: {}, \"{}\" answered without caching",
