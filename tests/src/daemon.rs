@@ -163,6 +163,20 @@ impl Daemon {
         std::fs::read_to_string(self.dir.join("logs/daemon.log")).unwrap_or_default()
     }
 
+    /// The pid of the nginx worker of each subscription so far, oldest
+    /// first (the daemon pushes its events to the latest).
+    pub fn subscriptions(&self) -> Vec<u32> {
+        let marker = "nginx worker subscribed pid=";
+        let log = self.log();
+        log.match_indices(marker)
+            .map(|(at, _)| {
+                let rest = &log[at + marker.len()..];
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().expect("a pid after the marker")
+            })
+            .collect()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }

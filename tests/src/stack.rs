@@ -75,6 +75,14 @@ impl Stack {
         Self::start_edited(name, workers, timeout, |http| http)
     }
 
+    /// As [`Stack::start`], with a zone of `size` (nginx's syntax: `32k`)
+    /// instead of 4 MiB.
+    pub fn start_with_zone(name: &str, workers: u32, size: &str) -> Stack {
+        Self::start_edited(name, workers, "300ms", |http| {
+            http.replace("zone=links:4m", &format!("zone=links:{size}"))
+        })
+    }
+
     /// As [`Stack::start_with_timeout`], with the `http{}` body passed through `edit`.
     pub fn start_edited(
         name: &str,

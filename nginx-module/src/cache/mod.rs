@@ -157,19 +157,23 @@ impl LinkCache {
         (lock.shared().entries, total.saturating_sub(free), free)
     }
 
-    /// The zone's generation: read without the lock, one atomic load.
     /// The zone's purge count, read before a lookup goes out and handed
     /// back to [`LinkCache::insert`] with its answer.
     pub fn purges(&self) -> u64 {
-        // SAFETY: as in `generation`: only the atomic counter is referenced.
-        let purges = unsafe { &(*(*self.pool.as_ptr()).data.cast::<Shared>()).purges };
-        purges.load(Ordering::Acquire)
+        // SAFETY: see `header`; only the atomic counter is referenced.
+        unsafe { &(*self.header()).purges }.load(Ordering::Acquire)
     }
 
+    /// The zone's generation: read without the lock, one atomic load.
     fn generation(&self) -> u64 {
-        // SAFETY: init_zone stored the header in pool->data; only its atomic
-        // counter is referenced, so no lock is needed.
-        let generation = unsafe { &(*(*self.pool.as_ptr()).data.cast::<Shared>()).generation };
-        generation.load(Ordering::Acquire)
+        // SAFETY: see `header`; only the atomic counter is referenced.
+        unsafe { &(*self.header()).generation }.load(Ordering::Acquire)
+    }
+
+    /// The zone's header, which init_zone stored in pool->data. Without the
+    /// lock only its atomic counters may be referenced through it.
+    fn header(&self) -> *const Shared {
+        // SAFETY: the pool is the zone's live slab pool (`from_zone`).
+        unsafe { (*self.pool.as_ptr()).data.cast::<Shared>() }
     }
 }

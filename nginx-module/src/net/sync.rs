@@ -68,10 +68,9 @@ impl DaemonLink {
                 // A new alias may have been cached as "not found" (or
                 // "gone", for an alias used before). An answer that found
                 // a link under it was given after the alias existed, so it
-                // stays: a snapshot
-                // names every alias again at each subscription, and purging
-                // them would empty the zone of its aliases at every daemon
-                // restart.
+                // stays: a snapshot names every alias again at each
+                // subscription, and purging them would empty the zone of
+                // its aliases at every daemon restart.
                 for alias in &aliases {
                     cache.purge_unfound(alias.as_bytes());
                 }
