@@ -2,7 +2,8 @@
 //! umask the daemon was started with.
 //!
 //! The database holds password hashes, API key hashes, sealed app secrets
-//! and every link: its files (`shortlink.db`, `-wal`, `-shm`) are the
+//! and every link: its files (`shortlink.db`, `-wal`, `-shm`, and the
+//! click log's `shortlink.db-clicks` with its own) are the
 //! daemon user's alone (0600; an operator's 0640 for a backup group is
 //! kept). The database file is made here with 0600 before SQLite opens it;
 //! SQLite gives the `-wal` and `-shm` files it makes the mode of the
@@ -109,10 +110,14 @@ pub fn database_files(db: &Path) -> Result<(), AppError> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(mode_error(db, e)),
     }
+    let log = crate::store::clicks::logdb::path(db);
     for path in [
         db.to_path_buf(),
         with_suffix(db, "-wal"),
         with_suffix(db, "-shm"),
+        with_suffix(&log, "-wal"),
+        with_suffix(&log, "-shm"),
+        log.clone(),
     ] {
         let mode = match std::fs::metadata(&path) {
             Ok(m) => m.permissions().mode() & 0o7777,
@@ -175,5 +180,10 @@ mod tests {
         database_files(&db).unwrap();
         assert_eq!(mode(&db), 0o640);
         assert_eq!(mode(&with_suffix(&db, "-wal")), 0o640);
+        let log = crate::store::clicks::logdb::path(&db);
+        std::fs::write(&log, b"").unwrap();
+        chmod(&log, 0o666).unwrap();
+        database_files(&db).unwrap();
+        assert_eq!(mode(&log), 0o640);
     }
 }

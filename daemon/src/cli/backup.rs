@@ -28,6 +28,7 @@ use crate::app::files::DB_MODE;
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::store::backup as sqlite;
+use crate::store::clicks::logdb;
 
 /// What `backup` and `restore` did, for `--json`.
 #[derive(Debug, serde::Serialize)]
@@ -105,8 +106,16 @@ pub fn restore(config: &Config, file: &Path) -> Result<Copied> {
     .map_err(|e| anyhow!("{}: {e:#}", file.display()))
     .and_then(|v| {
         // A WAL left beside the old database would be replayed into
-        // the new one.
-        remove_files(&[wal(&db, "-wal"), wal(&db, "-shm")])?;
+        // the new one; the old click log's unfolded batches would be
+        // counted into it (the copy carries its own in `click_log`).
+        let log = logdb::path(&db);
+        remove_files(&[
+            wal(&db, "-wal"),
+            wal(&db, "-shm"),
+            wal(&log, "-wal"),
+            wal(&log, "-shm"),
+            log.clone(),
+        ])?;
         replace(&tmp, &db).map(|()| v)
     })
     .inspect_err(|_| remove_db_files(&tmp))?;
@@ -281,11 +290,15 @@ mod tests {
             std::fs::copy(&stale, b.path().join("saved-wal")).unwrap();
         }
         std::fs::copy(b.path().join("saved-wal"), &stale).unwrap();
+        // The old click log: its batches belong to the old database.
+        let old_log = logdb::path(&old);
+        assert!(old_log.exists());
         restore(&config(b.path()), &file).unwrap();
         // What a daemon opening it would read: the backup, not the old WAL
-        // replayed over it.
+        // replayed over it, nor the old database's unfolded clicks.
         assert_eq!(urls(&old), ["https://e.com/kept"]);
         assert!(!stale.exists());
+        assert!(!old_log.exists());
         let mode = std::fs::metadata(&old).unwrap().permissions();
         assert_eq!(
             std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,

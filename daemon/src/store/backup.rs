@@ -11,10 +11,14 @@ use anyhow::{bail, Context, Result};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use super::clicks::logdb;
 use super::SCHEMA_VERSION;
 
 /// Copies the live database `db` into the new file `tmp` (safe while a
-/// daemon writes it) and checks the copy; the copy's schema version.
+/// daemon writes it) and checks the copy; the copy's schema version. The
+/// click batches acknowledged and not folded yet, which live in the click
+/// log's own file (`clicks::logdb`), go into the copy's `click_log` and
+/// `click_batches`, where the next open finds them.
 pub fn backup_live(db: &Path, tmp: &Path) -> Result<i64> {
     let src = Connection::open_with_flags(
         db,
@@ -22,7 +26,60 @@ pub fn backup_live(db: &Path, tmp: &Path) -> Result<i64> {
     )
     .with_context(|| format!("opening {}", db.display()))?;
     src.busy_timeout(Duration::from_secs(10))?;
-    write_checked(&src, tmp, |_| Ok(()))
+    let log = logdb::path(db);
+    if !log.exists() {
+        return write_checked(&src, tmp, |_| Ok(()));
+    }
+    let name = log
+        .to_str()
+        .with_context(|| format!("{} is not UTF-8", log.display()))?;
+    src.execute("ATTACH DATABASE ?1 AS clicklog", [name])
+        .with_context(|| format!("opening {}", log.display()))?;
+    // The log's snapshot is taken first: a fold committing between the two
+    // leaves its rows in this log snapshot, and the copy's
+    // `folded_through` (older or newer) tells which of them to count. The
+    // other order could miss rows a fold deleted from the log.
+    src.execute_batch("BEGIN")?;
+    src.query_row("SELECT count(*) FROM clicklog.click_log", [], |_| Ok(()))?;
+    let version = write_checked(&src, tmp, |dst| copy_log(&src, dst));
+    src.execute_batch("COMMIT")?;
+    version
+}
+
+/// Copies the click log's unfolded rows and its batch ids (read through
+/// `src`'s open snapshot of the log) into the copy `dst`.
+fn copy_log(src: &Connection, dst: &Connection) -> Result<()> {
+    let through: i64 = dst.query_row(
+        "SELECT folded_through FROM click_fold WHERE id = 1",
+        [],
+        |r| r.get(0),
+    )?;
+    dst.execute_batch("BEGIN")?;
+    let mut rows = src
+        .prepare("SELECT seq, received_at, batch, format FROM clicklog.click_log WHERE seq > ?1")?;
+    let mut put = dst.prepare(
+        "INSERT INTO click_log (seq, received_at, batch, format) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut q = rows.query([through])?;
+    while let Some(r) = q.next()? {
+        put.execute(rusqlite::params![
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get_ref(2)?.as_blob()?,
+            r.get::<_, i64>(3)?
+        ])?;
+    }
+    let mut ids = src.prepare("SELECT batch_id, seen_at FROM clicklog.click_batches")?;
+    let mut put = dst.prepare("INSERT INTO click_batches (batch_id, seen_at) VALUES (?1, ?2)")?;
+    let mut q = ids.query([])?;
+    while let Some(r) = q.next()? {
+        put.execute(rusqlite::params![
+            r.get_ref(0)?.as_blob()?,
+            r.get::<_, i64>(1)?
+        ])?;
+    }
+    dst.execute_batch("COMMIT")?;
+    Ok(())
 }
 
 /// A backup file opened read-only, to restore from.
@@ -181,5 +238,43 @@ mod tests {
             .unwrap();
         let err = schema_version(&other).unwrap_err().to_string();
         assert!(err.contains("not a shortlink database"), "{err}");
+    }
+
+    /// A backup of a running store holds the clicks acknowledged and not
+    /// folded yet (they live in the click log's file), each once: a
+    /// store opened on the copy counts folded and unfolded alike.
+    #[tokio::test]
+    async fn a_live_backup_carries_the_unfolded_clicks_once() {
+        use crate::store::clicks::tests::{add_link, click, counted};
+        use shortlink_core::ipc::{BatchId, ClickBatch};
+        let batch = |n: u8, count: u32| ClickBatch {
+            batch_id: BatchId([n; 16]),
+            clicks: vec![click(5, 100, false, None, count)],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let store = super::super::SqliteStore::open(&path, 1, 10).unwrap();
+        add_link(&store, 5, None).await;
+        store.append_clicks(vec![batch(1, 2)], 1000).await.unwrap();
+        store.fold_clicks().await.unwrap();
+        // Batch 1 is folded (its log row stays until the next fold);
+        // batches 2 and 3 are only in the log.
+        store.append_clicks(vec![batch(2, 3)], 1000).await.unwrap();
+        store.append_clicks(vec![batch(3, 4)], 1000).await.unwrap();
+        let copy = dir.path().join("copy.db");
+        backup_live(&path, &copy).unwrap();
+        store.close();
+        let restored = super::super::SqliteStore::open(&copy, 1, 10).unwrap();
+        assert_eq!(counted(&restored, 5).await.0, 9);
+        // Batch ids came along: a batch sent again is not counted again.
+        assert_eq!(
+            restored
+                .append_clicks(vec![batch(3, 4)], 1000)
+                .await
+                .unwrap(),
+            vec![false]
+        );
+        restored.fold_clicks().await.unwrap();
+        assert_eq!(counted(&restored, 5).await.0, 9);
     }
 }

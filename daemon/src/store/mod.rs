@@ -147,6 +147,13 @@ impl SqliteStore {
         // What a migration rewrote (secrets sealed by v5) leaves the WAL
         // and reaches the database file now, old page images overwritten.
         writer_conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        let adopted = clicks::logdb::adopt(&writer_conn)?;
+        if adopted > 0 {
+            tracing::info!(
+                batches = adopted,
+                "unfolded click batches moved into the click log's own file"
+            );
+        }
         let changes_at_open = changes::head(&writer_conn)?;
         // Clicks acknowledged before a crash and not folded yet.
         let pending = Arc::new(PendingClicks::default());

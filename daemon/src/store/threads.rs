@@ -163,9 +163,10 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Opens the writer connection (WAL mode); the caller migrates the schema
-/// on it before [`start`] hands it to the writer thread.
-pub(super) fn open_writer(path: &Path, seal: &Option<SecretSeal>) -> rusqlite::Result<Connection> {
+/// Opens the writer connection (WAL mode) with the click log attached
+/// (`clicks::logdb`); the caller migrates the schema on it before
+/// [`start`] hands it to the writer thread.
+pub(super) fn open_writer(path: &Path, seal: &Option<SecretSeal>) -> StoreResult<Connection> {
     let conn = Connection::open(path)?;
     register_secret_functions(&conn, seal.clone())?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -180,6 +181,7 @@ pub(super) fn open_writer(path: &Path, seal: &Option<SecretSeal>) -> rusqlite::R
     // copies tens of MiB back into the database holds every queued
     // write (creates, click acks) for that long.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    super::clicks::logdb::attach(&conn, path, true)?;
     Ok(conn)
 }
 
@@ -201,6 +203,8 @@ pub(super) fn start(
     let checkpoint_conn = Connection::open(path)?;
     configure(&checkpoint_conn)?;
     checkpoint_conn.pragma_update(None, "synchronous", "FULL")?;
+    // Its unnamed `wal_checkpoint` then covers the click log's WAL too.
+    super::clicks::logdb::attach(&checkpoint_conn, path, false)?;
     let mut reader_conns = Vec::new();
     for _ in 0..readers.max(1) {
         let conn = Connection::open(path)?;

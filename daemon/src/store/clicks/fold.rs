@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::aggregate::{Aggregate, RowKey};
 use super::late;
-use super::pending::{fold_generation, PendingClicks};
+use super::pending::{fold_generation, folded_through, PendingClicks};
 use crate::db::WebhookEvent;
 use crate::store::error::StoreResult;
 use crate::store::{changes, links, unix_now, webhooks};
@@ -29,11 +29,17 @@ pub struct FoldOutcome {
 }
 
 /// The fold of everything, inside a write transaction: seals the open
-/// aggregate, adds it to `links` and `clicks`, deletes the log rows it
-/// covers and moves `folded_through`. The caller must call
+/// aggregate, adds it to `links` and `clicks`, moves `folded_through` and
+/// deletes the log rows an earlier fold covered (the log is another file,
+/// whose commit may land without this fold's: `super::logdb`). The caller must call
 /// [`PendingClicks::finish_fold`] with whether the transaction committed,
 /// and never run two folds at once.
 pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldOutcome> {
+    // Only log rows a committed fold covered: this fold's own rows (up to
+    // its `through`) go with the next fold, once `folded_through` says
+    // they are in the tables; recovery skips them meanwhile.
+    conn.prepare_cached("DELETE FROM clicklog.click_log WHERE seq <= ?1")?
+        .execute([folded_through(conn)?])?;
     let generation = fold_generation(conn)? + 1;
     let (agg, through) = {
         let mut s = pending.lock();
@@ -47,12 +53,8 @@ pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldO
     };
     let mut outcome = apply_aggregate(conn, &agg)?;
     outcome.batches = agg.batches;
-    // Only rows this fold covers: seqs above `through` were committed
-    // after the seal and are still in memory only as part of the new open
-    // aggregate (or not at all yet). Every link a prompt fold took ahead
-    // was taken through at most `through`.
-    conn.prepare_cached("DELETE FROM click_log WHERE seq <= ?1")?
-        .execute([through])?;
+    // Every link a prompt fold took ahead was taken through at most
+    // `through`.
     conn.prepare_cached("DELETE FROM click_fold_links")?
         .execute([])?;
     conn.prepare_cached("UPDATE click_fold SET folded_through = ?1, generation = ?2 WHERE id = 1")?

@@ -1,5 +1,6 @@
-//! The `click_log` and `click_batches` tables: a batch made durable in
-//! O(1) pages before its ack, recovery of unfolded rows at open, pruning.
+//! The `click_log` and `click_batches` tables (in the log's own file,
+//! `super::logdb`): a batch made durable in O(1) pages before its ack,
+//! recovery of unfolded rows at open, pruning.
 
 use std::collections::HashMap;
 
@@ -22,10 +23,11 @@ pub fn append_batches(
     now: i64,
 ) -> StoreResult<Vec<Option<i64>>> {
     let mut seen = conn.prepare_cached(
-        "INSERT OR IGNORE INTO click_batches (batch_id, seen_at) VALUES (?1, ?2)",
+        "INSERT OR IGNORE INTO clicklog.click_batches (batch_id, seen_at) VALUES (?1, ?2)",
     )?;
-    let mut log = conn
-        .prepare_cached("INSERT INTO click_log (received_at, batch, format) VALUES (?1, ?2, 3)")?;
+    let mut log = conn.prepare_cached(
+        "INSERT INTO clicklog.click_log (received_at, batch, format) VALUES (?1, ?2, 3)",
+    )?;
     let mut out = Vec::with_capacity(batches.len());
     for batch in batches {
         if seen.execute(params![&batch.batch_id.0[..], now])? == 0 {
@@ -59,7 +61,7 @@ pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
         .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     let mut st = conn.prepare(
-        "SELECT seq, received_at, batch, format FROM click_log WHERE seq > ?1 ORDER BY seq",
+        "SELECT seq, received_at, batch, format FROM clicklog.click_log WHERE seq > ?1 ORDER BY seq",
     )?;
     let mut rows = st.query([through])?;
     let mut s = pending.lock();
@@ -104,10 +106,19 @@ pub fn recover(conn: &Connection, pending: &PendingClicks) -> StoreResult<u64> {
 
 /// Forgets batch ids older than `cutoff` (Unix seconds).
 pub fn prune_batches(conn: &Connection, cutoff: i64) -> StoreResult<usize> {
-    Ok(conn.execute("DELETE FROM click_batches WHERE seen_at < ?1", [cutoff])?)
+    Ok(conn.execute(
+        "DELETE FROM clicklog.click_batches WHERE seen_at < ?1",
+        [cutoff],
+    )?)
 }
 
-/// Rows in `click_log` (acknowledged batches not folded yet).
+/// Acknowledged batches not folded yet: the `click_log` rows past
+/// `folded_through` (on the writer connection, which has the log attached).
 pub fn log_len(conn: &Connection) -> StoreResult<u64> {
-    Ok(conn.query_row("SELECT count(*) FROM click_log", [], |r| r.get::<_, i64>(0))? as u64)
+    let through = folded_through(conn)?;
+    Ok(conn.query_row(
+        "SELECT count(*) FROM clicklog.click_log WHERE seq > ?1",
+        [through],
+        |r| r.get::<_, i64>(0),
+    )? as u64)
 }

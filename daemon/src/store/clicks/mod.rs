@@ -21,6 +21,7 @@ mod aggregate;
 mod fold;
 mod late;
 mod log;
+pub mod logdb;
 mod pending;
 mod range;
 mod site;
@@ -40,7 +41,7 @@ mod prompt_tests;
 mod variant_tests;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::links::{self, Link};
     use crate::store::tests::temp_store;
@@ -48,7 +49,7 @@ mod tests {
     use shortlink_core::device::DeviceClass;
     use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
-    pub(super) fn click(
+    pub(crate) fn click(
         link_id: u64,
         hour: u32,
         bot: bool,
@@ -67,7 +68,7 @@ mod tests {
         }
     }
 
-    pub(super) async fn add_link(store: &SqliteStore, id: u64, max_visits: Option<i64>) {
+    pub(crate) async fn add_link(store: &SqliteStore, id: u64, max_visits: Option<i64>) {
         store
             .write(move |c| {
                 links::insert(
@@ -85,7 +86,7 @@ mod tests {
             .unwrap();
     }
 
-    pub(super) async fn counted(store: &SqliteStore, id: u64) -> (i64, i64, RangeStats) {
+    pub(crate) async fn counted(store: &SqliteStore, id: u64) -> (i64, i64, RangeStats) {
         store
             .read_counted(move |c, o| {
                 let mut l = links::by_id(c, id)?.unwrap();
@@ -163,7 +164,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(daily.series, vec![(4 * 86400, 7)]);
-        assert_eq!(store.read(log_len).await.unwrap(), 0);
+        assert_eq!(store.write(log_len).await.unwrap(), 0);
     }
 
     #[tokio::test]
@@ -299,7 +300,7 @@ mod tests {
         }
         let store = SqliteStore::open(&path, 1, 10).unwrap();
         assert_eq!(counted(&store, 9).await.0, 7);
-        assert_eq!(store.read(log_len).await.unwrap(), 1);
+        assert_eq!(store.write(log_len).await.unwrap(), 1);
         let again = ClickBatch {
             batch_id: BatchId([2; 16]),
             clicks: vec![click(9, 100, false, None, 5)],
@@ -313,6 +314,6 @@ mod tests {
         store.close();
         let store = SqliteStore::open(&path, 1, 10).unwrap();
         assert_eq!(counted(&store, 9).await.0, 7);
-        assert_eq!(store.read(log_len).await.unwrap(), 0);
+        assert_eq!(store.write(log_len).await.unwrap(), 0);
     }
 }

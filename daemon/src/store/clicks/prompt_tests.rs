@@ -64,7 +64,7 @@ async fn prompt_fold_takes_only_limited_and_renewed_links() {
         let (clicks, _, stats) = counted(&store, id).await;
         assert_eq!((clicks, stats.total), (n, n), "link {id}");
     }
-    assert_eq!(store.read(log_len).await.unwrap(), 1);
+    assert_eq!(store.write(log_len).await.unwrap(), 1);
     assert_eq!(fold_links_ahead(&store).await, 2);
     // Nothing new for the prompt links: nothing to do.
     assert_eq!(
@@ -78,7 +78,7 @@ async fn prompt_fold_takes_only_limited_and_renewed_links() {
         assert_eq!(in_table(&store, id).await, n, "link {id}");
         assert_eq!(counted(&store, id).await.0, n, "link {id}");
     }
-    assert_eq!(store.read(log_len).await.unwrap(), 0);
+    assert_eq!(store.write(log_len).await.unwrap(), 0);
     assert_eq!(fold_links_ahead(&store).await, 0);
 }
 
@@ -128,7 +128,7 @@ async fn recovery_skips_what_the_prompt_fold_took_ahead() {
         store.close();
     }
     let store = SqliteStore::open(&path, 1, 10).unwrap();
-    assert_eq!(store.read(log_len).await.unwrap(), 2);
+    assert_eq!(store.write(log_len).await.unwrap(), 2);
     assert_eq!(counted(&store, 5).await.0, 7);
     assert_eq!(counted(&store, 6).await.0, 3);
     // Both batches are still known: re-sent, they count nothing.
@@ -151,7 +151,7 @@ async fn recovery_skips_what_the_prompt_fold_took_ahead() {
         (counted(&store, 5).await.0, counted(&store, 6).await.0),
         (7, 3)
     );
-    assert_eq!(store.read(log_len).await.unwrap(), 0);
+    assert_eq!(store.write(log_len).await.unwrap(), 0);
 }
 
 #[tokio::test]
