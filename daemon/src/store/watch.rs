@@ -39,7 +39,8 @@ struct OpenFile {
     ino: u64,
 }
 
-/// Watches the database file, its `-wal` and its `-shm`.
+/// Watches the database file, its `-wal` and its `-shm`, and the same three
+/// of the click log (`clicks::logdb`).
 #[derive(Debug)]
 pub(super) struct FileWatch {
     files: Vec<Watched>,
@@ -54,11 +55,19 @@ impl FileWatch {
             p.push(suffix);
             PathBuf::from(p)
         };
+        let log = super::clicks::logdb::SUFFIX;
         let mut watch = FileWatch {
-            files: [db.clone(), with("-wal"), with("-shm")]
-                .into_iter()
-                .map(|path| Watched { path, open: None })
-                .collect(),
+            files: [
+                db.clone(),
+                with("-wal"),
+                with("-shm"),
+                with(log),
+                with(&format!("{log}-wal")),
+                with(&format!("{log}-shm")),
+            ]
+            .into_iter()
+            .map(|path| Watched { path, open: None })
+            .collect(),
         };
         watch.find_missing();
         if watch.files.iter().all(|f| f.open.is_none()) {
@@ -115,10 +124,11 @@ impl FileWatch {
         Ok(())
     }
 
-    /// Checks the `-wal` file only (two `stat`s: cheap enough before each
-    /// commit).
+    /// Checks the two `-wal` files only (four `stat`s: cheap enough before
+    /// each commit).
     pub(super) fn check_wal(&mut self) -> Result<(), String> {
-        self.check_one(1)
+        self.check_one(1)?;
+        self.check_one(4)
     }
 
     fn check_one(&mut self, i: usize) -> Result<(), String> {
@@ -162,6 +172,9 @@ mod tests {
         conn.pragma_update(None, "journal_mode", "WAL").unwrap();
         conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
             .unwrap();
+        super::super::clicks::logdb::attach(&conn, &db, true).unwrap();
+        conn.execute_batch("INSERT INTO clicklog.click_batches VALUES (x'01', 1);")
+            .unwrap();
         let mut watch = FileWatch::new(&db);
         assert!(
             watch.files.iter().all(|f| f.open.is_some()),
@@ -181,6 +194,12 @@ mod tests {
         std::fs::write(&wal, b"").unwrap();
         let e = watch.check_all().unwrap_err();
         assert!(e.contains("t.db-wal was replaced"), "{e}");
+
+        // The click log's WAL holds acknowledged click batches.
+        let mut watch = FileWatch::new(&db);
+        std::fs::remove_file(dir.path().join("t.db-clicks-wal")).unwrap();
+        let e = watch.check_wal().unwrap_err();
+        assert!(e.contains("t.db-clicks-wal was deleted"), "{e}");
         drop(conn);
     }
 }
