@@ -14,10 +14,11 @@
 
 use std::fs::Permissions;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::AppError;
 use crate::config::Config;
+use crate::store::files::file_set;
 
 /// Mode of a data directory the daemon makes, without sockets in it.
 pub const DIR_MODE: u32 = 0o750;
@@ -90,12 +91,6 @@ pub fn data_dir(config: &Config) -> Result<(), AppError> {
     }
 }
 
-fn with_suffix(db: &Path, suffix: &str) -> PathBuf {
-    let mut p = db.as_os_str().to_owned();
-    p.push(suffix);
-    PathBuf::from(p)
-}
-
 /// Makes the database file with [`DB_MODE`] when there is none, and
 /// tightens the database files there that others may read.
 pub fn database_files(db: &Path) -> Result<(), AppError> {
@@ -110,15 +105,7 @@ pub fn database_files(db: &Path) -> Result<(), AppError> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(mode_error(db, e)),
     }
-    let log = crate::store::clicks::logdb::path(db);
-    for path in [
-        db.to_path_buf(),
-        with_suffix(db, "-wal"),
-        with_suffix(db, "-shm"),
-        with_suffix(&log, "-wal"),
-        with_suffix(&log, "-shm"),
-        log.clone(),
-    ] {
+    for path in file_set(db) {
         let mode = match std::fs::metadata(&path) {
             Ok(m) => m.permissions().mode() & 0o7777,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -142,6 +129,7 @@ pub fn database_files(db: &Path) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::files::with_suffix;
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
@@ -180,10 +168,10 @@ mod tests {
         database_files(&db).unwrap();
         assert_eq!(mode(&db), 0o640);
         assert_eq!(mode(&with_suffix(&db, "-wal")), 0o640);
-        let log = crate::store::clicks::logdb::path(&db);
-        std::fs::write(&log, b"").unwrap();
-        chmod(&log, 0o666).unwrap();
+        let log = &file_set(&db)[3];
+        std::fs::write(log, b"").unwrap();
+        chmod(log, 0o666).unwrap();
         database_files(&db).unwrap();
-        assert_eq!(mode(&log), 0o640);
+        assert_eq!(mode(log), 0o640);
     }
 }

@@ -28,7 +28,7 @@ use crate::app::files::DB_MODE;
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::store::backup as sqlite;
-use crate::store::clicks::logdb;
+use crate::store::files::{file_set, with_suffix as wal};
 
 /// What `backup` and `restore` did, for `--json`.
 #[derive(Debug, serde::Serialize)]
@@ -108,14 +108,7 @@ pub fn restore(config: &Config, file: &Path) -> Result<Copied> {
         // A WAL left beside the old database would be replayed into
         // the new one; the old click log's unfolded batches would be
         // counted into it (the copy carries its own in `click_log`).
-        let log = logdb::path(&db);
-        remove_files(&[
-            wal(&db, "-wal"),
-            wal(&db, "-shm"),
-            wal(&log, "-wal"),
-            wal(&log, "-shm"),
-            log.clone(),
-        ])?;
+        remove_files(&file_set(&db)[1..])?;
         replace(&tmp, &db).map(|()| v)
     })
     .inspect_err(|_| remove_db_files(&tmp))?;
@@ -185,13 +178,6 @@ fn replace(tmp: &Path, target: &Path) -> Result<()> {
         .unwrap_or(Path::new("."));
     File::open(dir)?.sync_all()?;
     Ok(())
-}
-
-/// `db` with `suffix` appended (`-wal`, `-shm`, `-journal`).
-fn wal(db: &Path, suffix: &str) -> PathBuf {
-    let mut s = db.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
 }
 
 fn remove_files(paths: &[PathBuf]) -> Result<()> {
@@ -291,7 +277,7 @@ mod tests {
         }
         std::fs::copy(b.path().join("saved-wal"), &stale).unwrap();
         // The old click log: its batches belong to the old database.
-        let old_log = logdb::path(&old);
+        let old_log = crate::store::files::click_log(&old);
         assert!(old_log.exists());
         restore(&config(b.path()), &file).unwrap();
         // What a daemon opening it would read: the backup, not the old WAL

@@ -11,7 +11,6 @@ use anyhow::{bail, Context, Result};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use super::clicks::logdb;
 use super::SCHEMA_VERSION;
 
 /// Copies the live database `db` into the new file `tmp` (safe while a
@@ -26,7 +25,7 @@ pub fn backup_live(db: &Path, tmp: &Path) -> Result<i64> {
     )
     .with_context(|| format!("opening {}", db.display()))?;
     src.busy_timeout(Duration::from_secs(10))?;
-    let log = logdb::path(db);
+    let log = super::files::click_log(db);
     if !log.exists() {
         return write_checked(&src, tmp, |_| Ok(()));
     }

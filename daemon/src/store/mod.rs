@@ -12,6 +12,7 @@ pub mod backup;
 pub mod cache;
 pub mod changes;
 pub mod clicks;
+pub mod files;
 pub mod ids;
 pub mod keys;
 pub mod links;

@@ -50,24 +50,11 @@ impl FileWatch {
     /// Watches the files of the database at `db` (which must exist).
     pub(super) fn new(db: &Path) -> Self {
         let db = std::fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf());
-        let with = |suffix: &str| {
-            let mut p = db.clone().into_os_string();
-            p.push(suffix);
-            PathBuf::from(p)
-        };
-        let log = super::clicks::logdb::SUFFIX;
         let mut watch = FileWatch {
-            files: [
-                db.clone(),
-                with("-wal"),
-                with("-shm"),
-                with(log),
-                with(&format!("{log}-wal")),
-                with(&format!("{log}-shm")),
-            ]
-            .into_iter()
-            .map(|path| Watched { path, open: None })
-            .collect(),
+            files: super::files::file_set(&db)
+                .into_iter()
+                .map(|path| Watched { path, open: None })
+                .collect(),
         };
         watch.find_missing();
         if watch.files.iter().all(|f| f.open.is_none()) {
@@ -127,8 +114,8 @@ impl FileWatch {
     /// Checks the two `-wal` files only (four `stat`s: cheap enough before
     /// each commit).
     pub(super) fn check_wal(&mut self) -> Result<(), String> {
-        self.check_one(1)?;
-        self.check_one(4)
+        self.check_one(super::files::DB_WAL)?;
+        self.check_one(super::files::LOG_WAL)
     }
 
     fn check_one(&mut self, i: usize) -> Result<(), String> {

@@ -24,24 +24,15 @@
 //! file at open.
 
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::{params, Connection};
 
 use crate::store::error::{StoreError, StoreResult};
+use crate::store::files::click_log;
 
 /// The schema name the log file is attached under.
 pub const SCHEMA: &str = "clicklog";
-/// What the log file's name adds to the database's.
-pub const SUFFIX: &str = "-clicks";
-
-/// The log file of database `db`.
-pub fn path(db: &Path) -> PathBuf {
-    let mut p = db.as_os_str().to_owned();
-    p.push(SUFFIX);
-    PathBuf::from(p)
-}
-
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS clicklog.click_log (
     seq          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -61,7 +52,7 @@ CREATE INDEX IF NOT EXISTS clicklog.click_batches_seen ON click_batches(seen_at)
 /// creates its tables and sets it up for writing (WAL, `synchronous=FULL`),
 /// which the writer does; the checkpointer attaches it only to checkpoint.
 pub fn attach(conn: &Connection, db: &Path, tables: bool) -> StoreResult<()> {
-    let file = path(db);
+    let file = click_log(db);
     if !file.exists() {
         // SQLite would make it with the umask's mode; it holds what the
         // database does (batch ids, visitor countries and referrers).
@@ -197,7 +188,7 @@ mod tests {
             store.close();
         }
         for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path(&db).display()));
+            let _ = std::fs::remove_file(format!("{}{suffix}", click_log(&db).display()));
         }
         {
             let store = SqliteStore::open(&db, 1, 10).unwrap();
@@ -225,7 +216,11 @@ mod tests {
         std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
         let conn = Connection::open(&db).unwrap();
         attach(&conn, &db, true).unwrap();
-        let mode = std::fs::metadata(path(&db)).unwrap().permissions().mode() & 0o777;
+        let mode = std::fs::metadata(click_log(&db))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(mode, 0o600);
     }
 }
