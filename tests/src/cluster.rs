@@ -46,7 +46,11 @@ impl Cluster {
             codec = Some(c);
             let config = node_config(&scratch, &url, &pg);
             let daemon = Daemon::start_with_config(&scratch, &key, Some(config));
-            let nginx = Nginx::start(&scratch, 1, &http_conf(&key, &daemon, "300ms"));
+            let nginx = Nginx::start(
+                &scratch,
+                1,
+                &http_conf(&key, &daemon, crate::stack::TIMEOUT),
+            );
             nodes.push(Node {
                 nginx,
                 daemon,

@@ -65,10 +65,13 @@ pub struct Stack {
     pub scratch: Scratch,
 }
 
+/// The `shortlink_timeout` of a stack started without one.
+pub(crate) const TIMEOUT: &str = "300ms";
+
 impl Stack {
-    /// Key, daemon and nginx with `workers` workers and `shortlink_timeout 300ms`.
+    /// Key, daemon and nginx with `workers` workers and `shortlink_timeout` [`TIMEOUT`].
     pub fn start(name: &str, workers: u32) -> Stack {
-        Self::start_with_timeout(name, workers, "300ms")
+        Self::start_with_timeout(name, workers, TIMEOUT)
     }
 
     pub fn start_with_timeout(name: &str, workers: u32, timeout: &str) -> Stack {
@@ -78,7 +81,7 @@ impl Stack {
     /// As [`Stack::start`], with a zone of `size` (nginx's syntax: `32k`)
     /// instead of 4 MiB.
     pub fn start_with_zone(name: &str, workers: u32, size: &str) -> Stack {
-        Self::start_edited(name, workers, "300ms", |http| {
+        Self::start_edited(name, workers, TIMEOUT, |http| {
             http.replace("zone=links:4m", &format!("zone=links:{size}"))
         })
     }

@@ -129,7 +129,7 @@ pub fn database_files(db: &Path) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::files::with_suffix;
+    use crate::store::files::{click_log, with_suffix};
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
@@ -168,10 +168,10 @@ mod tests {
         database_files(&db).unwrap();
         assert_eq!(mode(&db), 0o640);
         assert_eq!(mode(&with_suffix(&db, "-wal")), 0o640);
-        let log = &file_set(&db)[3];
-        std::fs::write(log, b"").unwrap();
-        chmod(log, 0o666).unwrap();
+        let log = click_log(&db);
+        std::fs::write(&log, b"").unwrap();
+        chmod(&log, 0o666).unwrap();
         database_files(&db).unwrap();
-        assert_eq!(mode(log), 0o640);
+        assert_eq!(mode(&log), 0o640);
     }
 }

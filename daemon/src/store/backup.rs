@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use super::clicks::logdb;
 use super::SCHEMA_VERSION;
 
 /// Copies the live database `db` into the new file `tmp` (safe while a
@@ -29,11 +30,7 @@ pub fn backup_live(db: &Path, tmp: &Path) -> Result<i64> {
     if !log.exists() {
         return write_checked(&src, tmp, |_| Ok(()));
     }
-    let name = log
-        .to_str()
-        .with_context(|| format!("{} is not UTF-8", log.display()))?;
-    src.execute("ATTACH DATABASE ?1 AS clicklog", [name])
-        .with_context(|| format!("opening {}", log.display()))?;
+    logdb::attach(&src, db, false).with_context(|| format!("opening {}", log.display()))?;
     // The log's snapshot is taken first: a fold committing between the two
     // leaves its rows in this log snapshot, and the copy's
     // `folded_through` (older or newer) tells which of them to count. The

@@ -31,8 +31,6 @@ use rusqlite::{params, Connection};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::files::click_log;
 
-/// The schema name the log file is attached under.
-pub const SCHEMA: &str = "clicklog";
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS clicklog.click_log (
     seq          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -47,7 +45,7 @@ CREATE TABLE IF NOT EXISTS clicklog.click_batches (
 CREATE INDEX IF NOT EXISTS clicklog.click_batches_seen ON click_batches(seen_at);
 ";
 
-/// Attaches the log file of database `db` to `conn` as [`SCHEMA`], making
+/// Attaches the log file of database `db` to `conn` as `clicklog`, making
 /// it (with the database file's mode) when there is none. `tables`: also
 /// creates its tables and sets it up for writing (WAL, `synchronous=FULL`),
 /// which the writer does; the checkpointer attaches it only to checkpoint.
@@ -187,8 +185,8 @@ mod tests {
             }
             store.close();
         }
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", click_log(&db).display()));
+        for file in &crate::store::files::file_set(&db)[3..] {
+            let _ = std::fs::remove_file(file);
         }
         {
             let store = SqliteStore::open(&db, 1, 10).unwrap();
