@@ -8,9 +8,20 @@ less between identical runs than wall-clock rates on a noisy machine.
 
     python3 bench/pgstatements.py --bin old=/tmp/shortlinkd-old --bin new=target/release/shortlinkd
     python3 bench/pgstatements.py --bin new=target/release/shortlinkd --scenario batch --items 200000
+    python3 bench/pgstatements.py --bin new=build/bin/shortlinkd --scenario clicks --items 100000
+
+`miss` is `make bench`'s `pg_miss_no_clicks`: `--items` imported links,
+an 8 MiB zone, wrk on uniform random codes with clicks off, so the
+statements are the lookups' alone.
+
+`clicks` is `make bench`'s `pg_clicks_2nodes`: two nodes on the database,
+`--items` links made through the batch API, wrk on both nodes at once, and
+besides the statements the server CPU per request and how many updates of
+`links` and `clicks` were HOT (no index touched).
 """
 
 import argparse
+import csv
 import glob
 import os
 import pwd
@@ -52,12 +63,18 @@ class Statements:
         self.sql("CREATE EXTENSION pg_stat_statements")
         self.sql("SELECT pg_stat_statements_reset()")
 
-    def figures(self):
+    def hot_updates(self):
+        """Per table: updates, and how many of them were HOT."""
+        rows = self.sql("SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                        "WHERE relname IN ('links', 'clicks') ORDER BY relname")
+        return {name: (int(upd), int(hot)) for name, upd, hot in rows}
+
+    def figures(self, width=60):
         total = self.sql("SELECT round(sum(total_exec_time)), round(sum(total_plan_time)) "
                          "FROM pg_stat_statements")[0]
         top = self.sql("SELECT calls, round(total_exec_time), round(total_plan_time), "
-                       "left(regexp_replace(query, '\\s+', ' ', 'g'), 60) FROM pg_stat_statements "
-                       f"ORDER BY total_exec_time DESC LIMIT {TOP}")
+                       f"left(regexp_replace(query, '\\s+', ' ', 'g'), {width}) FROM pg_stat_statements "
+                       f"ORDER BY total_exec_time + total_plan_time DESC LIMIT {TOP}")
         return {"exec_ms": int(total[0]), "plan_ms": int(total[1]),
                 "top": [{"calls": int(c), "exec_ms": int(e), "plan_ms": int(p), "query": q}
                         for c, e, p, q in top]}
@@ -76,12 +93,21 @@ def with_statements(cluster):
     if os.geteuid() == 0:
         cmd = ["runuser", "-u", pwd.getpwuid(os.stat(data).st_uid).pw_name, "--"] + cmd
     subprocess.run(cmd, check=True, capture_output=True, cwd="/")
+    # A new postmaster: its CPU and its children's are the server's.
+    with open(os.path.join(data, "postmaster.pid")) as f:
+        cluster.postmaster = int(f.readline())
 
 
 def one_run(binary, out, cluster, stmts, scenario, items, csv_path):
     harness.DAEMON = binary
     stmts.fresh()
     stack = Stack(os.path.join(out, "stack"), smoke=False, database=cluster.database)
+    if scenario in ("clicks", "miss"):
+        try:
+            run = clicks_run if scenario == "clicks" else miss_run
+            return run(out, cluster, stmts, stack, items)
+        finally:
+            stack.close()
     try:
         t0 = time.monotonic()
         if scenario == "import":
@@ -95,11 +121,60 @@ def one_run(binary, out, cluster, stmts, scenario, items, csv_path):
     return dict(stmts.figures(), items_per_s=round(rate))
 
 
+def miss_run(out, cluster, stmts, stack, items):
+    """`pg_miss_no_clicks` on a fresh schema: the lookups' statements."""
+    csv_path = os.path.join(out, "import.csv")
+    r = subprocess.run([harness.DAEMON, "import", csv_path] + stack.daemon_args, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    export = os.path.join(out, "export.csv")
+    subprocess.run([harness.DAEMON, "export", export] + stack.daemon_args, check=True, capture_output=True)
+    with open(export, newline="") as f:
+        codes = ["nc/" + row["code"] for row in csv.DictReader(f)]
+    os.remove(export)
+    path = os.path.join(out, "miss-nc.txt")
+    harness.write_codes(path, codes)
+    stack.pg_pids = cluster.pids
+    stack.start_nginx("8m")
+    env = dict(os.environ, CODES=path)
+    url = f"http://127.0.0.1:{stack.nginx_port}"
+    harness.wrk(url, 3, 64, os.path.join(HERE, "random_code.lua"), env)
+    stmts.sql("SELECT pg_stat_statements_reset()")
+    pg0 = harness.cpu_seconds(cluster.pids())
+    runs = [harness.measured(stack, url, 10, 64, os.path.join(HERE, "random_code.lua"), env) for _ in range(2)]
+    pg_cpu = harness.cpu_seconds(cluster.pids()) - pg0
+    requests = sum(r["requests"] for r in runs)
+    return dict(stmts.figures(width=160), items_per_s=round(sum(r["rps"] for r in runs) / len(runs)),
+                cpu_us_per_req=[round(r["cpu_us_per_req"], 1) for r in runs],
+                pg_us_per_req=round(pg_cpu * 1e6 / requests, 1))
+
+
+def clicks_run(out, cluster, stmts, node1, items):
+    """`pg_clicks_2nodes` on a fresh schema: the statements of the ingest
+    only (the batch creates are reset away)."""
+    hot = node1.create_batch(items, offset=50_000_000)
+    codes = os.path.join(out, "hot.txt")
+    harness.write_codes(codes, hot)
+    node2 = Stack(os.path.join(out, "stack2"), smoke=False, key=node1.key, database=cluster.database)
+    try:
+        node1.start_nginx("64m")
+        node2.start_nginx("64m")
+        stmts.sql("SELECT pg_stat_statements_reset()")
+        stmts.sql("SELECT pg_stat_reset()")
+        runs = pg.click_ingest([node1, node2], cluster, codes, 10, 2, 64, False)
+    finally:
+        node2.close()
+    hot_upd = stmts.hot_updates()
+    return dict(stmts.figures(), items_per_s=round(sum(r["rps"] for r in runs) / len(runs)),
+                cpu_us_per_req=[round(r["cpu_us_per_req"], 1) for r in runs],
+                counted=[round(r["clicks_counted"]) for r in runs],
+                requests=[r["requests"] for r in runs], hot_updates=hot_upd)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", action="append", required=True, metavar="NAME=PATH",
                     help="a daemon binary to measure (repeat: they take turns)")
-    ap.add_argument("--scenario", choices=["import", "batch"], default="import")
+    ap.add_argument("--scenario", choices=["import", "batch", "clicks", "miss"], default="import")
     ap.add_argument("--items", type=int, default=1_000_000, help="CSV rows, or links in batch calls of 10,000")
     ap.add_argument("--runs", type=int, default=2)
     args = ap.parse_args()
@@ -107,7 +182,7 @@ def main():
     out = os.path.join(HERE, "out", "pgstatements")
     os.makedirs(out, exist_ok=True)
     csv_path = os.path.join(out, "import.csv")
-    if args.scenario == "import":
+    if args.scenario in ("import", "miss"):
         write_import_csv(csv_path, args.items)
     cluster = pg.Postgres(os.path.join(out, "pg"))
     try:
@@ -118,6 +193,12 @@ def main():
                 r = one_run(binary, out, cluster, stmts, args.scenario, args.items, csv_path)
                 print(f"run {i + 1} {name}: {args.scenario} {r['items_per_s']:,}/s, statements "
                       f"{r['exec_ms']:,} ms executing, {r['plan_ms']:,} ms planning", flush=True)
+                if "cpu_us_per_req" in r and "hot_updates" not in r:
+                    print(f"    CPU per request {r['cpu_us_per_req']} µs, of which PostgreSQL's "
+                          f"{r['pg_us_per_req']} µs")
+                if "hot_updates" in r:
+                    print(f"    CPU per request {r['cpu_us_per_req']} µs, counted {r['counted']} of "
+                          f"{r['requests']}, updates (all, HOT) {r['hot_updates']}")
                 for t in r["top"]:
                     print(f"    {t['exec_ms']:>8,} ms {t['plan_ms']:>6,} ms plan {t['calls']:>7,} calls  {t['query']}")
     finally:

@@ -168,7 +168,7 @@ def run(name, args, db):
             script = os.path.join(HERE, "random_code.lua")
             url = f"http://127.0.0.1:{stack.nginx_port}"
             env = dict(os.environ, CODES=codes)
-            count = (lambda: pgbench.clicks_counted([stack])) if db else (
+            count = (lambda: pgbench.clicks_counted([stack], hot[0])) if db else (
                 lambda: stack.metric("shortlinkd_clicks_total"))
             warm = wrk(url, 3, 64, script, env)
             assert fold_wait(count, warm["requests"]), "warm-up clicks not folded"

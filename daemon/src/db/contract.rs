@@ -75,6 +75,25 @@ async fn inserts(store: &Store) {
         .unwrap();
     let ids: Vec<Option<u64>> = found.iter().map(|l| l.as_ref().map(|l| l.id)).collect();
     assert_eq!(ids, [Some(5), Some(1), None]);
+    // A burst longer than one statement's worth of codes, ids and aliases
+    // mixed, some repeated, each answered in its place.
+    let codes: Vec<CodeRef> = (0..45u64)
+        .map(|i| match i % 5 {
+            0 => CodeRef::Alias(if i % 10 == 0 { "taken" } else { "nope" }.into()),
+            _ => CodeRef::Id(i % 7),
+        })
+        .collect();
+    let want: Vec<Option<u64>> = codes
+        .iter()
+        .map(|c| match c {
+            CodeRef::Alias(a) => (a == "taken").then_some(1),
+            CodeRef::Id(id) => [1, 5].contains(id).then_some(*id),
+            CodeRef::Invalid => None,
+        })
+        .collect();
+    let found = store.find_links(codes).await.unwrap();
+    let ids: Vec<Option<u64>> = found.iter().map(|l| l.as_ref().map(|l| l.id)).collect();
+    assert_eq!(ids, want);
 }
 
 /// Edits: refusals store nothing; a done edit answers both versions.
