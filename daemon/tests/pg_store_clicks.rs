@@ -198,8 +198,9 @@ async fn visit_limits_and_renewals_reach_the_change_log() {
     let now = 1_000_000;
     add_link(a.pg(), 1, Some("limited"), Some(3)).await;
     // 2: renewable, expiring soon; 3: renewable but the move is under a
-    // tenth of its ttl; 4: renewable but disabled; 5: already expired.
-    for id in 2..=5 {
+    // tenth of its ttl; 4: renewable but disabled; 5: already expired;
+    // 6: neither limited nor renewable, its clicks logged for the fold.
+    for id in 2..=6 {
         add_link(a.pg(), id, None, None).await;
     }
     cluster.psql(
@@ -211,13 +212,23 @@ async fn visit_limits_and_renewals_reach_the_change_log() {
              UPDATE links SET renew_ttl = 1000, expires_at = {now} - 1 WHERE id = 5;"
         ),
     );
-    let clicks = (1..=5)
+    let clicks = (1..=6)
         .map(|id| click(id, 277, DeviceClass::Desktop, false, None, 2))
         .collect();
     assert_eq!(
         a.append_clicks(vec![batch(1, clicks)], now).await.unwrap(),
         [true]
     );
+    // Counted at once: the five limited or renewable links (found by
+    // reading them all: fewer than the batch's links); 6 waits in the log.
+    let totals = || {
+        cluster.psql(
+            "renew",
+            "SELECT string_agg(clicks::text, ',' ORDER BY id) FROM links",
+        )
+    };
+    assert_eq!(totals().trim(), "2,2,2,2,2,0");
+    assert_eq!(log_rows(&cluster, "renew"), "1");
     // Two of three visits: not reached yet.
     assert_eq!(logged(&cluster, "renew", 1), "0");
     let expiry = |id: u64| {
@@ -253,10 +264,20 @@ async fn visit_limits_and_renewals_reach_the_change_log() {
     assert_eq!(a.append_clicks(vec![third], now).await.unwrap(), [false]);
     assert_eq!(logged(&cluster, "renew", 1), "1");
     // Later clicks renew again from their own time.
-    let later = batch(4, vec![click(2, 300, DeviceClass::Desktop, false, None, 1)]);
+    // (Two links in the batch, five limited or renewable: found by probing
+    // the batch's links.)
+    let later = batch(
+        4,
+        vec![
+            click(2, 300, DeviceClass::Desktop, false, None, 1),
+            click(6, 300, DeviceClass::Desktop, false, None, 1),
+        ],
+    );
     a.append_clicks(vec![later], now + 500).await.unwrap();
     assert_eq!(expiry(2), (now + 1500).to_string());
     assert_eq!(logged(&cluster, "renew", 2), "2");
+    assert_eq!(totals().trim(), "8,3,2,2,2,0");
+    assert_eq!(log_rows(&cluster, "renew"), "2");
 }
 
 fn link(id: u64) -> NewLink {

@@ -19,21 +19,52 @@ use super::PgError;
 /// The log rows' format: the current IPC frame of a batch.
 const FORMAT: i16 = 3;
 
-/// Of the links `ids`, those with a visit limit or renew-on-access: their
-/// clicks are counted in the batch's transaction (so limits hold across
-/// nodes as before), the others go to the log.
+/// Of the links `ids` (ascending), those with a visit limit or
+/// renew-on-access: their clicks are counted in the batch's transaction
+/// (so limits hold across nodes as before), the others go to the log.
+///
+/// Walks the shorter of the two lists, as the SQLite fold does: the links
+/// with a limit or renewal (the partial index `links_fold_promptly`, read
+/// up to one more than `ids`), or else `ids`, each probed in that index.
+/// Most sites have few such links or none, and a batch carries thousands
+/// of ids: one probe per id, once per batch, was the click ingest's
+/// costliest statement (`bench/pgstatements.py --scenario clicks`).
 pub async fn prompt_links(tx: &impl GenericClient, ids: &[i64]) -> Result<BTreeSet<u64>, PgError> {
     if ids.is_empty() {
         return Ok(BTreeSet::new());
     }
-    let st = tx
+    let scan = tx
+        .prepare_cached(
+            "SELECT id FROM links WHERE max_visits IS NOT NULL OR renew_ttl IS NOT NULL \
+             ORDER BY id LIMIT $1",
+        )
+        .await
+        .map_err(PgError::query("preparing the prompt links' scan"))?;
+    let limit = ids.len() as i64 + 1;
+    let prompt: Vec<i64> = tx
+        .query(&scan, &[&limit])
+        .await
+        .map_err(PgError::query(
+            "reading the links clicks are counted for at once",
+        ))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if prompt.len() < limit as usize {
+        return Ok(prompt
+            .into_iter()
+            .filter(|id| ids.binary_search(id).is_ok())
+            .map(|id| id as u64)
+            .collect());
+    }
+    let probe = tx
         .prepare_cached(
             "SELECT id FROM links WHERE id = ANY($1) \
              AND (max_visits IS NOT NULL OR renew_ttl IS NOT NULL)",
         )
         .await
         .map_err(PgError::query("preparing the prompt links"))?;
-    let rows = tx.query(&st, &[&ids]).await.map_err(PgError::query(
+    let rows = tx.query(&probe, &[&ids]).await.map_err(PgError::query(
         "finding the links clicks are counted for at once",
     ))?;
     Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
