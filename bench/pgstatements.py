@@ -14,6 +14,9 @@ less between identical runs than wall-clock rates on a noisy machine.
 an 8 MiB zone, wrk on uniform random codes with clicks off, so the
 statements are the lookups' alone.
 
+`creates` is `make bench`'s `pg_create_c16`: single creates through nginx
+for 10 s, twice, 16 connections.
+
 `clicks` is `make bench`'s `pg_clicks_2nodes`: two nodes on the database,
 `--items` links made through the batch API, wrk on both nodes at once, and
 besides the statements the server CPU per request and how many updates of
@@ -32,7 +35,7 @@ import harness
 import pg
 from harness import HERE, Stack, write_import_csv
 
-TOP = 5
+TOP = 8
 
 
 def pg_bin():
@@ -102,9 +105,9 @@ def one_run(binary, out, cluster, stmts, scenario, items, csv_path):
     harness.DAEMON = binary
     stmts.fresh()
     stack = Stack(os.path.join(out, "stack"), smoke=False, database=cluster.database)
-    if scenario in ("clicks", "miss"):
+    if scenario in ("clicks", "miss", "creates"):
         try:
-            run = clicks_run if scenario == "clicks" else miss_run
+            run = {"clicks": clicks_run, "miss": miss_run, "creates": creates_run}[scenario]
             return run(out, cluster, stmts, stack, items)
         finally:
             stack.close()
@@ -148,6 +151,24 @@ def miss_run(out, cluster, stmts, stack, items):
                 pg_us_per_req=round(pg_cpu * 1e6 / requests, 1))
 
 
+def creates_run(out, cluster, stmts, stack, items):
+    """`pg_create_c16` on a fresh schema: the statements of single creates."""
+    stack.pg_pids = cluster.pids
+    stack.start_nginx("64m")
+    url = f"http://127.0.0.1:{stack.nginx_api_port()}"
+    env = dict(os.environ, SHORTLINK_KEY=stack.api_key)
+    script = os.path.join(HERE, "create.lua")
+    harness.wrk(url, 2, 16, script, env)
+    stmts.sql("SELECT pg_stat_statements_reset()")
+    pg0 = harness.cpu_seconds(cluster.pids())
+    runs = [harness.measured(stack, url, 10, 16, script, env) for _ in range(2)]
+    pg_cpu = harness.cpu_seconds(cluster.pids()) - pg0
+    requests = sum(r["requests"] for r in runs)
+    return dict(stmts.figures(width=160), items_per_s=round(sum(r["rps"] for r in runs) / len(runs)),
+                cpu_us_per_req=[round(r["cpu_us_per_req"], 1) for r in runs],
+                pg_us_per_req=round(pg_cpu * 1e6 / requests, 1))
+
+
 def clicks_run(out, cluster, stmts, node1, items):
     """`pg_clicks_2nodes` on a fresh schema: the statements of the ingest
     only (the batch creates are reset away)."""
@@ -174,7 +195,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", action="append", required=True, metavar="NAME=PATH",
                     help="a daemon binary to measure (repeat: they take turns)")
-    ap.add_argument("--scenario", choices=["import", "batch", "clicks", "miss"], default="import")
+    ap.add_argument("--scenario", choices=["import", "batch", "clicks", "miss", "creates"], default="import")
     ap.add_argument("--items", type=int, default=1_000_000, help="CSV rows, or links in batch calls of 10,000")
     ap.add_argument("--runs", type=int, default=2)
     args = ap.parse_args()
