@@ -124,6 +124,19 @@ def one_run(binary, out, cluster, stmts, scenario, items, csv_path):
     return dict(stmts.figures(), items_per_s=round(rate))
 
 
+def loaded(cluster, stmts, stack, url, conns, script, env):
+    """A warm-up, then the statements and the CPU of two 10 s wrk runs."""
+    harness.wrk(url, 3, conns, script, env)
+    stmts.sql("SELECT pg_stat_statements_reset()")
+    pg0 = harness.cpu_seconds(cluster.pids())
+    runs = [harness.measured(stack, url, 10, conns, script, env) for _ in range(2)]
+    pg_cpu = harness.cpu_seconds(cluster.pids()) - pg0
+    requests = sum(r["requests"] for r in runs)
+    return dict(stmts.figures(width=160), items_per_s=round(sum(r["rps"] for r in runs) / len(runs)),
+                cpu_us_per_req=[round(r["cpu_us_per_req"], 1) for r in runs],
+                pg_us_per_req=round(pg_cpu * 1e6 / requests, 1))
+
+
 def miss_run(out, cluster, stmts, stack, items):
     """`pg_miss_no_clicks` on a fresh schema: the lookups' statements."""
     csv_path = os.path.join(out, "import.csv")
@@ -140,15 +153,7 @@ def miss_run(out, cluster, stmts, stack, items):
     stack.start_nginx("8m")
     env = dict(os.environ, CODES=path)
     url = f"http://127.0.0.1:{stack.nginx_port}"
-    harness.wrk(url, 3, 64, os.path.join(HERE, "random_code.lua"), env)
-    stmts.sql("SELECT pg_stat_statements_reset()")
-    pg0 = harness.cpu_seconds(cluster.pids())
-    runs = [harness.measured(stack, url, 10, 64, os.path.join(HERE, "random_code.lua"), env) for _ in range(2)]
-    pg_cpu = harness.cpu_seconds(cluster.pids()) - pg0
-    requests = sum(r["requests"] for r in runs)
-    return dict(stmts.figures(width=160), items_per_s=round(sum(r["rps"] for r in runs) / len(runs)),
-                cpu_us_per_req=[round(r["cpu_us_per_req"], 1) for r in runs],
-                pg_us_per_req=round(pg_cpu * 1e6 / requests, 1))
+    return loaded(cluster, stmts, stack, url, 64, os.path.join(HERE, "random_code.lua"), env)
 
 
 def creates_run(out, cluster, stmts, stack, items):
@@ -158,15 +163,7 @@ def creates_run(out, cluster, stmts, stack, items):
     url = f"http://127.0.0.1:{stack.nginx_api_port()}"
     env = dict(os.environ, SHORTLINK_KEY=stack.api_key)
     script = os.path.join(HERE, "create.lua")
-    harness.wrk(url, 2, 16, script, env)
-    stmts.sql("SELECT pg_stat_statements_reset()")
-    pg0 = harness.cpu_seconds(cluster.pids())
-    runs = [harness.measured(stack, url, 10, 16, script, env) for _ in range(2)]
-    pg_cpu = harness.cpu_seconds(cluster.pids()) - pg0
-    requests = sum(r["requests"] for r in runs)
-    return dict(stmts.figures(width=160), items_per_s=round(sum(r["rps"] for r in runs) / len(runs)),
-                cpu_us_per_req=[round(r["cpu_us_per_req"], 1) for r in runs],
-                pg_us_per_req=round(pg_cpu * 1e6 / requests, 1))
+    return loaded(cluster, stmts, stack, url, 16, script, env)
 
 
 def clicks_run(out, cluster, stmts, node1, items):

@@ -163,46 +163,30 @@ pub(super) async fn by_codes(
         }
     }
     let mut found = Vec::new();
-    if !ids.is_empty() {
-        let st = c
-            .prepare_cached(concat!(
-                "SELECT ",
-                columns!(),
-                " FROM links WHERE id IN ",
-                read_params!()
-            ))
-            .await
-            .map_err(failed("preparing a link read by ids"))?;
-        for chunk in ids.chunks(CODES_PER_READ) {
-            let rows = c
-                .query(&st, &padded(chunk))
-                .await
-                .map_err(failed("reading links by id"))?;
-            for row in &rows {
-                found.push(from_row(row)?);
-            }
-        }
-    }
-    if !aliases.is_empty() {
-        let st = c
-            .prepare_cached(concat!(
-                "SELECT ",
-                columns!(),
-                " FROM links WHERE alias IN ",
-                read_params!()
-            ))
-            .await
-            .map_err(failed("preparing a link read by aliases"))?;
-        for chunk in aliases.chunks(CODES_PER_READ) {
-            let rows = c
-                .query(&st, &padded(chunk))
-                .await
-                .map_err(failed("reading links by alias"))?;
-            for row in &rows {
-                found.push(from_row(row)?);
-            }
-        }
-    }
+    read_keyed(
+        c,
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE id IN ",
+            read_params!()
+        ),
+        &ids,
+        &mut found,
+    )
+    .await?;
+    read_keyed(
+        c,
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM links WHERE alias IN ",
+            read_params!()
+        ),
+        &aliases,
+        &mut found,
+    )
+    .await?;
     Ok(codes
         .iter()
         .map(|code| {
@@ -216,6 +200,33 @@ pub(super) async fn by_codes(
                 .cloned()
         })
         .collect())
+}
+
+/// Appends to `found` the links `sql` (a statement of [`read_params!`])
+/// reads for `keys`, [`CODES_PER_READ`] to a run; nothing for no keys.
+async fn read_keyed<T: ToSql + Sync>(
+    c: &impl GenericClient,
+    sql: &str,
+    keys: &[T],
+    found: &mut Vec<Link>,
+) -> StoreResult<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let st = c
+        .prepare_cached(sql)
+        .await
+        .map_err(failed("preparing a link read by codes"))?;
+    for chunk in keys.chunks(CODES_PER_READ) {
+        let rows = c
+            .query(&st, &padded(chunk))
+            .await
+            .map_err(failed("reading links by code"))?;
+        for row in &rows {
+            found.push(from_row(row)?);
+        }
+    }
+    Ok(())
 }
 
 /// A chunk of at most [`CODES_PER_READ`] keys as that many parameters,
