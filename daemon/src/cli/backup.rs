@@ -28,7 +28,7 @@ use crate::app::files::DB_MODE;
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::store::backup as sqlite;
-use crate::store::files::{file_set, with_suffix as wal};
+use crate::store::files::{file_set, with_suffix, DB_WAL};
 
 /// What `backup` and `restore` did, for `--json`.
 #[derive(Debug, serde::Serialize)]
@@ -108,7 +108,7 @@ pub fn restore(config: &Config, file: &Path) -> Result<Copied> {
         // A WAL left beside the old database would be replayed into
         // the new one; the old click log's unfolded batches would be
         // counted into it (the copy carries its own in `click_log`).
-        remove_files(&file_set(&db)[1..])?;
+        remove_files(&file_set(&db)[DB_WAL..])?;
         replace(&tmp, &db).map(|()| v)
     })
     .inspect_err(|_| remove_db_files(&tmp))?;
@@ -196,9 +196,9 @@ fn remove_files(paths: &[PathBuf]) -> Result<()> {
 fn remove_db_files(db: &Path) {
     let _ = remove_files(&[
         db.to_path_buf(),
-        wal(db, "-wal"),
-        wal(db, "-shm"),
-        wal(db, "-journal"),
+        with_suffix(db, "-wal"),
+        with_suffix(db, "-shm"),
+        with_suffix(db, "-journal"),
     ]);
 }
 
@@ -260,7 +260,7 @@ mod tests {
         backup(&config(a.path()), &file).unwrap();
         // b's database with a WAL a crash left: more rows, not checkpointed.
         let old = config(b.path()).db_path();
-        let stale = wal(&old, "-wal");
+        let stale = with_suffix(&old, "-wal");
         {
             let c = Connection::open(&old).unwrap();
             c.pragma_update(None, "journal_mode", "WAL").unwrap();

@@ -17,6 +17,9 @@ pub fn click_log(db: &Path) -> PathBuf {
 
 /// Index in [`file_set`] of the database's `-wal`.
 pub const DB_WAL: usize = 1;
+/// Index in [`file_set`] of the click log's file (its `-wal` and `-shm`
+/// follow).
+pub const LOG: usize = 3;
 /// Index in [`file_set`] of the click log's `-wal`.
 pub const LOG_WAL: usize = 4;
 

@@ -136,9 +136,11 @@ macro_rules! read_params {
     };
 }
 
-/// The links behind `codes`, in their order: the ids, then the aliases,
-/// [`CODES_PER_READ`] to a statement (a burst of edge misses costs one
-/// round trip, not one per code).
+/// The links behind `codes`, in their order: read by id and by alias,
+/// [`CODES_PER_READ`] codes to a statement, every statement of a burst
+/// sent at once on the connection (a burst of edge misses, up to
+/// `ipc::LOOKUP_BATCH` codes, waits for about one round trip, not one per
+/// statement).
 ///
 /// Each statement takes exactly [`CODES_PER_READ`] parameters, the codes
 /// repeated to fill them (an index scan reads a repeated key once).
@@ -162,31 +164,29 @@ pub(super) async fn by_codes(
             CodeRef::Invalid => {}
         }
     }
-    let mut found = Vec::new();
-    read_keyed(
-        c,
-        concat!(
-            "SELECT ",
-            columns!(),
-            " FROM links WHERE id IN ",
-            read_params!()
+    let (by_id, by_alias) = tokio::try_join!(
+        read_keyed(
+            c,
+            concat!(
+                "SELECT ",
+                columns!(),
+                " FROM links WHERE id IN ",
+                read_params!()
+            ),
+            &ids,
         ),
-        &ids,
-        &mut found,
-    )
-    .await?;
-    read_keyed(
-        c,
-        concat!(
-            "SELECT ",
-            columns!(),
-            " FROM links WHERE alias IN ",
-            read_params!()
+        read_keyed(
+            c,
+            concat!(
+                "SELECT ",
+                columns!(),
+                " FROM links WHERE alias IN ",
+                read_params!()
+            ),
+            &aliases,
         ),
-        &aliases,
-        &mut found,
-    )
-    .await?;
+    )?;
+    let found: Vec<Link> = by_id.into_iter().chain(by_alias).collect();
     Ok(codes
         .iter()
         .map(|code| {
@@ -202,31 +202,27 @@ pub(super) async fn by_codes(
         .collect())
 }
 
-/// Appends to `found` the links `sql` (a statement of [`read_params!`])
-/// reads for `keys`, [`CODES_PER_READ`] to a run; nothing for no keys.
+/// The links `sql` (a statement of [`read_params!`]) reads for `keys`,
+/// [`CODES_PER_READ`] to a run; nothing for no keys. The runs are sent
+/// together on the connection (pipelined), so a burst of any size waits
+/// for about one round trip, not one per run.
 async fn read_keyed<T: ToSql + Sync>(
     c: &impl GenericClient,
     sql: &str,
     keys: &[T],
-    found: &mut Vec<Link>,
-) -> StoreResult<()> {
+) -> StoreResult<Vec<Link>> {
     if keys.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let st = c
         .prepare_cached(sql)
         .await
         .map_err(failed("preparing a link read by codes"))?;
-    for chunk in keys.chunks(CODES_PER_READ) {
-        let rows = c
-            .query(&st, &padded(chunk))
-            .await
-            .map_err(failed("reading links by code"))?;
-        for row in &rows {
-            found.push(from_row(row)?);
-        }
-    }
-    Ok(())
+    let params: Vec<Vec<&(dyn ToSql + Sync)>> = keys.chunks(CODES_PER_READ).map(padded).collect();
+    let runs = futures_util::future::try_join_all(params.iter().map(|p| c.query(&st, p)))
+        .await
+        .map_err(failed("reading links by code"))?;
+    runs.iter().flatten().map(from_row).collect()
 }
 
 /// A chunk of at most [`CODES_PER_READ`] keys as that many parameters,

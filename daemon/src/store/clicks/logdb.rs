@@ -185,7 +185,7 @@ mod tests {
             }
             store.close();
         }
-        for file in &crate::store::files::file_set(&db)[3..] {
+        for file in &crate::store::files::file_set(&db)[crate::store::files::LOG..] {
             let _ = std::fs::remove_file(file);
         }
         {
