@@ -15,7 +15,8 @@
 //!
 //! A create that claims no name (no alias, alias target or dedupe) is
 //! written without those steps (`plain`): one statement for one link, one
-//! bulk insert for many.
+//! statement for single creates that arrive together (`create_groups`),
+//! one bulk insert for a batch's many.
 //!
 //! Several nodes write at once: an edit locks its link's row (`FOR
 //! UPDATE`) before applying, and every write locks the aliases and
@@ -238,16 +239,17 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
 
 #[async_trait]
 impl LinkStore for PgStore {
-    async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
+    async fn insert_links(&self, mut links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
+        if plain::all_plain(&links) && links.len() == 1 {
+            // Counted by its group.
+            if let Some(new) = links.pop() {
+                let inserted = self.creates.create(&self.pg, &self.stats, new, now).await?;
+                return Ok(vec![inserted]);
+            }
+        }
         let result: StoreResult<Vec<Inserted>> = async {
             let mut client = self.pg().get().await?;
             if plain::all_plain(&links) {
-                let mut links = links;
-                if links.len() == 1 {
-                    if let Some(new) = links.pop() {
-                        return Ok(vec![plain::insert_one(&client, new, now).await?]);
-                    }
-                }
                 let tx = client
                     .transaction()
                     .await

@@ -8,6 +8,7 @@ mod changes;
 mod checks;
 mod click_stats;
 mod clicks;
+mod create_groups;
 mod credentials;
 mod ids;
 mod import;
@@ -48,8 +49,10 @@ pub struct PgStore {
     seal: SecretSeal,
     /// Hot links in front of the database.
     cache: LinkCache,
-    /// Write counters.
-    stats: StoreStats,
+    /// Write counters (shared with the create groups' drains).
+    stats: Arc<StoreStats>,
+    /// Single plain creates waiting to be written together.
+    creates: Arc<create_groups::CreateGroups>,
     /// Clicks counted since `fold_clicks` last asked (for the daemon's
     /// clicks metric).
     clicks_counted: AtomicU64,
@@ -85,7 +88,8 @@ impl PgStore {
             identity,
             seal: SecretSeal::new(key),
             cache: LinkCache::new(config.cache_size),
-            stats: StoreStats::default(),
+            stats: Arc::default(),
+            creates: create_groups::CreateGroups::new(),
         })
     }
 

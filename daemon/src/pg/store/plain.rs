@@ -5,15 +5,20 @@
 //! * one link is one statement, the link and its webhook deliveries
 //!   (`webhooks::link_event`) in one `WITH`, committed on its own: one
 //!   round trip instead of four (begin, insert, subscription read, commit);
-//! * many are one transaction of [`bulk::insert`] (the caller's).
+//! * single creates that arrive together (`super::create_groups`) are one
+//!   statement of the same shape with a row per link: one commit, and one
+//!   WAL flush, for the group;
+//! * a batch's many are one transaction of [`bulk::insert`] (the caller's).
 //!
 //! Either way each is committed before the call answers, as before.
+
+use std::fmt::Write;
 
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::types::ToSql;
 
 use super::bulk::{self, NewRow};
-use super::new_link::{insert_columns, Values};
+use super::new_link::{insert_columns, Values, COLUMNS};
 use super::rows::failed;
 use crate::db::{link_payload, Inserted, NewLink, WebhookEvent};
 use crate::store::StoreResult;
@@ -55,6 +60,82 @@ pub(super) async fn insert_one(
         .await
         .map_err(failed("inserting a link"))?;
     Ok(Inserted::New(link))
+}
+
+/// The statement writing `rows` plain creates: a `VALUES` row per link of
+/// [`insert_columns!`] (typed by their columns), then the four arrays of
+/// the webhook deliveries' part (link id, team, payload, time), the event
+/// name and its pattern. Deliveries are made in the links' order, as one
+/// [`insert_one`] after another would make them.
+fn group_statement(rows: usize) -> String {
+    let mut sql = String::from(concat!(
+        "WITH made AS (INSERT INTO links (",
+        insert_columns!(),
+        ") VALUES "
+    ));
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..COLUMNS {
+            let sep = if column == 0 { "" } else { ", " };
+            let _ = write!(sql, "{sep}${}", row * COLUMNS + column + 1);
+        }
+        sql.push(')');
+    }
+    let p = rows * COLUMNS;
+    let _ = write!(
+        sql,
+        ") INSERT INTO webhook_deliveries (webhook_id, event, link_id, payload, \
+         next_attempt_at, created_at) \
+         SELECT w.id, ${event}, n.id, n.payload, n.at, n.at \
+         FROM unnest(${ids}::int8[], ${teams}::int8[], ${payloads}::text[], ${ats}::int8[]) \
+         WITH ORDINALITY AS n (id, team_id, payload, at, place) \
+         JOIN webhooks w ON w.team_id = n.team_id AND w.active \
+         AND (',' || w.events || ',') LIKE ${pattern} ORDER BY n.place, w.id",
+        ids = p + 1,
+        teams = p + 2,
+        payloads = p + 3,
+        ats = p + 4,
+        event = p + 5,
+        pattern = p + 6,
+    );
+    sql
+}
+
+/// Writes plain creates, each with the time it was asked at, in one
+/// statement: all are stored or none. The driver's error is kept for the
+/// caller to judge (a refusal by the server stored nothing, so each link
+/// can be tried alone).
+pub(super) async fn insert_group(
+    c: &impl GenericClient,
+    group: &[(NewLink, i64)],
+) -> StoreResult<Result<(), tokio_postgres::Error>> {
+    let st = c
+        .prepare_cached(&group_statement(group.len()))
+        .await
+        .map_err(failed("preparing a grouped link insert"))?;
+    let values = group
+        .iter()
+        .map(|(n, _)| Values::new(&n.link, &n.dedupe_hash))
+        .collect::<StoreResult<Vec<_>>>()?;
+    let ids: Vec<i64> = values.iter().map(|v| v.id).collect();
+    let teams: Vec<i64> = group.iter().map(|(n, _)| n.link.team_id).collect();
+    let payloads: Vec<String> = group.iter().map(|(n, _)| link_payload(&n.link)).collect();
+    let ats: Vec<i64> = group.iter().map(|(_, at)| *at).collect();
+    let event = WebhookEvent::Created;
+    let (name, pattern) = (event.as_str(), event.pattern());
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(group.len() * COLUMNS + 6);
+    for v in &values {
+        params.extend(v.params());
+    }
+    params.extend([
+        &ids as &(dyn ToSql + Sync),
+        &teams,
+        &payloads,
+        &ats,
+        &name,
+        &pattern,
+    ]);
+    Ok(c.execute(&st, &params).await.map(drop))
 }
 
 /// Writes many plain creates in the caller's transaction.
