@@ -12,7 +12,8 @@ use crate::store::keys::Owner;
 use crate::store::links::{Link, ListQuery};
 use crate::store::StoreError;
 
-fn link_of(id: u64, team_id: i64) -> NewLink {
+/// A plain create of link `id` in team `team_id`.
+pub(crate) fn link_of(id: u64, team_id: i64) -> NewLink {
     NewLink {
         link: Link {
             id,

@@ -363,22 +363,24 @@ pub async fn check_webhooks(store: &Store) {
     assert!(store.webhook(main.id).await.unwrap().is_none());
 }
 
+/// A webhook of team `team_id` for `link.created` alone.
+pub(crate) fn created_hook(team_id: i64) -> NewWebhook {
+    NewWebhook {
+        team_id,
+        url: "https://hooks.example/in".into(),
+        secret: "sealed".into(),
+        events: vec![WebhookEvent::Created],
+        created_at: 1,
+        created_by: "cli".into(),
+    }
+}
+
 /// Creates written together (a batch, an import chunk) queue their
 /// `link.created` as creates one at a time do: for the links of a
 /// subscribed team alone, in their order, each with its link.
 pub async fn check_bulk_created(store: &Store) {
     let sales = store.add_team("sales".into(), 1).await.unwrap().id;
-    let hook = store
-        .add_webhook(NewWebhook {
-            team_id: sales,
-            url: "https://hooks.example/in".into(),
-            secret: "sealed".into(),
-            events: vec![WebhookEvent::Created],
-            created_at: 1,
-            created_by: "cli".into(),
-        })
-        .await
-        .unwrap();
+    let hook = store.add_webhook(created_hook(sales)).await.unwrap();
     let new = |id: u64, team_id| NewLink {
         dedupe_hash: [id as u8; 32],
         link: link_of(id, team_id),

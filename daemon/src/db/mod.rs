@@ -14,11 +14,11 @@ pub(crate) mod contract;
 #[cfg(test)]
 mod contract_recycle;
 #[cfg(test)]
-mod contract_teams;
+pub(crate) mod contract_teams;
 #[cfg(test)]
 mod contract_variants;
 #[cfg(test)]
-mod contract_webhooks;
+pub(crate) mod contract_webhooks;
 mod credentials;
 mod ids;
 mod import;

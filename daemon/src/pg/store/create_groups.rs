@@ -189,22 +189,9 @@ fn copy(e: &StoreError) -> StoreError {
 mod tests {
     use super::*;
     use crate::auth::DEFAULT_TEAM;
-    use crate::db::{LinkStore, NewWebhook, TeamStore, WebhookEvent, WebhookStore};
-    use crate::store::links::Link;
-
-    fn plain(id: u64, team_id: i64) -> NewLink {
-        NewLink {
-            link: Link {
-                id,
-                url: format!("https://e.com/{id}"),
-                team_id,
-                ..Link::default()
-            },
-            dedupe_hash: [id as u8; 32],
-            dedupe: false,
-            alias_targets: Vec::new(),
-        }
-    }
+    use crate::db::contract_teams::link_of as plain;
+    use crate::db::contract_webhooks::created_hook;
+    use crate::db::{LinkStore, TeamStore, WebhookStore};
 
     async fn stored_ids(store: &super::super::PgStore) -> Vec<i64> {
         let client = store.pg().get().await.unwrap();
@@ -223,17 +210,7 @@ mod tests {
         let (_cluster, store) = crate::db::contract::pg_store("groups").await;
         let store = Arc::new(store);
         let sales = store.add_team("sales".into(), 1).await.unwrap().id;
-        let hook = store
-            .add_webhook(NewWebhook {
-                team_id: DEFAULT_TEAM,
-                url: "https://hooks.example/in".into(),
-                secret: "sealed".into(),
-                events: vec![WebhookEvent::Created],
-                created_at: 1,
-                created_by: "cli".into(),
-            })
-            .await
-            .unwrap();
+        let hook = store.add_webhook(created_hook(DEFAULT_TEAM)).await.unwrap();
         let (writes, transactions) = (
             store.stats().writes.load(Relaxed),
             store.stats().transactions.load(Relaxed),
