@@ -14,10 +14,14 @@ Scenarios, each on a fresh stack:
   create  single POST /api/v1/links through nginx, 16 connections
   import  `shortlinkd import` of a 1,000,000-row CSV (--rows)
   batch   POST /api/v1/links/batch, 100,000 links in calls of 10,000
+  miss    --rows links imported, an 8 MiB zone, uniform random codes with
+          clicks counted (as `make bench`'s miss; not in the default list)
+  miss_nc the same with `shortlink_clicks off`: the lookups alone
 """
 
 import argparse
 import collections
+import csv
 import os
 import signal
 import subprocess
@@ -160,8 +164,31 @@ def run(name, args, db):
         stack.pg_pids = db.pids
     data = os.path.join(HERE, "out", f"perf-{name}.data")
     try:
-        stack.start_nginx("64m")
-        if name == "hot":
+        miss = name in ("miss", "miss_nc")
+        if miss:
+            csv_path = os.path.join(HERE, "out", f"bulk-{args.rows}.csv")
+            write_import_csv(csv_path, args.rows)
+            subprocess.run([harness.DAEMON, "import", csv_path] + stack.daemon_args,
+                           check=True, capture_output=True)
+            export = os.path.join(out, "export.csv")
+            subprocess.run([harness.DAEMON, "export", export] + stack.daemon_args,
+                           check=True, capture_output=True)
+            with open(export, newline="") as f:
+                prefix = "nc/" if name == "miss_nc" else ""
+                codes = os.path.join(out, "miss.txt")
+                write_codes(codes, [prefix + row["code"] for row in csv.DictReader(f)])
+        # The miss scenarios' zone holds a fraction of the links, as make bench's.
+        stack.start_nginx("8m" if miss else "64m")
+        if miss:
+            url = f"http://127.0.0.1:{stack.nginx_port}"
+            env = dict(os.environ, CODES=codes)
+            script = os.path.join(HERE, "random_code.lua")
+            wrk(url, 3, 64, script, env)
+
+            def work():
+                r = wrk(url, args.seconds, 64, script, env)
+                return f"{r['requests']:,} requests at {r['rps']:,.0f}/s"
+        elif name == "hot":
             hot = stack.create_batch(100_000)
             codes = os.path.join(out, "hot.txt")
             write_codes(codes, hot)
