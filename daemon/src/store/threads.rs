@@ -19,8 +19,13 @@ use super::error::{StoreError, StoreResult};
 use super::keys::register_secret_functions;
 use super::watch::FileWatch;
 
+mod checkpoint;
 mod writer;
+use checkpoint::{checkpoint_loop, Restarts, WalLength, RESTART_FRAMES};
 use writer::{writer_loop, Writer};
+
+/// How long a connection waits for a lock another holds.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Delivers a write job's result once its transaction is over (`Some`: the
 /// commit failed).
@@ -156,7 +161,7 @@ const BULK_CACHE_KIB: i64 = 64 * 1024;
 const READER_CACHE_KIB: i64 = 8 * 1024;
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "mmap_size", MMAP_SIZE)?;
@@ -225,11 +230,13 @@ pub(super) fn start(
             .map_err(|e| StoreError::Panic(e.to_string()))
     };
     let watch = FileWatch::new(path);
+    let wal_length = Arc::new(WalLength::default());
     let writer = Writer {
         conn: writer_conn,
         bulk_conn,
         stats,
         watch,
+        restarts: Restarts::new(Arc::clone(&wal_length), RESTART_FRAMES),
     };
     let mut handles = vec![
         spawn(
@@ -238,7 +245,7 @@ pub(super) fn start(
         )?,
         spawn(
             "sqlite-checkpoint".into(),
-            Box::new(move || checkpoint_loop(checkpoint_conn, crx)),
+            Box::new(move || checkpoint_loop(checkpoint_conn, crx, wal_length)),
         )?,
     ];
     for (i, conn) in reader_conns.into_iter().enumerate() {
@@ -329,25 +336,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".into())
-}
-
-/// Least time between two checkpoints: what commits in this time is
-/// copied back in one go (one sync of the database file for all of it).
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
-
-/// Copies the WAL back into the database after commits, at most every
-/// [`CHECKPOINT_EVERY`], on its own connection and thread: PASSIVE, so it
-/// never blocks the writer or the readers, and with `synchronous=FULL`, so
-/// the database file is synced before SQLite reuses the WAL. Durability is
-/// the WAL's (synced at every commit by the writer); this only bounds the
-/// WAL's size, which SQLite's autocheckpoint did inside the commit.
-fn checkpoint_loop(conn: Connection, rx: std::sync::mpsc::Receiver<()>) {
-    while rx.recv().is_ok() {
-        if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
-            tracing::warn!(error = %e, "WAL checkpoint failed");
-        }
-        std::thread::sleep(CHECKPOINT_EVERY);
-    }
 }
 
 fn reader_loop(conn: Connection, rx: crossbeam_channel::Receiver<ReadMsg>) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{JobOutcome, StoreError, StoreStats, WriteJob, WriteMsg};
+use super::{JobOutcome, Restarts, StoreError, StoreStats, WriteJob, WriteMsg};
 use crate::store::watch::FileWatch;
 
 /// Most jobs grouped into one write transaction.
@@ -28,6 +28,8 @@ pub(super) struct Writer {
     pub(super) stats: Arc<StoreStats>,
     /// The database files this connection writes to.
     pub(super) watch: FileWatch,
+    /// Starts the WAL over when the checkpointer cannot catch up.
+    pub(super) restarts: Restarts,
 }
 
 pub(super) fn writer_loop(
@@ -72,6 +74,7 @@ pub(super) fn writer_loop(
         if let Some(job) = bulk {
             w.run_group(true, vec![job]);
         }
+        w.restarts.restart_if_long(&w.conn);
         // A full channel means a request is pending, which covers this one.
         let _ = checkpoint.try_send(());
     }
