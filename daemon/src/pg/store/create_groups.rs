@@ -25,14 +25,11 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::links::counted;
-use super::plain;
+use super::plain::{self, MAX_GROUP};
 use super::rows::failed;
 use crate::db::{Inserted, NewLink};
 use crate::pg::Pg;
 use crate::store::{StoreError, StoreResult, StoreStats};
-
-/// Most creates written in one statement.
-const MAX_GROUP: usize = 64;
 
 /// Most groups being written at once (each holds a pooled connection).
 /// One, as the SQLite writer: `bench/creates.py --pg`, 16 connections,

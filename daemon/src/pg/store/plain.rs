@@ -101,6 +101,22 @@ fn group_statement(rows: usize) -> String {
     sql
 }
 
+/// Most creates [`insert_group`] writes in one statement.
+pub(super) const MAX_GROUP: usize = 64;
+
+/// The text of [`group_statement`] for `rows` links, built once per size
+/// for the daemon's life (the statement cache is keyed by the text, and a
+/// group of 64 is about 8 KiB of it).
+fn group_text(rows: usize) -> std::borrow::Cow<'static, str> {
+    static TEXTS: [std::sync::OnceLock<String>; MAX_GROUP + 1] =
+        [const { std::sync::OnceLock::new() }; MAX_GROUP + 1];
+    match TEXTS.get(rows) {
+        Some(text) => text.get_or_init(|| group_statement(rows)).as_str().into(),
+        // Groups are cut at MAX_GROUP; a longer one is built each time.
+        None => group_statement(rows).into(),
+    }
+}
+
 /// Writes plain creates, each with the time it was asked at, in one
 /// statement: all are stored or none. The driver's error is kept for the
 /// caller to judge (a refusal by the server stored nothing, so each link
@@ -110,7 +126,7 @@ pub(super) async fn insert_group(
     group: &[(NewLink, i64)],
 ) -> StoreResult<Result<(), tokio_postgres::Error>> {
     let st = c
-        .prepare_cached(&group_statement(group.len()))
+        .prepare_cached(&group_text(group.len()))
         .await
         .map_err(failed("preparing a grouped link insert"))?;
     let values = group
