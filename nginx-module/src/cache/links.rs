@@ -27,7 +27,7 @@ use super::hit::{Hit, LinkView};
 use super::node::{
     forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK, PROTECTED, VARIANTS,
 };
-use super::zone::{Locked, Shared};
+use super::zone::{purge_stripe, purges_of, Locked, Shared};
 use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
 
 /// Most entries evicted to make room for one new entry. Entries of another
@@ -244,8 +244,8 @@ pub fn lookup<'k>(
 impl LinkCache {
     /// Stores the daemon's answer for `code`, replacing any older one;
     /// `purges_before` is [`LinkCache::purges`] from before the lookup went
-    /// out. When an event purged anything since, the answer may predate
-    /// that change and is not stored: false. (The purge and this check
+    /// out. When an event purged the code (or its stripe, or the table)
+    /// since, the answer may predate that change and is not stored: false. (The purge and this check
     /// both hold the lock, so no purge falls between them.)
     pub fn insert(
         &self,
@@ -281,7 +281,7 @@ impl LinkCache {
             + variants.len();
 
         let lock = self.lock();
-        if lock.shared().purges.load(Ordering::Acquire) != purges_before {
+        if purges_of(lock.shared(), hash(code)) != purges_before {
             return Ok(false);
         }
         if let Some(old) = find(lock.shared(), code, hash(code)) {
@@ -348,8 +348,9 @@ impl LinkCache {
     /// Drops the entry for `code`; true when there was one.
     pub fn purge(&self, code: &[u8]) -> bool {
         let lock = self.lock();
-        lock.shared().purges.fetch_add(1, Ordering::AcqRel);
-        let Some(node) = find(lock.shared(), code, hash(code)) else {
+        let h = hash(code);
+        purge_stripe(lock.shared(), h).fetch_add(1, Ordering::AcqRel);
+        let Some(node) = find(lock.shared(), code, h) else {
             return false;
         };
         lock.shared().generation.fetch_add(1, Ordering::AcqRel);
@@ -361,8 +362,9 @@ impl LinkCache {
     /// answer that found a link stays. True when one was dropped.
     pub fn purge_unfound(&self, code: &[u8]) -> bool {
         let lock = self.lock();
-        lock.shared().purges.fetch_add(1, Ordering::AcqRel);
-        let Some(node) = find(lock.shared(), code, hash(code)) else {
+        let h = hash(code);
+        purge_stripe(lock.shared(), h).fetch_add(1, Ordering::AcqRel);
+        let Some(node) = find(lock.shared(), code, h) else {
             return false;
         };
         if node.get().flags & KIND_MASK == KIND_FOUND {

@@ -38,7 +38,7 @@ pub use hit::Hit;
 pub use init::init_zone;
 pub use zone::{Locked, ZoneConf};
 
-use zone::Shared;
+use zone::{purges_of, Shared};
 
 /// A hit requeues its entry at most this often; front-cache slots live as
 /// long.
@@ -157,11 +157,13 @@ impl LinkCache {
         (lock.shared().entries, total.saturating_sub(free), free)
     }
 
-    /// The zone's purge count, read before a lookup goes out and handed
-    /// back to [`LinkCache::insert`] with its answer.
-    pub fn purges(&self) -> u64 {
-        // SAFETY: see `header`; only the atomic counter is referenced.
-        unsafe { &(*self.header()).purges }.load(Ordering::Acquire)
+    /// The purges that concern `code` (every purge of the table and of
+    /// its stripe's codes), read before a lookup goes out and handed back
+    /// to [`LinkCache::insert`] with its answer.
+    pub fn purges(&self, code: &[u8]) -> u64 {
+        // SAFETY: see `header`; only atomic counters are referenced.
+        let shared = unsafe { &*self.header() };
+        purges_of(shared, hash(code))
     }
 
     /// The zone's generation: read without the lock, one atomic load.

@@ -3,7 +3,7 @@
 //! header or adopts the previous cycle's.
 
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use nginx_sys::{
     ngx_msec_t, ngx_queue_t, ngx_rbtree_node_t, ngx_rbtree_t, ngx_shm_zone_t,
@@ -35,10 +35,15 @@ pub struct Shared {
     /// Bumped by every purge or replacement: workers' front caches
     /// (`front.rs`) trust only entries copied under the current value.
     pub generation: AtomicU64,
-    /// Bumped by every purge the daemon's events ask for, whether or not
-    /// the zone held the code: a lookup answered across one may carry the
-    /// link as it was before the change, so it is not stored (`links.rs`).
+    /// Bumped by every purge of the whole table: a lookup answered across
+    /// one may carry a link as it was before a change, so it is not stored
+    /// (`links.rs`).
     pub purges: AtomicU64,
+    /// The same for the purge of one code, whether or not the zone held it,
+    /// in the stripe its hash picks ([`purge_stripe`]): a purge keeps out
+    /// the answers on their way for its own stripe's codes only, not every
+    /// answer then in flight.
+    pub purged: [AtomicU64; PURGE_STRIPES],
     /// `bucket_mask + 1` chain heads.
     pub buckets: *mut *mut LinkNode,
     pub bucket_mask: usize,
@@ -65,7 +70,24 @@ pub struct Shared {
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE11");
+pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE12");
+
+/// Purge counters per zone (a power of two): two codes share one with a
+/// chance of 1 in this many, and then an answer for one is not stored
+/// across a purge of the other (a miss more, never a stale entry).
+pub const PURGE_STRIPES: usize = 256;
+
+/// The purge counter of the code whose hash is `h`.
+pub fn purge_stripe(shared: &Shared, h: u64) -> &AtomicU64 {
+    &shared.purged[h as usize & (PURGE_STRIPES - 1)]
+}
+
+/// The purges that concern the code whose hash is `h`: both counters only
+/// grow, so their sum is unchanged exactly when neither moved.
+pub fn purges_of(shared: &Shared, h: u64) -> u64 {
+    let table = shared.purges.load(Ordering::Acquire);
+    table.wrapping_add(purge_stripe(shared, h).load(Ordering::Acquire))
+}
 /// Locks the slab pool for the life of the guard.
 pub struct Locked(NonNull<ngx_slab_pool_t>);
 

@@ -60,7 +60,7 @@ impl DaemonLink {
     fn send_lookup(&mut self, code: &[u8]) -> Result<(), super::NotSent> {
         let id = self.next_id();
         // Read before sending: a purge after this may beat the answer.
-        let purges = self.conf.cache.map_or(0, |c| c.purges());
+        let purges = self.conf.cache.map_or(0, |c| c.purges(code));
         let request = Request::Lookup {
             id,
             code: String::from_utf8_lossy(code).into_owned(),
