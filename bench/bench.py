@@ -357,6 +357,7 @@ python3 bench/creates.py / bulk.py / pgbulk.py   # creates, import + batch (SQLi
 python3 bench/callgrind_bulk.py OLD NEW        # daemon instructions per imported row and per batch link
 python3 bench/pgstatements.py --bin N=PATH ... [--scenario import|batch]   # PostgreSQL's server time per statement (pg_stat_statements)
 python3 bench/walgrowth.py [--seconds 12]      # SQLite's file sizes every 2 s under creates that never pause
+python3 bench/restarts.py --daemon N=PATH ...   # create_c16 over 1M imported links: p99 and how long WAL restarts hold writes
 cargo run --release --example sqlite_floor     # SQLite alone on import-shaped rows: the single writer's floor
 ```
 

@@ -230,13 +230,13 @@ pub(super) fn start(
             .map_err(|e| StoreError::Panic(e.to_string()))
     };
     let watch = FileWatch::new(path);
-    let wal_length = Arc::new(WalLength::default());
+    let wal_length = Arc::new(WalLength::new(RESTART_FRAMES));
     let writer = Writer {
         conn: writer_conn,
         bulk_conn,
         stats,
         watch,
-        restarts: Restarts::new(Arc::clone(&wal_length), RESTART_FRAMES),
+        restarts: Restarts::new(Arc::clone(&wal_length)),
     };
     let mut handles = vec![
         spawn(
