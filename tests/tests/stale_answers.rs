@@ -73,6 +73,34 @@ fn answer_across(
     (served, crossed)
 }
 
+/// Runs `attempt` with 0, 1, … (at most `most` times) until two of them
+/// had an answer read after the purge (what each returns), then checks the
+/// error log.
+fn until_two_crossed(s: &Stack, most: usize, mut attempt: impl FnMut(usize) -> bool) {
+    let mut crossed = 0;
+    for i in 0..most {
+        crossed += usize::from(attempt(i));
+        if crossed >= 2 {
+            break;
+        }
+    }
+    assert!(
+        crossed >= 2,
+        "only {crossed} attempts had a lookup answered on the worker without events"
+    );
+    s.nginx.assert_clean_log();
+}
+
+/// Points `code` at `url` through the API.
+fn edit(s: &Stack, code: &str, url: String) {
+    let r = s.daemon.api(
+        "PATCH",
+        &format!("/api/v1/links/{code}"),
+        Some(&json!({ "url": url })),
+    );
+    assert_eq!(r.status, 200, "{}", r.body_text());
+}
+
 /// An edit acknowledged while an answer for the same link was on its way
 /// to a worker: the old answer is not stored. Attempts go on until two
 /// had an answer read after the purge.
@@ -83,37 +111,23 @@ fn an_answer_that_crossed_a_change_is_not_cached() {
     s.daemon
         .create(json!({"url": "https://example.com/warm-up"}));
     let events_to = subscribed_worker(&s);
-    let mut crossed = 0;
-    for attempt in 0..12 {
+    until_two_crossed(&s, 12, |attempt| {
         let code = s
             .daemon
             .create(json!({"url": format!("https://example.com/before/{attempt}")}));
-        let (_, across) = answer_across(&s, &code, 6, events_to, || {
-            let edit = json!({"url": format!("https://example.com/after/{attempt}")});
-            let r = s
-                .daemon
-                .api("PATCH", &format!("/api/v1/links/{code}"), Some(&edit));
-            assert_eq!(r.status, 200, "{}", r.body_text());
-        });
+        let after = format!("https://example.com/after/{attempt}");
+        let (_, across) = answer_across(&s, &code, 6, events_to, || edit(&s, &code, after.clone()));
         for _ in 0..6 {
             let r = s.get(&code, &[]);
             assert_eq!(
                 r.header("Location"),
-                Some(format!("https://example.com/after/{attempt}").as_str()),
+                Some(after.as_str()),
                 "attempt {attempt}: the edited link is served with its old target ({:?})",
                 r.header("X-Cache")
             );
         }
-        crossed += usize::from(across);
-        if crossed >= 2 {
-            break;
-        }
-    }
-    assert!(
-        crossed >= 2,
-        "only {crossed} attempts had a lookup answered on the worker without events"
-    );
-    s.nginx.assert_clean_log();
+        across
+    });
 }
 
 /// An edit of another link, acknowledged while an answer was on its way:
@@ -126,37 +140,23 @@ fn a_change_to_another_link_does_not_keep_an_answer_out() {
     let s = Stack::start_with_timeout("unrelated-purge", 2, "10s");
     let other = s.daemon.create(json!({"url": "https://example.com/other"}));
     let events_to = subscribed_worker(&s);
-    let mut crossed = 0;
-    for attempt in 0..24 {
+    until_two_crossed(&s, 24, |attempt| {
         let target = format!("https://example.com/kept/{attempt}");
         let code = s.daemon.create(json!({ "url": target }));
         // One request: when the worker without events answers it, no
         // other lookup for the code can have stored it.
         let (served, across) = answer_across(&s, &code, 1, events_to, || {
-            let edit = json!({"url": format!("https://example.com/other/{attempt}")});
-            let r = s
-                .daemon
-                .api("PATCH", &format!("/api/v1/links/{other}"), Some(&edit));
-            assert_eq!(r.status, 200, "{}", r.body_text());
+            edit(&s, &other, format!("https://example.com/other/{attempt}"))
         });
         assert_eq!(served[0].header("Location"), Some(target.as_str()));
-        if !across {
-            continue;
+        if across {
+            let r = s.get(&code, &[]);
+            assert_eq!(
+                (r.header("Location"), r.header("X-Cache")),
+                (Some(target.as_str()), Some("HIT")),
+                "attempt {attempt}: the answer was not kept"
+            );
         }
-        let r = s.get(&code, &[]);
-        assert_eq!(
-            (r.header("Location"), r.header("X-Cache")),
-            (Some(target.as_str()), Some("HIT")),
-            "attempt {attempt}: the answer was not kept"
-        );
-        crossed += 1;
-        if crossed >= 2 {
-            break;
-        }
-    }
-    assert!(
-        crossed >= 2,
-        "only {crossed} attempts had a lookup answered on the worker without events"
-    );
-    s.nginx.assert_clean_log();
+        across
+    });
 }
