@@ -245,8 +245,9 @@ impl LinkCache {
     /// Stores the daemon's answer for `code`, replacing any older one;
     /// `purges_before` is [`LinkCache::purges`] from before the lookup went
     /// out. When an event purged the code (or its stripe, or the table)
-    /// since, the answer may predate that change and is not stored: false. (The purge and this check
-    /// both hold the lock, so no purge falls between them.)
+    /// since, the answer may predate that change and is not stored: false.
+    /// (The purge and this check both hold the lock, so no purge falls
+    /// between them.)
     pub fn insert(
         &self,
         code: &[u8],
@@ -280,11 +281,12 @@ impl LinkCache {
             + countries.len()
             + variants.len();
 
+        let h = hash(code);
         let lock = self.lock();
-        if purges_of(lock.shared(), hash(code)) != purges_before {
+        if purges_of(lock.shared(), h) != purges_before {
             return Ok(false);
         }
-        if let Some(old) = find(lock.shared(), code, hash(code)) {
+        if let Some(old) = find(lock.shared(), code, h) {
             lock.shared().generation.fetch_add(1, Ordering::AcqRel);
             remove(&lock, old);
         }
@@ -292,7 +294,7 @@ impl LinkCache {
         let node = mem.cast::<LinkNode>();
         let value = LinkNode {
             next: ptr::null_mut(),
-            hash: hash(code),
+            hash: h,
             // SAFETY: a zeroed queue link is plain data, set on insertion.
             queue: unsafe { core::mem::zeroed() },
             fresh_until: now.wrapping_add(fresh_for),
@@ -408,7 +410,7 @@ unsafe fn node_of(q: *mut ngx_queue_t) -> Node {
 pub fn purge_locked(lock: &Locked) -> usize {
     let shared = lock.shared();
     shared.generation.fetch_add(1, Ordering::AcqRel);
-    shared.purges.fetch_add(1, Ordering::AcqRel);
+    shared.table_purges.fetch_add(1, Ordering::AcqRel);
     let mut nodes = Vec::with_capacity(shared.entries);
     let mut q = shared.lru.next;
     while !ptr::eq(q, &shared.lru) {

@@ -38,12 +38,12 @@ pub struct Shared {
     /// Bumped by every purge of the whole table: a lookup answered across
     /// one may carry a link as it was before a change, so it is not stored
     /// (`links.rs`).
-    pub purges: AtomicU64,
+    pub table_purges: AtomicU64,
     /// The same for the purge of one code, whether or not the zone held it,
     /// in the stripe its hash picks ([`purge_stripe`]): a purge keeps out
     /// the answers on their way for its own stripe's codes only, not every
     /// answer then in flight.
-    pub purged: [AtomicU64; PURGE_STRIPES],
+    pub code_purges: [AtomicU64; PURGE_STRIPES],
     /// `bucket_mask + 1` chain heads.
     pub buckets: *mut *mut LinkNode,
     pub bucket_mask: usize,
@@ -79,15 +79,16 @@ pub const PURGE_STRIPES: usize = 256;
 
 /// The purge counter of the code whose hash is `h`.
 pub fn purge_stripe(shared: &Shared, h: u64) -> &AtomicU64 {
-    &shared.purged[h as usize & (PURGE_STRIPES - 1)]
+    &shared.code_purges[h as usize & (PURGE_STRIPES - 1)]
 }
 
 /// The purges that concern the code whose hash is `h`: both counters only
 /// grow, so their sum is unchanged exactly when neither moved.
 pub fn purges_of(shared: &Shared, h: u64) -> u64 {
-    let table = shared.purges.load(Ordering::Acquire);
+    let table = shared.table_purges.load(Ordering::Acquire);
     table.wrapping_add(purge_stripe(shared, h).load(Ordering::Acquire))
 }
+
 /// Locks the slab pool for the life of the guard.
 pub struct Locked(NonNull<ngx_slab_pool_t>);
 

@@ -87,15 +87,16 @@ impl WalLength {
     }
 
     /// After a pass that found `frames` and took `took`: true when the
-    /// next should follow at once (the WAL is past the limit and the pass
-    /// was long). After a short one the checkpointer pauses as usual, out
-    /// of the writer's way (a checkpoint running makes its restart fail).
+    /// next should follow at once (the WAL is past the limit and no
+    /// restart is due yet). Once one is due (after a short pass, or at the
+    /// forced length) the checkpointer pauses as usual, out of the
+    /// writer's way: a checkpoint running makes its restart fail, and the
+    /// writer then waits [`RESTART_EVERY`] before it tries again.
     fn passed(&self, frames: u64, took: Duration) -> bool {
         let long = frames >= self.limit;
-        let settled = long && took < SHORT_PASS;
         self.frames.store(frames, Relaxed);
-        self.settled.store(settled, Relaxed);
-        long && !settled
+        self.settled.store(long && took < SHORT_PASS, Relaxed);
+        long && !self.restart_due()
     }
 
     /// The writer's question: start the WAL over now?
@@ -132,9 +133,9 @@ pub(super) fn checkpoint_loop(
         let started = Instant::now();
         let mut longest = 0;
         for file in &mut files {
-            if let Some(frames) = file.pass(&conn) {
+            if let Some((frames, copied)) = file.pass(&conn) {
                 if frames >= length.limit {
-                    file.sync_copied();
+                    file.sync_copied(copied);
                 }
                 longest = longest.max(frames);
             }
@@ -148,11 +149,11 @@ pub(super) fn checkpoint_loop(
 /// One database's side of the checkpointer.
 struct DatabaseFile {
     schema: &'static str,
+    /// Its passive checkpoint.
+    pass: String,
     /// The database file, for syncing what passes copy into it.
     file: Option<std::fs::File>,
-    /// WAL frames copied back, as the last pass found.
-    copied: u64,
-    /// `copied` as of the last sync of `file`.
+    /// WAL frames copied back as of the last sync of `file`.
     synced: u64,
 }
 
@@ -164,25 +165,20 @@ impl DatabaseFile {
         }
         Self {
             schema,
+            pass: format!("PRAGMA {schema}.wal_checkpoint(PASSIVE)"),
             file,
-            copied: 0,
             synced: 0,
         }
     }
 
-    /// A passive checkpoint: the WAL's length in frames, if it ran.
-    fn pass(&mut self, conn: &Connection) -> Option<u64> {
-        let sql = format!("PRAGMA {}.wal_checkpoint(PASSIVE)", self.schema);
-        let counts = conn.query_row(&sql, [], |r| Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)));
+    /// A passive checkpoint: the WAL's length and how much of it has been
+    /// copied back, in frames, if it ran.
+    fn pass(&mut self, conn: &Connection) -> Option<(u64, u64)> {
+        let counts = conn.query_row(&self.pass, [], |r| {
+            Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        });
         match counts {
-            Ok((frames, copied)) => {
-                self.copied = copied.max(0) as u64;
-                if self.copied < self.synced {
-                    // The WAL was started over.
-                    self.synced = 0;
-                }
-                Some(frames.max(0) as u64)
-            }
+            Ok((frames, copied)) => Some((frames.max(0) as u64, copied.max(0) as u64)),
             Err(e) => {
                 tracing::warn!(error = %e, schema = self.schema, "WAL checkpoint failed");
                 None
@@ -190,8 +186,8 @@ impl DatabaseFile {
         }
     }
 
-    /// Syncs the database file if a pass copied anything since the last
-    /// sync.
+    /// Syncs the database file if passes copied anything since the last
+    /// sync (`copied`: the last pass's count).
     ///
     /// SQLite syncs the database file only after a pass that copied the
     /// whole WAL, as it stands when the pass ends. Under writes that never
@@ -203,15 +199,19 @@ impl DatabaseFile {
     /// Passes past the limit sync here instead, off the writer's path. Not
     /// every pass: a page copied again and again would be written to the
     /// disk at each, for 20 µs more server CPU per create, measured.
-    fn sync_copied(&mut self) {
+    fn sync_copied(&mut self, copied: u64) {
+        if copied < self.synced {
+            // The WAL was started over since.
+            self.synced = 0;
+        }
         let Some(file) = &self.file else {
             return;
         };
-        if self.copied <= self.synced {
+        if copied == self.synced {
             return;
         }
         match file.sync_data() {
-            Ok(()) => self.synced = self.copied,
+            Ok(()) => self.synced = copied,
             Err(e) => {
                 tracing::warn!(error = %e, schema = self.schema, "cannot sync the database file")
             }
@@ -221,15 +221,15 @@ impl DatabaseFile {
 
 /// The file behind `schema` of `conn` (none for a database in memory).
 fn schema_path(conn: &Connection, schema: &str) -> Option<String> {
-    let mut stmt = conn.prepare("PRAGMA database_list").ok()?;
-    let mut rows = stmt.query([]).ok()?;
-    while let Ok(Some(row)) = rows.next() {
-        let (name, file): (String, String) = (row.get(1).ok()?, row.get(2).ok()?);
+    let mut path = None;
+    let listed = conn.pragma_query(None, "database_list", |row| {
+        let (name, file): (String, String) = (row.get(1)?, row.get(2)?);
         if name == schema && !file.is_empty() {
-            return Some(file);
+            path = Some(file);
         }
-    }
-    None
+        Ok(())
+    });
+    listed.ok().and(path)
 }
 
 /// The writer's side: when it last tried to start the WAL over.
@@ -293,7 +293,7 @@ mod tests {
 
     /// Past the limit the writer waits for a short pass, unless the WAL
     /// reached the forced length; the checkpointer goes on at once only
-    /// after long passes past the limit.
+    /// after long passes past the limit, while no restart is due.
     #[test]
     fn a_restart_waits_for_a_short_pass_up_to_the_forced_length() {
         let long_pass = SHORT_PASS * 4;
@@ -314,7 +314,10 @@ mod tests {
         assert!(!length.restart_due());
         assert!(length.passed(100 * FORCE_FACTOR - 1, long_pass));
         assert!(!length.restart_due());
-        assert!(length.passed(100 * FORCE_FACTOR, long_pass));
+        assert!(
+            !length.passed(100 * FORCE_FACTOR, long_pass),
+            "a restart is due: pause, out of the writer's way"
+        );
         assert!(length.restart_due(), "forced at {FORCE_FACTOR}x the limit");
         assert!(!length.passed(20, Duration::from_millis(1)));
         assert!(
