@@ -20,7 +20,6 @@ import subprocess
 import time
 
 import harness
-from bench import write_import_csv
 
 HOLD = re.compile(r"started the WAL over .*held_ms=([0-9.]+)")
 
@@ -33,7 +32,7 @@ def one(name, daemon, links, seconds, runs, batches):
     stack = harness.Stack(out, False)
     try:
         csv_path = os.path.join(out, "import.csv")
-        write_import_csv(csv_path, links)
+        harness.write_import_csv(csv_path, links)
         subprocess.run([daemon, "import", csv_path] + stack.daemon_args, check=True, capture_output=True)
         stack.start_nginx("64m")
         url = f"http://127.0.0.1:{stack.nginx_api_port()}"
