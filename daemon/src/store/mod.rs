@@ -41,7 +41,7 @@ pub use cache::LinkCache;
 use clicks::{ClickOverlay, FoldOutcome, PendingClicks};
 pub use error::{StoreError, StoreResult};
 pub use threads::StoreStats;
-use threads::{ReadMsg, WriteMsg};
+use threads::{Lane, ReadMsg, WriteMsg};
 
 /// What every clone of a [`SqliteStore`] shares.
 struct Inner {
@@ -191,7 +191,7 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.send_write(f, false, |r| r).await
+        self.send_write(f, None, |r| r).await
     }
 
     /// Like [`SqliteStore::write`] for one big job (thousands of rows): it gets a
@@ -203,22 +203,22 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.send_write(f, true, |r| r).await
+        self.send_write(f, Some(Lane::Bulk), |r| r).await
     }
 
     /// `after` runs on the writer thread with the job's final result (after
     /// the commit, or with the error), before the next transaction begins.
-    async fn send_write<T, F, H>(&self, f: F, bulk: bool, after: H) -> StoreResult<T>
+    /// `alone`: in a transaction of its own on that lane, else grouped.
+    async fn send_write<T, F, H>(&self, f: F, alone: Option<Lane>, after: H) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
         T: Send + 'static,
         H: FnOnce(StoreResult<T>) -> StoreResult<T> + Send + 'static,
     {
         let (job, rx) = threads::write_job(f, after);
-        let msg = if bulk {
-            WriteMsg::Bulk(job)
-        } else {
-            WriteMsg::Job(job)
+        let msg = match alone {
+            Some(lane) => WriteMsg::Alone(job, lane),
+            None => WriteMsg::Job(job),
         };
         self.inner
             .writer
@@ -272,7 +272,7 @@ impl SqliteStore {
                     let mut batches = batches;
                     clicks::append_batches(c, &mut batches, now).map(|seqs| (batches, seqs))
                 },
-                false,
+                None,
                 move |r| {
                     if let Ok((batches, seqs)) = &r {
                         let new: Vec<(i64, &ClickBatch)> = seqs
@@ -302,8 +302,10 @@ impl SqliteStore {
         self.fold_with(clicks::fold_prompt_job).await
     }
 
-    /// Runs fold `job` on the writer, one fold at a time, and tells the
-    /// pending clicks whether it committed.
+    /// Runs fold `job` on the writer, one fold at a time, alone in its
+    /// transaction (it changes a page of `links` and of `clicks` per few
+    /// links: no savepoint copies them), and tells the pending clicks
+    /// whether it committed.
     async fn fold_with(
         &self,
         job: fn(&Connection, &PendingClicks) -> StoreResult<FoldOutcome>,
@@ -316,7 +318,7 @@ impl SqliteStore {
         let after = Arc::clone(&pending);
         self.send_write(
             move |c| job(c, &pending),
-            false,
+            Some(Lane::Writer),
             move |r| {
                 after.finish_fold(r.is_ok());
                 r

@@ -58,11 +58,22 @@ pub(super) type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 pub(super) enum WriteMsg {
     /// A job grouped with the others queued into one transaction.
     Job(WriteJob),
-    /// A big job (an import chunk): its own transaction on the bulk
-    /// connection.
-    Bulk(WriteJob),
+    /// A job in a transaction of its own, with no savepoint (which would
+    /// copy every page the job first changes to the sub-journal): a big
+    /// job (an import chunk) on the bulk connection, or a fold on the
+    /// writer's.
+    Alone(WriteJob, Lane),
     /// Finish the queued jobs, checkpoint and stop; answered when done.
     Close(std::sync::mpsc::Sender<()>),
+}
+
+/// The connection a job alone in its transaction runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lane {
+    /// The writer's (small page cache, the click log attached).
+    Writer,
+    /// The bulk connection (a page cache sized for import chunks).
+    Bulk,
 }
 
 /// What a reader thread is sent.

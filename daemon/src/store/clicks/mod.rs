@@ -230,6 +230,62 @@ pub(crate) mod tests {
         assert_eq!(counted(&store, 8).await.0, 0);
     }
 
+    /// A fold runs alone in its transaction, with no savepoint: one that
+    /// fails part-way (here at its third link) leaves no link's totals or
+    /// `clicks` rows behind, keeps its clicks pending and its log rows, and
+    /// the next fold counts every click once.
+    #[tokio::test]
+    async fn a_fold_that_fails_part_way_leaves_nothing_and_counts_later() {
+        let (_dir, store) = temp_store();
+        for id in [7, 8, 9] {
+            add_link(&store, id, None).await;
+        }
+        let batch = ClickBatch {
+            batch_id: BatchId([1; 16]),
+            clicks: vec![
+                click(7, 100, false, None, 2),
+                click(8, 100, false, Some("a.example"), 3),
+                click(9, 100, true, None, 4),
+            ],
+        };
+        store.append_clicks(vec![batch], 1000).await.unwrap();
+        // On the writer's connection, which the fold runs on.
+        store
+            .write(|c| {
+                c.execute_batch(
+                    "CREATE TEMP TRIGGER fail_fold BEFORE UPDATE OF clicks ON links \
+                     WHEN NEW.id = 9 BEGIN SELECT RAISE(ABORT, 'injected'); END",
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let failed = store.fold_clicks().await.unwrap_err();
+        assert!(failed.to_string().contains("injected"), "{failed}");
+        let in_tables = || {
+            store.read(|c| {
+                Ok(c.query_row(
+                    "SELECT (SELECT sum(clicks) FROM links), (SELECT count(*) FROM clicks)",
+                    [],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+                )?)
+            })
+        };
+        assert_eq!(in_tables().await.unwrap(), (0, 0));
+        assert_eq!(store.write(log_len).await.unwrap(), 1);
+        assert_eq!(counted(&store, 8).await.0, 3);
+        store
+            .write(|c| Ok(c.execute_batch("DROP TRIGGER temp.fail_fold")?))
+            .await
+            .unwrap();
+        assert_eq!(store.fold_clicks().await.unwrap().counted, 9);
+        assert_eq!(in_tables().await.unwrap(), (9, 3));
+        assert_eq!(store.fold_clicks().await.unwrap(), FoldOutcome::default());
+        for (id, n) in [(7, 2), (8, 3), (9, 4)] {
+            assert_eq!(counted(&store, id).await.0, n, "link {id}");
+        }
+    }
+
     #[tokio::test]
     async fn reads_during_folds_count_each_click_once() {
         let (_dir, store) = temp_store();

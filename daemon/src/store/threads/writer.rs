@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{JobOutcome, Restarts, StoreError, StoreStats, WriteJob, WriteMsg};
+use super::{JobOutcome, Lane, Restarts, StoreError, StoreStats, WriteJob, WriteMsg};
 use crate::store::watch::FileWatch;
 
 /// Most jobs grouped into one write transaction.
@@ -41,10 +41,10 @@ pub(super) fn writer_loop(
     let mut closing: Option<std::sync::mpsc::Sender<()>> = None;
     while closing.is_none() {
         let mut jobs = Vec::new();
-        let mut bulk = None;
+        let mut alone = None;
         match rx.recv_timeout(WATCH_EVERY) {
             Ok(WriteMsg::Job(job)) => jobs.push(job),
-            Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
+            Ok(WriteMsg::Alone(job, lane)) => alone = Some((job, lane)),
             Ok(WriteMsg::Close(done)) => {
                 closing = Some(done);
                 break;
@@ -56,11 +56,11 @@ pub(super) fn writer_loop(
             }
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        while bulk.is_none() && jobs.len() < MAX_GROUP {
+        while alone.is_none() && jobs.len() < MAX_GROUP {
             match rx.try_recv() {
                 Ok(WriteMsg::Job(job)) => jobs.push(job),
                 // Runs after the jobs that queued before it.
-                Ok(WriteMsg::Bulk(job)) => bulk = Some(job),
+                Ok(WriteMsg::Alone(job, lane)) => alone = Some((job, lane)),
                 Ok(WriteMsg::Close(done)) => {
                     closing = Some(done);
                     break;
@@ -69,10 +69,10 @@ pub(super) fn writer_loop(
             }
         }
         if !jobs.is_empty() {
-            w.run_group(false, jobs);
+            w.run_group(None, jobs);
         }
-        if let Some(job) = bulk {
-            w.run_group(true, vec![job]);
+        if let Some((job, lane)) = alone {
+            w.run_group(Some(lane), vec![job]);
         }
         w.restarts.restart_if_long(&w.conn);
         // A full channel means a request is pending, which covers this one.
@@ -142,15 +142,24 @@ impl Writer {
         ));
     }
 
-    fn run_group(&mut self, bulk: bool, jobs: Vec<WriteJob>) {
+    /// Runs `jobs` in one transaction: a savepoint each, or with `alone`
+    /// one job without a savepoint, on that lane's connection.
+    fn run_group(&mut self, alone: Option<Lane>, jobs: Vec<WriteJob>) {
         if let Some(lost) = self.stats.lost() {
             refuse(jobs, &lost);
             return;
         }
-        // A bulk job runs without a savepoint (below): only correct when it
-        // is alone in its transaction, as the loop above sends it.
-        debug_assert!(!bulk || jobs.len() == 1, "a bulk group of {}", jobs.len());
-        let conn = if bulk { &self.bulk_conn } else { &self.conn };
+        // A job alone runs without a savepoint (below): only correct when
+        // it is alone in its transaction, as the loop above sends it.
+        debug_assert!(
+            alone.is_none() || jobs.len() == 1,
+            "{} jobs alone",
+            jobs.len()
+        );
+        let conn = match alone {
+            Some(Lane::Bulk) => &self.bulk_conn,
+            Some(Lane::Writer) | None => &self.conn,
+        };
         let stats = &*self.stats;
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             let msg = e.to_string();
@@ -174,10 +183,11 @@ impl Writer {
                 delivers.push(deliver);
                 continue;
             }
-            // A bulk job is alone in its transaction, which is its
-            // savepoint: a savepoint copies every page it first changes to
-            // the sub-journal (about 5 % of an import chunk's writer time).
-            if bulk {
+            // A job alone in its transaction has that as its savepoint: a
+            // savepoint copies every page it first changes to the
+            // sub-journal (about 5 % of an import chunk's writer time, a
+            // quarter of a fold's).
+            if alone.is_some() {
                 let (outcome, deliver) = job(Ok(conn));
                 delivers.push(deliver);
                 if outcome == JobOutcome::Done {
@@ -230,7 +240,7 @@ impl Writer {
         // Never acknowledge a commit into a WAL that was deleted.
         let commit = match (broken, self.watch.check_wal()) {
             (Some(why), _) => Err(why),
-            // A bulk job that failed was rolled back whole.
+            // A job alone that failed was rolled back whole.
             (None, _) if conn.is_autocommit() => Ok(()),
             (None, Ok(())) => conn.execute_batch("COMMIT").map_err(|e| e.to_string()),
             (None, Err(lost)) => Err(lost),
@@ -282,6 +292,7 @@ fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
 mod tests {
     use std::time::Duration;
 
+    use super::Lane;
     use crate::store::tests::temp_store;
     use crate::store::StoreError;
 
@@ -344,44 +355,55 @@ mod tests {
         store.close();
     }
 
-    /// A bulk job runs without a savepoint of its own: one that fails
-    /// leaves nothing behind (its transaction is rolled back), its caller
-    /// gets its error, and the writes after it are committed.
+    /// A job alone in its transaction runs without a savepoint of its
+    /// own, on either lane: one that fails leaves nothing behind (its
+    /// transaction is rolled back), its caller gets its error, and the
+    /// writes after it are committed.
     #[tokio::test]
-    async fn a_failed_bulk_job_is_rolled_back_whole() {
+    async fn a_failed_job_alone_is_rolled_back_whole() {
         let (_dir, store) = temp_store();
-        let names = || {
-            store.read(|c| {
-                let mut st = c.prepare("SELECT name FROM id_alloc WHERE name LIKE 'bulk-%'")?;
-                let rows = st.query_map([], |r| r.get(0))?;
-                Ok(rows.collect::<Result<Vec<String>, _>>()?)
-            })
-        };
-        let failed = store
-            .write_bulk(|c| {
-                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-a', 1)", [])?;
-                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-a', 1)", [])?;
-                Ok(())
-            })
-            .await;
-        assert!(failed.is_err());
-        assert_eq!(names().await.unwrap(), Vec::<String>::new());
-        assert_eq!(store.stats().problem(), None, "not a storage failure");
-        store
-            .write_bulk(|c| {
-                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-b', 1)", [])?;
-                Ok(())
-            })
-            .await
-            .unwrap();
-        store
-            .write(|c| {
-                c.execute("INSERT INTO id_alloc(name, next) VALUES ('bulk-c', 1)", [])?;
-                Ok(())
-            })
-            .await
-            .unwrap();
-        assert_eq!(names().await.unwrap(), vec!["bulk-b", "bulk-c"]);
+        for lane in [Lane::Bulk, Lane::Writer] {
+            let prefix = format!("{lane:?}-");
+            let names = || {
+                let like = format!("{prefix}%");
+                store.read(move |c| {
+                    let mut st = c.prepare("SELECT name FROM id_alloc WHERE name LIKE ?1")?;
+                    let rows = st.query_map([like], |r| r.get(0))?;
+                    Ok(rows.collect::<Result<Vec<String>, _>>()?)
+                })
+            };
+            let insert = |name: &str| {
+                let name = format!("{prefix}{name}");
+                move |c: &rusqlite::Connection| {
+                    c.execute("INSERT INTO id_alloc(name, next) VALUES (?1, 1)", [&name])
+                }
+            };
+            let (a, b, c) = (insert("a"), insert("b"), insert("c"));
+            let failed = store
+                .send_write(
+                    move |conn| {
+                        a(conn)?;
+                        a(conn)?;
+                        Ok(())
+                    },
+                    Some(lane),
+                    |r| r,
+                )
+                .await;
+            assert!(failed.is_err(), "{lane:?}");
+            assert_eq!(names().await.unwrap(), Vec::<String>::new(), "{lane:?}");
+            assert_eq!(store.stats().problem(), None, "not a storage failure");
+            store
+                .send_write(move |conn| Ok(b(conn).map(|_| ())?), Some(lane), |r| r)
+                .await
+                .unwrap();
+            store
+                .write(move |conn| Ok(c(conn).map(|_| ())?))
+                .await
+                .unwrap();
+            let expected: Vec<String> = ["b", "c"].iter().map(|n| format!("{prefix}{n}")).collect();
+            assert_eq!(names().await.unwrap(), expected, "{lane:?}");
+        }
         store.close();
     }
 }
