@@ -51,7 +51,8 @@ pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldO
         s.sealed = Some((Arc::clone(&agg), generation));
         (agg, through)
     };
-    let mut outcome = apply_aggregate(conn, &agg)?;
+    let prompt = prompt_links(conn, |f| f(&agg))?;
+    let mut outcome = apply_aggregate(conn, &agg, &prompt)?;
     outcome.batches = agg.batches;
     // Every link a prompt fold took ahead was taken through at most
     // `through`.
@@ -68,7 +69,7 @@ pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldO
 /// through which seq each of them is in the tables, for [`super::recover`].
 /// Same contract with [`PendingClicks::finish_fold`] as [`fold_job`].
 pub fn fold_prompt_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldOutcome> {
-    let ids = prompt_links(conn, pending)?;
+    let ids = prompt_links(conn, |f| f(&pending.lock().open))?;
     if ids.is_empty() {
         return Ok(FoldOutcome::default());
     }
@@ -79,7 +80,8 @@ pub fn fold_prompt_job(conn: &Connection, pending: &PendingClicks) -> StoreResul
         s.sealed = Some((Arc::clone(&agg), generation));
         (agg, s.open_through)
     };
-    let outcome = apply_aggregate(conn, &agg)?;
+    // Every link taken is one of `ids`.
+    let outcome = apply_aggregate(conn, &agg, &ids)?;
     let mut ahead = conn.prepare_cached(
         "INSERT INTO click_fold_links (link_id, through) VALUES (?1, ?2) \
          ON CONFLICT (link_id) DO UPDATE SET through = excluded.through",
@@ -92,12 +94,18 @@ pub fn fold_prompt_job(conn: &Connection, pending: &PendingClicks) -> StoreResul
     Ok(outcome)
 }
 
-/// The pending links that fold promptly, in id order. Walks the shorter of
-/// the two lists: the links with a visit limit or renewal (a partial index,
-/// read only up to one more than the pending links), or the pending links,
-/// each looked up in that index.
-fn prompt_links(conn: &Connection, pending: &PendingClicks) -> StoreResult<Vec<u64>> {
-    let n = pending.lock().open.link_count();
+/// The links of an aggregate that fold promptly, in id order. Walks the
+/// shorter of the two lists: the links with a visit limit or renewal (a
+/// partial index, read only up to one more than the aggregate's links), or
+/// the aggregate's links, each looked up in that index. `look` shows the
+/// aggregate to its argument (the pending one is under a lock, taken only
+/// for that look: only the writer thread, this one, changes its links).
+fn prompt_links(
+    conn: &Connection,
+    look: impl Fn(&mut dyn FnMut(&Aggregate)),
+) -> StoreResult<Vec<u64>> {
+    let mut n = 0;
+    look(&mut |a| n = a.link_count());
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -105,19 +113,16 @@ fn prompt_links(conn: &Connection, pending: &PendingClicks) -> StoreResult<Vec<u
         "SELECT id FROM links INDEXED BY links_fold_promptly \
          WHERE (max_visits IS NOT NULL OR renew_ttl IS NOT NULL) ORDER BY id LIMIT ?1",
     )?;
-    let prompt = scan
+    let mut prompt: Vec<u64> = scan
         .query_map([n as i64 + 1], |r| r.get::<_, i64>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|id| id.map(|id| id as u64))
+        .collect::<Result<_, _>>()?;
     if prompt.len() <= n {
-        let s = pending.lock();
-        return Ok(prompt
-            .into_iter()
-            .map(|id| id as u64)
-            .filter(|id| s.open.link(*id).is_some())
-            .collect());
+        look(&mut |a| prompt.retain(|id| a.link(*id).is_some()));
+        return Ok(prompt);
     }
-    // Only this (the writer) thread changes the pending links.
-    let mut ids: Vec<u64> = pending.lock().open.link_ids().collect();
+    let mut ids = Vec::new();
+    look(&mut |a| ids = a.link_ids().collect());
     ids.sort_unstable();
     let mut probe = conn.prepare_cached(
         "SELECT 1 FROM links INDEXED BY links_fold_promptly \
@@ -133,13 +138,21 @@ fn prompt_links(conn: &Connection, pending: &PendingClicks) -> StoreResult<Vec<u
 }
 
 /// Adds an aggregate to the tables: per link (in id order, neighbouring
-/// rows on neighbouring pages) one UPDATE of the totals that also returns
-/// what the edge depends on (and tells whether the link exists), then one
-/// upsert per `clicks` row and per `variant_clicks` row.
-fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcome> {
+/// rows on neighbouring pages) one UPDATE of the totals (which tells
+/// whether the link exists), then one upsert per `clicks` row and per
+/// `variant_clicks` row. For the links in `prompt` (those with a visit
+/// limit or renew-on-access, in id order) it first reads what the edge
+/// depends on, and applies the limit and the renewal.
+fn apply_aggregate(conn: &Connection, agg: &Aggregate, prompt: &[u64]) -> StoreResult<FoldOutcome> {
+    // A read, then an update of the same row (its page is cached), not
+    // `UPDATE ... RETURNING`: SQLite opens and closes an ephemeral table
+    // per such statement, which was most of its time.
+    let mut before = conn.prepare_cached(
+        "SELECT max_visits, clicks - bot_clicks, renew_ttl, expires_at, alias, disabled \
+         FROM links WHERE id = ?1",
+    )?;
     let mut totals = conn.prepare_cached(
-        "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1 \
-         RETURNING max_visits, clicks - bot_clicks, renew_ttl, expires_at, alias, disabled",
+        "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1",
     )?;
     let mut upsert = conn.prepare_cached(
         "INSERT INTO clicks (link_id, hour, device, bot, referrer, country, count) \
@@ -171,21 +184,31 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
             Option<String>,
             bool,
         );
-        let row: Option<Row> = totals
-            .query_row(params![id as i64, l.clicks, l.bots], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })
-            .optional()?;
-        let Some((max_visits, humans_after, renew_ttl, expires_at, alias, disabled)) = row else {
-            continue; // unknown or deleted link
+        // What the edge depends on, read only for a link whose clicks can
+        // change it.
+        let edge: Option<Row> = if prompt.binary_search(&id).is_ok() {
+            let row = before
+                .query_row([id as i64], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                })
+                .optional()?;
+            if row.is_none() {
+                continue; // deleted link
+            }
+            row
+        } else {
+            None
         };
+        if totals.execute(params![id as i64, l.clicks, l.bots])? == 0 {
+            continue; // unknown or deleted link
+        }
         let mut rows: Vec<&(RowKey, i64)> = l.rows.iter().collect();
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (k, n) in rows {
@@ -205,8 +228,10 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate) -> StoreResult<FoldOutcom
             upsert_variant.execute(params![id as i64, hour, variant, n])?;
         }
         outcome.counted += l.clicks as u64;
-        let humans = l.clicks - l.bots;
-        let humans_before = humans_after - humans;
+        let Some((max_visits, humans_before, renew_ttl, expires_at, alias, disabled)) = edge else {
+            continue; // no visit limit, no renewal
+        };
+        let humans_after = humans_before + l.clicks - l.bots;
         let mut changed = false;
         if let Some(max) = max_visits {
             if humans_before < max && humans_after >= max {
