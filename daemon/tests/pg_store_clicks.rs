@@ -191,6 +191,48 @@ fn log_rows(cluster: &PgCluster, db: &str) -> String {
         .to_string()
 }
 
+/// As on SQLite (`a_fold_that_fails_part_way_leaves_nothing_and_counts_later`):
+/// a fold that fails part-way (a trigger aborts the third link's update)
+/// leaves no link's totals or `clicks` rows behind and keeps its log row,
+/// and the next fold counts every click once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fold_that_fails_part_way_leaves_nothing_and_counts_later() {
+    let cluster = PgCluster::start("pgsfoldfail");
+    let (a, _b) = open(&cluster, "foldfail").await;
+    for id in [7, 8, 9] {
+        add_link(a.pg(), id, None, None).await;
+    }
+    let one = batch(
+        1,
+        vec![
+            click(7, 10, DeviceClass::Desktop, false, None, 2),
+            click(8, 10, DeviceClass::Desktop, false, Some("a.example"), 3),
+            click(9, 10, DeviceClass::Desktop, true, None, 4),
+        ],
+    );
+    assert_eq!(a.append_clicks(vec![one], 36_000).await.unwrap(), [true]);
+    cluster.psql(
+        "foldfail",
+        "CREATE FUNCTION fail_fold() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'injected'; END $$; \
+         CREATE TRIGGER fail_fold BEFORE UPDATE OF clicks ON links \
+         FOR EACH ROW WHEN (NEW.id = 9) EXECUTE FUNCTION fail_fold();",
+    );
+    let failed = a.fold_clicks().await.unwrap_err();
+    assert!(failed.to_string().contains("injected"), "{failed}");
+    for id in [7, 8, 9] {
+        assert_eq!(totals(&cluster, "foldfail", id), "0/0/0", "link {id}");
+    }
+    assert_eq!(log_rows(&cluster, "foldfail"), "1");
+    cluster.psql("foldfail", "DROP TRIGGER fail_fold ON links");
+    assert_eq!(a.fold_clicks().await.unwrap().counted, 9);
+    assert_eq!(log_rows(&cluster, "foldfail"), "0");
+    assert_eq!(a.fold_clicks().await.unwrap().counted, 0);
+    for (id, totals_of) in [(7, "2/0/2"), (8, "3/0/3"), (9, "4/4/4")] {
+        assert_eq!(totals(&cluster, "foldfail", id), totals_of, "link {id}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn visit_limits_and_renewals_reach_the_change_log() {
     let cluster = PgCluster::start("pgsrenew");

@@ -185,9 +185,9 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate, prompt: &[u64]) -> StoreR
             bool,
         );
         // What the edge depends on, read only for a link whose clicks can
-        // change it.
+        // change it (`prompt` was read in this transaction: it exists).
         let edge: Option<Row> = if prompt.binary_search(&id).is_ok() {
-            let row = before
+            before
                 .query_row([id as i64], |r| {
                     Ok((
                         r.get(0)?,
@@ -198,11 +198,7 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate, prompt: &[u64]) -> StoreR
                         r.get(5)?,
                     ))
                 })
-                .optional()?;
-            if row.is_none() {
-                continue; // deleted link
-            }
-            row
+                .optional()?
         } else {
             None
         };
