@@ -23,6 +23,7 @@ pub mod key;
 pub mod password_page;
 pub mod preview;
 pub mod query;
+pub mod recency;
 pub mod redirect;
 pub mod spool;
 pub mod target;

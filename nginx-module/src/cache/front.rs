@@ -5,19 +5,23 @@
 //! direct-mapped table in the worker's own memory, valid only while the
 //! zone's generation counter is unchanged. Every purge or replacement in
 //! the zone bumps that counter (one atomic load per request reads it), so an
-//! invalidation still takes effect in every worker at once. A slot is used
-//! for at most a second before the shared entry is consulted again, which
-//! also keeps its place in the shared LRU fresh. Links whose answer depends
-//! on the visitor (device or country targets) always go to the zone.
+//! invalidation still takes effect in every worker at once. A slot serves
+//! its copy for at most a second before the shared entry is consulted
+//! again, and another link does not take a slot whose copy is current
+//! (`shortlink_core::recency`): a link hit often keeps its slot, and a worker
+//! serving links it seldom sees twice does not rewrite a slot per request.
+//! A slot is refilled in place, its target's buffer reused. Links whose
+//! answer depends on the visitor (device or country targets) always go to
+//! the zone.
 
 use std::cell::RefCell;
 
 use nginx_sys::ngx_msec_t;
 use shortlink_core::device::DeviceClass;
+use shortlink_core::recency::FrontStamp;
 use shortlink_core::RedirectStatus;
 
 use super::hit::LinkView;
-use super::REQUEUE_MS;
 
 const SLOTS: usize = 8192;
 /// Longest code or alias kept here (generated codes are at most 12).
@@ -34,25 +38,22 @@ pub struct Front {
     /// visitor's cookie passes, wherever the link came from.
     protected: bool,
     created_day: u16,
-    fresh_until: ngx_msec_t,
-    target: Box<[u8]>,
+    target: Vec<u8>,
 }
 
 impl Front {
-    /// A copy of `link` (whose main target is its only one), stale after
-    /// `fresh_until`.
-    pub fn of(link: &impl LinkView, fresh_until: ngx_msec_t) -> Self {
-        Self {
-            id: link.id(),
-            status: link.status(),
-            expires_at: link.expires_at(),
-            disabled: link.disabled(),
-            forward_query: link.forward_query(),
-            protected: link.protected(),
-            created_day: link.created_day(),
-            fresh_until,
-            target: link.target(DeviceClass::Other).into(),
-        }
+    /// Becomes a copy of `link`, whose main target is its only one.
+    fn copy_of(&mut self, link: &impl LinkView) {
+        self.id = link.id();
+        self.status = link.status();
+        self.expires_at = link.expires_at();
+        self.disabled = link.disabled();
+        self.forward_query = link.forward_query();
+        self.protected = link.protected();
+        self.created_day = link.created_day();
+        self.target.clear();
+        self.target
+            .extend_from_slice(link.target(DeviceClass::Other));
     }
 }
 
@@ -102,13 +103,35 @@ impl LinkView for Front {
 }
 
 struct Slot {
-    generation: u64,
-    hash: u64,
+    stamp: FrontStamp,
     code_len: u8,
     code: [u8; MAX_CODE],
-    /// When it was filled from the shared zone.
-    filled: ngx_msec_t,
     link: Front,
+}
+
+impl Slot {
+    fn empty() -> Self {
+        Self {
+            stamp: FrontStamp {
+                generation: 0,
+                hash: 0,
+                filled: 0,
+                fresh_until: 0,
+            },
+            code_len: 0,
+            code: [0; MAX_CODE],
+            link: Front {
+                id: 0,
+                status: None,
+                expires_at: None,
+                disabled: false,
+                forward_query: None,
+                protected: false,
+                created_day: 0,
+                target: Vec::new(),
+            },
+        }
+    }
 }
 
 thread_local! {
@@ -126,17 +149,23 @@ pub fn get<R>(
     SLOT_TABLE.with(|table| {
         let table = table.try_borrow().ok()?;
         let slot = table[hash as usize % SLOTS].as_ref()?;
-        let valid = slot.generation == generation
-            && slot.hash == hash
-            && &slot.code[..slot.code_len as usize] == code
-            && now.wrapping_sub(slot.filled) < REQUEUE_MS
-            && (slot.link.fresh_until.wrapping_sub(now) as isize) >= 0;
+        let valid = slot.stamp.serves(generation, hash, now as u64)
+            && &slot.code[..slot.code_len as usize] == code;
         valid.then(|| f(&slot.link))
     })
 }
 
-/// Fills the slot for `code` (seen in the zone at `generation`).
-pub fn put(code: &[u8], hash: u64, generation: u64, now: ngx_msec_t, link: Front) {
+/// Copies `link` (seen in the zone at `generation`, its entry stale after
+/// `fresh_until`) into the slot for `code`, unless the slot holds another
+/// link's current copy.
+pub fn put(
+    code: &[u8],
+    hash: u64,
+    generation: u64,
+    now: ngx_msec_t,
+    link: &impl LinkView,
+    fresh_until: ngx_msec_t,
+) {
     if code.len() > MAX_CODE {
         return;
     }
@@ -144,15 +173,21 @@ pub fn put(code: &[u8], hash: u64, generation: u64, now: ngx_msec_t, link: Front
         let Ok(mut table) = table.try_borrow_mut() else {
             return;
         };
-        let mut buf = [0u8; MAX_CODE];
-        buf[..code.len()].copy_from_slice(code);
-        table[hash as usize % SLOTS] = Some(Slot {
+        let entry = &mut table[hash as usize % SLOTS];
+        if let Some(slot) = entry {
+            if !slot.stamp.yields_to(generation, hash, now as u64) {
+                return;
+            }
+        }
+        let slot = entry.get_or_insert_with(Slot::empty);
+        slot.stamp = FrontStamp {
             generation,
             hash,
-            code_len: code.len() as u8,
-            code: buf,
-            filled: now,
-            link,
-        });
+            filled: now as u64,
+            fresh_until: fresh_until as u64,
+        };
+        slot.code_len = code.len() as u8;
+        slot.code[..code.len()].copy_from_slice(code);
+        slot.link.copy_of(link);
     });
 }

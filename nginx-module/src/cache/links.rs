@@ -3,9 +3,10 @@
 //!
 //! A hash table, not a tree: a lookup touches a bucket and a node instead of
 //! a node per tree level, and those cache misses were the largest cost of a
-//! hit. A hit moves its entry to the front of the queue at most once a
-//! second, so hot entries are not rewritten (and their cache lines not
-//! bounced between workers) on every request. Entries carry their own
+//! hit. A hit moves its entry to the front of the queue only once the entry
+//! is in the older half of the queue (`shortlink_core::recency`), so entries
+//! are not rewritten (nor their neighbours' cache lines bounced between
+//! workers) on every request. Entries carry their own
 //! deadline (`ttl` or `negative_ttl`); an allocation that fails evicts from
 //! the back of the queue until it fits, then the answer is served without
 //! caching, as `ngx_http_limit_req_module` does.
@@ -20,15 +21,16 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::entry::{self, Table};
 use shortlink_core::ipc::LookupResult;
 use shortlink_core::preview::day_of;
+use shortlink_core::recency;
 use shortlink_core::RedirectStatus;
 
-use super::front::{self, Front};
+use super::front;
 use super::hit::{Hit, LinkView};
 use super::node::{
     forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK, PROTECTED, VARIANTS,
 };
 use super::zone::{purge_stripe, purges_of, Locked, Shared};
-use super::{hash, CacheError, Cached, LinkCache, REQUEUE_MS};
+use super::{hash, CacheError, Cached, LinkCache};
 
 /// Most entries evicted to make room for one new entry. Entries of another
 /// size class free no slot of the size we need until a whole slab page is
@@ -210,21 +212,20 @@ pub fn lookup<'k>(
     let Some(node) = find(shared, code, h) else {
         return Cached::Miss;
     };
-    {
-        // SAFETY: find returns live nodes of our table; we hold the lock,
-        // and this is the only reference to the node until the block ends.
-        let n = unsafe { &mut *node.0 };
-        if (n.fresh_until.wrapping_sub(now) as isize) < 0 {
-            remove(lock, node);
-            return Cached::Miss;
-        }
-        if now.wrapping_sub(n.touched) >= REQUEUE_MS {
+    let (fresh_until, touched) = (node.get().fresh_until, node.get().touched);
+    if (fresh_until.wrapping_sub(now) as isize) < 0 {
+        remove(lock, node);
+        return Cached::Miss;
+    }
+    let age = recency::age(now as u64, touched as u64);
+    if recency::requeue(age, || oldest_age(shared, now)) {
+        // SAFETY: find returns live nodes of our table and we hold the
+        // lock; the node and its neighbours are live members of the LRU.
+        unsafe {
+            let n = &mut *node.0;
             n.touched = now;
-            // SAFETY: both queue links are live members of the LRU.
-            unsafe {
-                nginx_sys::ngx_queue_remove(&mut n.queue);
-                nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut n.queue);
-            }
+            nginx_sys::ngx_queue_remove(&mut n.queue);
+            nginx_sys::ngx_queue_insert_after(&mut shared.lru, &mut n.queue);
         }
     }
     match node.get().flags & KIND_MASK {
@@ -233,8 +234,7 @@ pub fn lookup<'k>(
         _ => {
             if !node.by_visitor() && code.len() <= front::MAX_CODE {
                 let generation = shared.generation.load(Ordering::Acquire);
-                let slot = Front::of(&node, node.get().fresh_until);
-                front::put(code, h, generation, now, slot);
+                front::put(code, h, generation, now, &node, fresh_until);
             }
             Hit::of(&node, device, country, kept, copy).map_or(Cached::Miss, Cached::Found)
         }
@@ -394,6 +394,15 @@ fn find(shared: &Shared, code: &[u8], h: u64) -> Option<Node> {
         node = n.get().next;
     }
     None
+}
+
+/// How long ago the oldest entry of the locked zone's LRU was queued; the
+/// queue holds at least the entry a hit just found.
+fn oldest_age(shared: &Shared, now: ngx_msec_t) -> u64 {
+    // SAFETY: a non-empty LRU's last element is a live LinkNode's queue
+    // field; we hold the lock.
+    let oldest = unsafe { node_of(shared.lru.prev) };
+    recency::age(now as u64, oldest.get().touched as u64)
 }
 
 /// The link node whose LRU link is `q`.

@@ -40,10 +40,6 @@ pub use zone::{Locked, ZoneConf};
 
 use zone::{purges_of, Shared};
 
-/// A hit requeues its entry at most this often; front-cache slots live as
-/// long.
-const REQUEUE_MS: ngx_msec_t = 1000;
-
 /// What the zone knows about a code.
 pub enum Cached {
     Miss,
