@@ -423,42 +423,6 @@ fn a_full_zone_evicts_the_least_recently_used_links() {
     s.nginx.assert_clean_log();
 }
 
-/// A hit moves its entry to the front only once the entry is in the older
-/// half of the queue (`shortlink_core::recency`): a link visited every ten
-/// new links stays cached while the zone turns over four times, however
-/// fast that is. The link has a device target, so every visit reads the
-/// zone (no front-cache slot).
-#[test]
-fn a_link_visited_while_the_zone_turns_over_stays_cached() {
-    let s = Stack::start_with_zone("lru_keep", 1, "32k");
-    let kept = s.daemon.create(json!({
-        "url": "https://example.com/kept",
-        "targets": { "ios": "https://apps.apple.com/app/id1" },
-    }));
-    let codes: Vec<String> = (0..400)
-        .map(|i| {
-            s.daemon.create(
-                json!({ "url": format!("https://example.com/lru/{i:04}/{}", "x".repeat(60)) }),
-            )
-        })
-        .collect();
-    assert_eq!(s.get(&kept, &[]).header("X-Cache"), Some("MISS"));
-    for (i, code) in codes.iter().enumerate() {
-        assert_eq!(s.get(code, &[]).header("X-Cache"), Some("MISS"));
-        if i % 10 == 9 {
-            assert_eq!(
-                s.get(&kept, &[]).header("X-Cache"),
-                Some("HIT"),
-                "the link visited every ten new links was evicted after {} of them",
-                i + 1
-            );
-        }
-    }
-    let evicted = s.figures().gauge("shortlink_zone_evictions_total");
-    assert!(evicted >= 300, "the zone turned over: {evicted} evictions");
-    s.nginx.assert_clean_log();
-}
-
 /// `shortlink_forward_query on`: the visit's query string joins the
 /// target (`?` or `&`, before a `#fragment`), from the daemon's answer and
 /// from the zone alike; elsewhere, or past the length a target may have,

@@ -3,10 +3,10 @@
 //!
 //! A hash table, not a tree: a lookup touches a bucket and a node instead of
 //! a node per tree level, and those cache misses were the largest cost of a
-//! hit. A hit moves its entry to the front of the queue only once the entry
-//! is in the older half of the queue (`shortlink_core::recency`), so entries
-//! are not rewritten (nor their neighbours' cache lines bounced between
-//! workers) on every request. Entries carry their own
+//! hit. A hit moves its entry to the front of the queue at most once a
+//! second, sooner in a zone that turns over faster (`shortlink_core::recency`),
+//! so hot entries are not rewritten (nor their neighbours' cache lines
+//! bounced between workers) on every request. Entries carry their own
 //! deadline (`ttl` or `negative_ttl`); an allocation that fails evicts from
 //! the back of the queue until it fits, then the answer is served without
 //! caching, as `ngx_http_limit_req_module` does.
