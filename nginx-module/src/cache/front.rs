@@ -25,7 +25,7 @@ use super::hit::LinkView;
 
 const SLOTS: usize = 8192;
 /// Longest code or alias kept here (generated codes are at most 12).
-pub const MAX_CODE: usize = 16;
+const MAX_CODE: usize = 16;
 
 /// What a slot holds: a found link without device or country targets.
 pub struct Front {

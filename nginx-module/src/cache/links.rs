@@ -232,7 +232,7 @@ pub fn lookup<'k>(
         KIND_NOT_FOUND => Cached::NotFound,
         KIND_GONE => Cached::Gone,
         _ => {
-            if !node.by_visitor() && code.len() <= front::MAX_CODE {
+            if !node.by_visitor() {
                 let generation = shared.generation.load(Ordering::Acquire);
                 front::put(code, h, generation, now, &node, fresh_until);
             }
