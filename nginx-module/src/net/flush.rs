@@ -206,9 +206,11 @@ impl DaemonLink {
                 unsafe { nginx_sys::ngx_del_timer(ev) };
             }
         }
-        if self.send_full.posted() != 0 {
-            // SAFETY: our own event, on the posted queue.
-            unsafe { nginx_sys::ngx_delete_posted_event(&mut self.send_full) };
+        for ev in [&mut self.send_full, &mut self.send_out] {
+            if ev.posted() != 0 {
+                // SAFETY: our own event, on the posted queue.
+                unsafe { nginx_sys::ngx_delete_posted_event(ev) };
+            }
         }
         self.fail_lookups(Answer::Unavailable);
         self.close();

@@ -65,7 +65,7 @@ impl DaemonLink {
             id,
             code: String::from_utf8_lossy(code).into_owned(),
         };
-        self.send(&request)?;
+        self.send_soon(&request)?;
         self.inflight
             .insert(id, Inflight::Lookup(code.to_vec(), purges));
         Ok(())

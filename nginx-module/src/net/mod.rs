@@ -266,6 +266,9 @@ pub struct DaemonLink {
     /// Posted when a page fills up: sends it once the current events are
     /// handled, not inside the request that filled it.
     send_full: ngx_event_t,
+    /// Posted when a frame is queued with `send_soon`: writes the queue
+    /// once the current events are handled.
+    send_out: ngx_event_t,
     /// Wait before the next of those sends.
     click_backoff: ngx_msec_t,
     /// The daemon fails to store clicks (said once until it stores again).
@@ -319,6 +322,7 @@ impl DaemonLink {
             flush: event(),
             click_retry: event(),
             send_full: event(),
+            send_out: event(),
             click_backoff: flush::FIRST_RETRY,
             clicks_failing: false,
             spool_failing: false,
@@ -343,6 +347,7 @@ impl DaemonLink {
             (&mut link.flush, flush::on_flush),
             (&mut link.click_retry, flush::on_click_retry),
             (&mut link.send_full, flush::on_send_full),
+            (&mut link.send_out, socket::on_send_out),
         ] {
             ev.handler = Some(handler);
             ev.log = log;

@@ -109,6 +109,35 @@ impl DaemonLink {
         self.flush_out()
     }
 
+    /// Queues a frame to go out once the current events are handled (a
+    /// posted event), with every other frame queued by then: the lookups
+    /// of one pass of the event loop reach the daemon in one write, which
+    /// it reads and answers as one burst, where a write per lookup woke it
+    /// per lookup.
+    pub(super) fn send_soon(&mut self, msg: &Request) -> Result<(), NotSent> {
+        if self.conn.is_null() {
+            return Err(NotSent);
+        }
+        if let Err(e) = write_frame(msg, &mut self.out) {
+            error!(
+                self.log,
+                "shortlink: cannot encode a frame for the daemon: {}", e
+            );
+            return Ok(());
+        }
+        if self.send_out.posted() == 0 {
+            // SAFETY: the event lives in the boxed link, which takes it off
+            // the posted queue before it is dropped (`shutdown`).
+            unsafe {
+                nginx_sys::ngx_post_event(
+                    &mut self.send_out,
+                    core::ptr::addr_of_mut!(nginx_sys::ngx_posted_events),
+                )
+            };
+        }
+        Ok(())
+    }
+
     /// Writes queued bytes until the socket would block.
     fn flush_out(&mut self) -> Result<(), NotSent> {
         let c = self.conn;
@@ -220,6 +249,13 @@ unsafe extern "C" fn on_read(ev: *mut ngx_event_t) {
 }
 
 extern "C" fn on_write(ev: *mut ngx_event_t) {
+    on_event(ev, |l| {
+        let _ = l.flush_out();
+    });
+}
+
+/// Posted by [`DaemonLink::send_soon`]: what the last pass queued goes out.
+pub(super) unsafe extern "C" fn on_send_out(ev: *mut ngx_event_t) {
     on_event(ev, |l| {
         let _ = l.flush_out();
     });
