@@ -91,9 +91,15 @@ async fn inserts(store: &Store) {
             CodeRef::Invalid => None,
         })
         .collect();
-    let found = store.find_links(codes).await.unwrap();
+    let found = store.find_links(codes.clone()).await.unwrap();
     let ids: Vec<Option<u64>> = found.iter().map(|l| l.as_ref().map(|l| l.id)).collect();
     assert_eq!(ids, want);
+    // Read on the caller's thread where the store can (SQLite's inline
+    // readers; `None` sends the caller to `find_links`): the same links.
+    if let Some(found) = store.find_links_now(&codes) {
+        let ids: Vec<Option<u64>> = found.iter().map(|l| l.as_ref().map(|l| l.id)).collect();
+        assert_eq!(ids, want);
+    }
 }
 
 /// Edits: refusals store nothing; a done edit answers both versions.

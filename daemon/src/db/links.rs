@@ -111,6 +111,13 @@ pub trait LinkStore: Send + Sync {
     /// in one read transaction: a burst of edge misses costs one read.
     async fn find_links(&self, codes: Vec<CodeRef>) -> StoreResult<Vec<Option<Link>>>;
 
+    /// [`LinkStore::find_links`] done on the caller's thread, without
+    /// waiting for anything but the reads (SQLite's inline readers), or
+    /// `None` when this store cannot now: then use `find_links`.
+    fn find_links_now(&self, _codes: &[CodeRef]) -> Option<Vec<Option<Link>>> {
+        None
+    }
+
     /// One page of `query`, every acknowledged click in the totals, and
     /// how many links match in all.
     async fn list_links(&self, query: ListQuery) -> StoreResult<Page>;

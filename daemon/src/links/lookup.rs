@@ -113,6 +113,28 @@ impl<T> EdgeMisses<T> {
         self.items.is_empty()
     }
 
+    /// Like [`EdgeMisses::resolve`], on this thread when the store can
+    /// read without waiting (SQLite's inline readers): `Err(self)` when it
+    /// cannot now, to be resolved with `resolve`.
+    pub fn resolve_now(
+        self,
+        store: &Store,
+        mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
+    ) -> Result<(), Self> {
+        let Some(found) = store.find_links_now(&self.refs) else {
+            return Err(self);
+        };
+        let cache = store.cache();
+        for ((tag, code), link) in self.items.into_iter().zip(found) {
+            answer(
+                tag,
+                &code,
+                Ok(remember(cache, link, self.generation, self.now)),
+            );
+        }
+        Ok(())
+    }
+
     /// Reads every missed link in one job on one reader thread, inside one
     /// read transaction, caches what it found and calls `answer` once per
     /// item.

@@ -23,6 +23,7 @@ pub mod webhooks;
 
 mod backend;
 mod error;
+mod inline;
 mod schema_hooks;
 mod threads;
 mod watch;
@@ -52,6 +53,8 @@ struct Inner {
     /// Joined by [`SqliteStore::close`].
     threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
     reader_count: usize,
+    /// Connections for reads on the caller's thread (edge lookups).
+    inline: inline::InlineReaders,
     /// Hot links, shared by the API and the IPC lookups.
     cache: LinkCache,
     /// Shared with the writer thread, which counts into it.
@@ -167,12 +170,14 @@ impl SqliteStore {
         }
         let stats = Arc::new(StoreStats::default());
         let threads = threads::start(path, writer_conn, readers, Arc::clone(&stats), &seal)?;
+        let inline = inline::InlineReaders::open(path, &seal)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 writer: threads.writer,
                 readers: threads.readers,
                 threads: std::sync::Mutex::new(threads.handles),
                 reader_count: threads.reader_count,
+                inline,
                 cache: LinkCache::new(cache_size),
                 stats,
                 pending,
@@ -239,6 +244,14 @@ impl SqliteStore {
             .send(ReadMsg::Job(job))
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs `f` on this thread, on a connection of the inline pool:
+    /// `None` when none is free or `f` failed (then use
+    /// [`SqliteStore::read`]). For short reads only: the caller is held
+    /// for them.
+    pub(crate) fn read_now<T>(&self, f: impl FnOnce(&Connection) -> StoreResult<T>) -> Option<T> {
+        self.inner.inline.try_read(f)
     }
 
     /// Like [`SqliteStore::read`], with the acknowledged clicks not folded into
@@ -357,6 +370,7 @@ impl SqliteStore {
     /// Finishes queued writes, checkpoints the WAL and stops the threads.
     /// Later calls on any clone fail with [`StoreError::Closed`].
     pub fn close(&self) {
+        self.inner.inline.close();
         let (tx, rx) = std::sync::mpsc::channel();
         if self.inner.writer.send(WriteMsg::Close(tx)).is_ok() {
             let _ = rx.recv_timeout(Duration::from_secs(30));

@@ -201,6 +201,17 @@ pub(super) fn open_writer(path: &Path, seal: &Option<SecretSeal>) -> StoreResult
     Ok(conn)
 }
 
+/// Opens a read-only connection, as the reader threads' and the inline
+/// readers' (`super::inline`).
+pub(super) fn open_reader(path: &Path, seal: &Option<SecretSeal>) -> StoreResult<Connection> {
+    let conn = Connection::open(path)?;
+    register_secret_functions(&conn, seal.clone())?;
+    configure(&conn)?;
+    conn.pragma_update(None, "query_only", "ON")?;
+    conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
+    Ok(conn)
+}
+
 /// Opens the other connections and starts the writer (on `writer_conn`),
 /// the checkpointer and `readers` reader threads.
 pub(super) fn start(
@@ -223,12 +234,7 @@ pub(super) fn start(
     super::clicks::logdb::attach(&checkpoint_conn, path, false)?;
     let mut reader_conns = Vec::new();
     for _ in 0..readers.max(1) {
-        let conn = Connection::open(path)?;
-        register_secret_functions(&conn, seal.clone())?;
-        configure(&conn)?;
-        conn.pragma_update(None, "query_only", "ON")?;
-        conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
-        reader_conns.push(conn);
+        reader_conns.push(open_reader(path, seal)?);
     }
     let (ctx, crx) = std::sync::mpsc::sync_channel::<()>(1);
     let (wtx, wrx) = std::sync::mpsc::channel::<WriteMsg>();
@@ -342,7 +348,7 @@ where
     (job, rx)
 }
 
-fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+pub(super) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())

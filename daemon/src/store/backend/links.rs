@@ -166,20 +166,11 @@ impl LinkStore for SqliteStore {
     async fn find_links(&self, codes: Vec<CodeRef>) -> StoreResult<Vec<Option<Link>>> {
         // One job on one reader thread inside one read transaction: a burst
         // of misses costs one thread hop and one set of SQLite locks.
-        self.read(move |c| {
-            let tx = c.unchecked_transaction()?;
-            let mut out = Vec::with_capacity(codes.len());
-            for r in &codes {
-                out.push(match r {
-                    CodeRef::Id(id) => table::by_id(&tx, *id)?,
-                    CodeRef::Alias(alias) => table::by_alias(&tx, alias)?,
-                    CodeRef::Invalid => None,
-                });
-            }
-            tx.finish()?;
-            Ok(out)
-        })
-        .await
+        self.read(move |c| read_links(c, &codes)).await
+    }
+
+    fn find_links_now(&self, codes: &[CodeRef]) -> Option<Vec<Option<Link>>> {
+        self.read_now(|c| read_links(c, codes))
     }
 
     async fn list_links(&self, query: ListQuery) -> StoreResult<Page> {
@@ -211,4 +202,19 @@ impl LinkStore for SqliteStore {
     async fn count_links_by_state(&self, now: i64) -> StoreResult<Vec<(String, u64)>> {
         self.read(move |c| table::count_by_state(c, now)).await
     }
+}
+
+/// The links behind `codes`, in one read transaction.
+fn read_links(c: &Connection, codes: &[CodeRef]) -> StoreResult<Vec<Option<Link>>> {
+    let tx = c.unchecked_transaction()?;
+    let mut out = Vec::with_capacity(codes.len());
+    for r in codes {
+        out.push(match r {
+            CodeRef::Id(id) => table::by_id(&tx, *id)?,
+            CodeRef::Alias(alias) => table::by_alias(&tx, alias)?,
+            CodeRef::Invalid => None,
+        });
+    }
+    tx.finish()?;
+    Ok(out)
 }
