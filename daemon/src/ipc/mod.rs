@@ -347,32 +347,27 @@ impl Conn {
             cached += 1;
             encode_lookup(app, &mut frames, id, code, result)
         });
+        // A small burst of misses is read here and answered in the same
+        // write as the cache hits.
+        let mut stored = 0;
+        let misses = match misses.len() {
+            0 => None,
+            n if n <= INLINE_MISSES => misses
+                .resolve_now(&app.store, |id, code, result| {
+                    stored += 1;
+                    encode_lookup(app, &mut frames, id, code, result)
+                })
+                .err(),
+            _ => Some(misses),
+        };
         if !frames.is_empty() {
             let _ = self.out.send(Outgoing::frames(frames)).await;
             let took = started.elapsed().as_secs_f64();
             (0..cached).for_each(|_| app.metrics.ipc_lookup_cached.observe(took));
+            (0..stored).for_each(|_| app.metrics.ipc_lookup_stored.observe(took));
         }
-        if misses.is_empty() {
+        let Some(misses) = misses else {
             return;
-        }
-        let misses = if misses.len() <= INLINE_MISSES {
-            let mut frames = Vec::with_capacity(misses.len() * 160);
-            let mut stored = 0;
-            let inline = misses.resolve_now(&app.store, |id, code, result| {
-                stored += 1;
-                encode_lookup(app, &mut frames, id, code, result)
-            });
-            match inline {
-                Ok(()) => {
-                    let _ = self.out.send(Outgoing::frames(frames)).await;
-                    let took = started.elapsed().as_secs_f64();
-                    (0..stored).for_each(|_| app.metrics.ipc_lookup_stored.observe(took));
-                    return;
-                }
-                Err(misses) => misses,
-            }
-        } else {
-            misses
         };
         let permits = Arc::clone(&self.in_flight)
             .acquire_many_owned(misses.len() as u32)
