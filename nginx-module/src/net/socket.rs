@@ -95,17 +95,7 @@ pub fn open(
 impl DaemonLink {
     /// Queues a frame and writes what the socket takes.
     pub(super) fn send(&mut self, msg: &Request) -> Result<(), NotSent> {
-        if self.conn.is_null() {
-            return Err(NotSent);
-        }
-        if let Err(e) = write_frame(msg, &mut self.out) {
-            // The frame is dropped; the link itself is fine.
-            error!(
-                self.log,
-                "shortlink: cannot encode a frame for the daemon: {}", e
-            );
-            return Ok(());
-        }
+        self.queue(msg)?;
         self.flush_out()
     }
 
@@ -115,16 +105,7 @@ impl DaemonLink {
     /// it reads and answers as one burst, where a write per lookup woke it
     /// per lookup.
     pub(super) fn send_soon(&mut self, msg: &Request) -> Result<(), NotSent> {
-        if self.conn.is_null() {
-            return Err(NotSent);
-        }
-        if let Err(e) = write_frame(msg, &mut self.out) {
-            error!(
-                self.log,
-                "shortlink: cannot encode a frame for the daemon: {}", e
-            );
-            return Ok(());
-        }
+        self.queue(msg)?;
         if self.send_out.posted() == 0 {
             // SAFETY: the event lives in the boxed link, which takes it off
             // the posted queue before it is dropped (`shutdown`).
@@ -134,6 +115,21 @@ impl DaemonLink {
                     core::ptr::addr_of_mut!(nginx_sys::ngx_posted_events),
                 )
             };
+        }
+        Ok(())
+    }
+
+    /// Appends a frame to the write buffer. One that cannot be encoded is
+    /// dropped and logged; the link itself is fine.
+    fn queue(&mut self, msg: &Request) -> Result<(), NotSent> {
+        if self.conn.is_null() {
+            return Err(NotSent);
+        }
+        if let Err(e) = write_frame(msg, &mut self.out) {
+            error!(
+                self.log,
+                "shortlink: cannot encode a frame for the daemon: {}", e
+            );
         }
         Ok(())
     }
