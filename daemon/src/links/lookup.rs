@@ -262,6 +262,26 @@ mod tests {
             links.edge_lookup_cached([(0, code.clone())], |_, _, r| assert!(found(&r.unwrap())));
         assert!(misses.is_empty());
 
+        // The same burst read on this thread (SQLite's inline readers),
+        // and cached as `resolve` caches it.
+        cache.forget(link.id, link.alias.as_deref());
+        let items = vec![
+            (0, code.clone()),
+            (1, "promo".to_string()),
+            (2, "nope-nope".to_string()),
+        ];
+        let misses = links.edge_lookup_cached(items, |_, _, _| panic!("all three missed"));
+        let mut inline = Vec::new();
+        assert!(misses
+            .resolve_now(&parts.store, |i, _, r| inline.push((i, r.unwrap())))
+            .is_ok());
+        assert_eq!(inline.len(), 3);
+        assert!(found(&inline[0].1) && found(&inline[1].1));
+        assert_eq!(inline[2], (2, LookupResult::NotFound));
+        let misses =
+            links.edge_lookup_cached([(0, code.clone())], |_, _, r| assert!(found(&r.unwrap())));
+        assert!(misses.is_empty());
+
         // A disabled link is gone at once, from the cache as from the database.
         let off = UpdateLink {
             disabled: Some(true),
