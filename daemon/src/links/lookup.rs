@@ -119,41 +119,44 @@ impl<T> EdgeMisses<T> {
     pub fn resolve_now(
         self,
         store: &Store,
-        mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
+        answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
     ) -> Result<(), Self> {
         let Some(found) = store.find_links_now(&self.refs) else {
             return Err(self);
         };
-        let cache = store.cache();
-        for ((tag, code), link) in self.items.into_iter().zip(found) {
+        self.found(store.cache(), found, answer);
+        Ok(())
+    }
+
+    /// Caches the links read for these lookups and answers each.
+    fn found(
+        self,
+        cache: &LinkCache,
+        links: Vec<Option<Link>>,
+        mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
+    ) {
+        for ((tag, code), link) in self.items.into_iter().zip(links) {
             answer(
                 tag,
                 &code,
                 Ok(remember(cache, link, self.generation, self.now)),
             );
         }
-        Ok(())
     }
 
     /// Reads every missed link in one job on one reader thread, inside one
     /// read transaction, caches what it found and calls `answer` once per
     /// item.
     pub async fn resolve(
-        self,
+        mut self,
         store: &Store,
         mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
     ) {
         if self.items.is_empty() {
             return;
         }
-        let cache = store.cache();
-        match read(store, self.refs).await {
-            Ok(found) => {
-                for ((tag, code), link) in self.items.into_iter().zip(found) {
-                    let result = remember(cache, link, self.generation, self.now);
-                    answer(tag, &code, Ok(result));
-                }
-            }
+        match read(store, std::mem::take(&mut self.refs)).await {
+            Ok(found) => self.found(store.cache(), found, answer),
             Err(e) => {
                 for (tag, code) in self.items {
                     answer(tag, &code, Err(&e));
