@@ -28,6 +28,7 @@ SQLITE_OF = {
     "pg_miss": "miss",
     "pg_miss_no_clicks": "miss_no_clicks",
     "pg_batch": "batch",
+    "pg_batch_short": "batch_short",
     "pg_clicks_2nodes": "hot",
 }
 
@@ -248,6 +249,14 @@ def run(out_base, smoke, seconds, runs, conns, csv_path, miss_n, sqlite_results)
         results.append({
             "scenario": "pg_batch",
             "description": f"POST /api/v1/links/batch, {batch_n:,} links in calls of 10,000",
+            "items": batch_n, "seconds": round(bt, 2), "items_per_s": round(batch_n / bt, 1),
+        })
+        t0 = time.monotonic()
+        node1.create_batch(batch_n, offset=60_000_000, short=True)
+        bt = time.monotonic() - t0
+        results.append({
+            "scenario": "pg_batch_short",
+            "description": "the same with `?results=short`",
             "items": batch_n, "seconds": round(bt, 2), "items_per_s": round(batch_n / bt, 1),
         })
 

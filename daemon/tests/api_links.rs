@@ -467,6 +467,84 @@ async fn batch_mixed_good_and_bad() {
 }
 
 #[tokio::test]
+async fn batch_short_results_answer_code_and_short_url() {
+    let d = Daemon::start().await;
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/links/batch?results=short",
+            Some(json!({"links": [
+                {"url": "https://e.com/s1"},
+                {"url": "not a url"},
+                {"url": "https://e.com/s2", "alias": "short-two"},
+            ]})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        (v["created"].as_u64(), v["failed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let keys = |i: usize| -> Vec<String> {
+        let mut k: Vec<String> = v["results"][i]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        k.sort();
+        k
+    };
+    // A good item: its code and short URL, nothing else; a refused one: the error.
+    assert_eq!(keys(0), ["code", "index", "short_url", "status"]);
+    assert_eq!(keys(1), ["error", "index", "status"]);
+    assert_eq!(v["results"][1]["error"]["field"], "url");
+    assert_eq!(v["results"][2]["code"], "short-two");
+    for (i, url) in [(0usize, "https://e.com/s1"), (2, "https://e.com/s2")] {
+        let item = &v["results"][i];
+        assert_eq!(item["status"], 201);
+        let code = item["code"].as_str().unwrap();
+        let (s, l) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
+        assert_eq!(s, 200);
+        // The same short URL and link as the full view shows.
+        assert_eq!(
+            (&l["url"], &l["short_url"]),
+            (&json!(url), &item["short_url"])
+        );
+    }
+    // Nothing taken: 422 with the short items; a value it does not know: 400.
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/links/batch?results=short",
+            Some(json!({"links": [{"url": 5}]})),
+        )
+        .await;
+    assert_eq!(
+        (s, v["results"][0]["status"].as_u64()),
+        (422, Some(422)),
+        "{v}"
+    );
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/links/batch?results=codes",
+            Some(json!({"links": [{"url": "https://e.com/s3"}]})),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (400, Some("invalid_query")),
+        "{v}"
+    );
+    let (_, page) = d.req("GET", "/api/v1/links?limit=100", None).await;
+    assert_eq!(
+        page["links"].as_array().unwrap().len(),
+        2,
+        "the refused batch stored nothing"
+    );
+}
+#[tokio::test]
 async fn batch_limit_is_ten_thousand() {
     let d = Daemon::start().await;
     let items: Vec<Value> = (0..10_000)

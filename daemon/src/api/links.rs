@@ -7,15 +7,17 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::error::{ApiError, ErrorBody, ErrorDetail};
+use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::base_url;
-use crate::links::{self, CreateLink, Created, LinkError, LinkView, UpdateLink};
+use crate::links::{self, CreateLink, Created, LinkView, UpdateLink};
 
+pub mod batch;
 mod list_query;
 
+pub use batch::{create_batch, BatchItem, BatchRequest, BatchResponse};
 pub use list_query::{ListFilters, ListParams, OrderParam, SortParam, StateParam, TagsMode};
 
 /// Largest page of `GET /api/v1/links`.
@@ -65,163 +67,6 @@ pub async fn create(
         }
         Created::Existing(_) => (StatusCode::OK, Json(view)).into_response(),
     })
-}
-
-/// Body of `POST /api/v1/links/batch`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BatchRequest {
-    /// Up to 10,000 link requests, each shaped like `POST /api/v1/links`.
-    // Kept as raw JSON text until each is parsed into a `CreateLink` on
-    // its own (an item that does not parse fails alone), with no
-    // `serde_json::Value` tree in between.
-    #[schema(value_type = Vec<CreateLink>)]
-    pub links: Vec<Box<serde_json::value::RawValue>>,
-}
-
-/// One batch item parsed like the body of a single create; the error
-/// without serde's position (which would count within the item).
-fn parse_item(raw: &serde_json::value::RawValue) -> Result<CreateLink, ApiError> {
-    serde_json::from_str::<CreateLink>(raw.get()).map_err(|e| {
-        let text = e.to_string();
-        let msg = match text.rfind(" at line ") {
-            Some(at) if e.line() > 0 => text[..at].to_string(),
-            _ => text,
-        };
-        let mut err = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", msg);
-        err.field = super::error::serde_field(&err.message);
-        err
-    })
-}
-
-/// The outcome of one batch item.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BatchItem {
-    /// Position in the request.
-    pub index: usize,
-    /// What a single create would have answered: 201, 200 (dedupe), 409 or 422.
-    pub status: u16,
-    /// The created or existing link, when the item succeeded.
-    pub link: Option<LinkView>,
-    /// Why the item failed, when it did.
-    pub error: Option<ErrorDetail>,
-}
-
-/// Reply of `POST /api/v1/links/batch`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BatchResponse {
-    /// New links.
-    pub created: usize,
-    /// Existing links returned by `dedupe`.
-    pub existing: usize,
-    /// Items refused.
-    pub failed: usize,
-    /// One result per item, in request order.
-    pub results: Vec<BatchItem>,
-}
-
-/// Creates up to 10,000 links in one transaction.
-#[utoipa::path(
-    post, path = "/api/v1/links/batch", operation_id = "create_links_batch", tag = "links",
-    request_body = BatchRequest,
-    params(("X-Shortlink-Base" = Option<String>, Header, description = "Public base of short URLs, set by nginx")),
-    responses(
-        (status = 200, description = "Per-item results in order; good items are committed even when others fail", body = BatchResponse),
-        (status = 422, description = "Body is not `{\"links\": [...]}` (a problem document), or every item failed (the per-item results, nothing committed)", content(
-            (ErrorBody = "application/problem+json"),
-            (BatchResponse = "application/json"),
-        )),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 401, description = "Missing or invalid credentials", body = ErrorBody),
-        (status = 403, description = "Lacks `links:write`", body = ErrorBody),
-        (status = 413, description = "More than 10,000 items (`batch_too_large`)", body = ErrorBody),
-        (status = 500, description = "Internal error", body = ErrorBody),
-    ),
-    security(("api_key" = []), ("app_id" = [], "app_timestamp" = [], "app_signature" = []))
-)]
-pub async fn create_batch(
-    State(app): State<SharedApp>,
-    Extension(p): Extension<Principal>,
-    headers: HeaderMap,
-    ApiJson(req): ApiJson<BatchRequest>,
-) -> Result<Response, ApiError> {
-    p.require(Scope::LinksWrite)?;
-    if req.links.len() > links::MAX_BATCH {
-        return Err(LinkError::BatchTooLarge {
-            got: req.links.len(),
-            max: links::MAX_BATCH,
-        }
-        .into());
-    }
-    // Items that do not even parse fail alone.
-    let mut good: Vec<CreateLink> = Vec::with_capacity(req.links.len());
-    let parsed: Vec<Result<(), ApiError>> = req
-        .links
-        .iter()
-        .map(|raw| parse_item(raw).map(|item| good.push(item)))
-        .collect();
-    drop(req);
-    let mut results = app
-        .links()
-        .acting_as(&p)
-        .create_batch(&good, Some(&p.who))
-        .await?
-        .into_iter();
-    drop(good);
-    let base = base(&app, &headers);
-    let mut out = BatchResponse {
-        created: 0,
-        existing: 0,
-        failed: 0,
-        results: Vec::with_capacity(parsed.len()),
-    };
-    for (index, item) in parsed.into_iter().enumerate() {
-        let result = match item {
-            Err(e) => Err(e),
-            Ok(_) => results
-                .next()
-                .expect("one result per parsed item")
-                .map_err(ApiError::from),
-        };
-        let entry = match result {
-            Ok(created) => {
-                let status = match created {
-                    Created::New(_) => {
-                        out.created += 1;
-                        201
-                    }
-                    Created::Existing(_) => {
-                        out.existing += 1;
-                        200
-                    }
-                };
-                BatchItem {
-                    index,
-                    status,
-                    link: Some(LinkView::new(&app.codec, created.link(), &base)),
-                    error: None,
-                }
-            }
-            Err(e) => {
-                out.failed += 1;
-                BatchItem {
-                    index,
-                    status: e.status.as_u16(),
-                    link: None,
-                    error: Some(e.detail()),
-                }
-            }
-        };
-        out.results.push(entry);
-    }
-    // A batch of which nothing was taken failed as a whole: 422, with the
-    // same per-item body, so a client need not count to notice.
-    let status = if out.failed > 0 && out.created == 0 && out.existing == 0 {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(out)).into_response())
 }
 
 /// A page of links in the asked order.

@@ -21,7 +21,7 @@ use super::{
         description = "HTTP API of the shortlink daemon. Every endpoint but health needs an API key (`X-Api-Key` or `Authorization: Bearer`) or a signed request (`X-App-Id`, `X-Timestamp`, `X-Signature` = hex HMAC-SHA256 with the app secret of `\"{timestamp}\\n{METHOD}\\n{path?query}\\n{hex sha256(body)}\"`, timestamp within 60 s, each signature usable once). Errors are `{\"error\": {\"code\", \"message\", \"field\"}}`."
     ),
     paths(
-        links::create, links::create_batch, links::list, links::get, links::update, links::delete,
+        links::create, links::batch::create_batch, links::list, links::get, links::update, links::delete,
         stats::get, stats::site, qr::get, checks::get, checks::failing,
         keys::create_key, keys::list_keys, keys::revoke_key,
         keys::create_app, keys::list_apps, keys::revoke_app,

@@ -86,11 +86,16 @@ pub struct LinkView {
 }
 
 impl LinkView {
+    /// The public short URL of `code` under `base` (no trailing slash).
+    pub fn short_url(base: &str, code: &str) -> String {
+        format!("{base}/{code}")
+    }
+
     /// The view of `link` with short URLs under `base` (no trailing slash).
     pub fn new(codec: &Codec, link: &Link, base: &str) -> Self {
         let code = codes::public(codec, link);
         Self {
-            short_url: format!("{base}/{code}"),
+            short_url: Self::short_url(base, &code),
             code,
             url: link.url.clone(),
             id: link.id,

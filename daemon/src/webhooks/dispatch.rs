@@ -22,6 +22,7 @@ use crate::app::{App, SharedApp};
 use crate::checker::probe::{system_tls, ProbeRules};
 use crate::config::WebhookConfig;
 use crate::db::{Attempt, Delivery, DueDelivery};
+use crate::links::LinkView;
 use crate::store::unix_now;
 
 /// Seconds a claim outlives one attempt's timeout.
@@ -39,7 +40,7 @@ pub fn body(app: &App, d: &Delivery) -> Vec<u8> {
         if let Some(id) = link.get("id").and_then(Value::as_u64) {
             let code = app.codec.encode(id).to_string();
             let base = app.config.base_url.trim_end_matches('/');
-            link.insert("short_url".into(), json!(format!("{base}/{code}")));
+            link.insert("short_url".into(), json!(LinkView::short_url(base, &code)));
             link.insert("code".into(), json!(code));
         }
     }
