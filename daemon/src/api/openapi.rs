@@ -39,7 +39,7 @@ use super::{
         crate::links::CreateLink, crate::links::UpdateLink, crate::links::LinkView,
         crate::links::TimeInput, crate::links::RenewInput, crate::links::TargetsInput,
         crate::links::VariantInput,
-        links::BatchRequest, links::BatchResponse, links::BatchItem, links::LinkPage,
+        links::BatchRequest, links::BatchResponse, links::BatchItem, links::batch::BatchResults, links::LinkPage,
         crate::stats::StatsView, crate::stats::Point, crate::stats::DeviceCounts,
         crate::stats::ReferrerCount, crate::stats::CountryCount, crate::stats::VariantCount, crate::stats::Granularity,
         crate::stats::SiteStatsView, crate::stats::LinkCount, qr::QrFormat,
