@@ -13,6 +13,7 @@ use super::extract::ApiQuery;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::base_url;
+use crate::codes;
 use crate::links::LinkView;
 use crate::qr;
 
@@ -80,7 +81,7 @@ pub async fn get(
     }
     let link = app.links().acting_as(&p).get(&code).await?;
     let base = base_url::for_request(&headers, &app.config.base_url);
-    let url = LinkView::new(&app.codec, &link, &base).short_url;
+    let url = LinkView::short_url(&base, &codes::public(&app.codec, &link));
     let internal = |e: qr::QrError| match e {
         qr::QrError::TooLarge(_) => {
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string()).field("scale")

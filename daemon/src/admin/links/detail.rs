@@ -13,6 +13,7 @@ use super::super::view::{self, FieldErrors, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
 use super::form::{general_error, link_fields, LinkForm};
 use crate::codes;
+use crate::links::LinkView;
 use crate::qr;
 use crate::stats::{self, Granularity, StatsView};
 use crate::store::links::Link;
@@ -214,7 +215,7 @@ pub(super) fn detail_page(
 ) -> Page {
     let code = codes::public(&admin.app.codec, link);
     let generated = codes::generated(&admin.app.codec, link);
-    let short_url = format!("{}/{code}", a.base);
+    let short_url = LinkView::short_url(&a.base, &code);
     let state = link.state(unix_now()).as_str();
     let qr_svg = qr::svg(&short_url).ok();
     let (hourly, daily) = (&charts.hourly, &charts.daily);

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::super::{AdminError, AdminState, Authed};
 use crate::codes;
+use crate::links::LinkView;
 use crate::qr;
 
 /// Query of the QR endpoints.
@@ -31,7 +32,7 @@ async fn qr_target(
         .get(code)
         .await?;
     let code = codes::public(&admin.app.codec, &link);
-    Ok((format!("{}/{code}", a.base), code))
+    Ok((LinkView::short_url(&a.base, &code), code))
 }
 
 /// An image reply, as an attachment when `download` is set.
