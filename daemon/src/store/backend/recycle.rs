@@ -11,7 +11,8 @@ use crate::store::{recycle, unix_now, SqliteStore, StoreResult};
 #[async_trait]
 impl RecycleStore for SqliteStore {
     async fn claim_recycled_ids(&self, floor: u64) -> StoreResult<Option<Range<u64>>> {
-        self.write(move |c| recycle::claim(c, floor, unix_now()))
+        // A lease: on the bulk connection, as `lease_ids` says why.
+        self.write_bulk(move |c| recycle::claim(c, floor, unix_now()))
             .await
     }
 
