@@ -32,7 +32,8 @@ import sys
 import time
 
 import pg
-from harness import DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, measured, summarize, write_codes, write_import_csv, zone_entries_per_mib
+from harness import (DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, measured, summarize, thread_cpu, thread_cpu_us,
+                     write_codes, write_import_csv, zone_entries_per_mib)
 
 
 def main():
@@ -64,7 +65,7 @@ def main():
         hot = stack.create_batch(hot_n)
         csv_path = os.path.join(out, "import.csv")
         write_import_csv(csv_path, miss_n)
-        t0 = time.monotonic()
+        threads0, t0 = thread_cpu(stack.daemon.pid), time.monotonic()
         imp = subprocess.run([DAEMON, "import", csv_path] + stack.daemon_args, capture_output=True, text=True)
         import_s = time.monotonic() - t0
         assert imp.returncode == 0, imp.stderr[-2000:]
@@ -72,6 +73,7 @@ def main():
             "scenario": "import",
             "description": f"`shortlinkd import` of a {miss_n:,}-row CSV (through the running daemon)",
             "items": miss_n, "seconds": round(import_s, 2), "items_per_s": round(miss_n / import_s, 1),
+            "thread_cpu_us": thread_cpu_us(threads0, thread_cpu(stack.daemon.pid), miss_n),
         })
         export = os.path.join(out, "export.csv")
         subprocess.run([DAEMON, "export", export] + stack.daemon_args, check=True, capture_output=True)
@@ -208,16 +210,19 @@ def main():
         for name, short, first, how in [("batch", False, 50_000_000, "whole links in the reply"),
                                         ("batch_short", True, 60_000_000, "`?results=short`")]:
             passes = []
+            threads0 = thread_cpu(stack.daemon.pid)
             for i in range(runs):
                 t0 = time.monotonic()
                 stack.create_batch(batch_n, offset=first + i * 1_000_000, short=short)
                 passes.append(time.monotonic() - t0)
+            threads = thread_cpu_us(threads0, thread_cpu(stack.daemon.pid), batch_n * runs)
             bt = statistics.median(passes)
             results.append({
                 "scenario": name,
                 "description": f"POST /api/v1/links/batch, {batch_n:,} links in calls of 10,000, {how} (median of {runs} passes)",
                 "items": batch_n, "seconds": round(bt, 2), "items_per_s": round(batch_n / bt, 1),
                 "passes_items_per_s": [round(batch_n / p, 1) for p in passes],
+                "thread_cpu_us": threads,
             })
     finally:
         stack.close()
@@ -321,6 +326,12 @@ def write_markdown(doc):
         for r in doc["scenarios"]
         if "rps" not in r and "entries_per_mib" not in r
     ]
+    threads = [
+        f"  * {r['scenario']}: " + ", ".join(f"{k} {v}" for k, v in r["thread_cpu_us"].items())
+        + (f" (one writer thread: at most {1e6 / r['thread_cpu_us']['writer']:,.0f}/s)" if r["thread_cpu_us"]["writer"] else "")
+        for r in doc["scenarios"]
+        if "thread_cpu_us" in r
+    ]
     zone = next((r for r in doc["scenarios"] if "entries_per_mib" in r), None)
     m = doc["machine"]
     nc = next(r for r in doc["scenarios"] if r["scenario"] == "hot_no_clicks")
@@ -347,6 +358,8 @@ figure. Each figure is the median of {doc['settings']['runs']} runs; ratios are 
 |---|---|---:|
 {chr(10).join(items)}
 
+* The daemon's CPU µs per item by thread (all passes; the client's CPU not counted):
+{chr(10).join(threads) if threads else "  (not measured)"}
 * Click counting costs {nc['click_cost_pct']}% of requests/s and {nc['click_cpu_cost_pct']}% of CPU per request
   (hot vs `shortlink_clicks off`).
 * The shared zone holds {zone['entries_per_mib'] if zone else 'n/a'} links per MiB ({zone['description'] if zone else ''}).
