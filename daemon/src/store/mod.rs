@@ -202,7 +202,8 @@ impl SqliteStore {
     /// Like [`SqliteStore::write`] for one big job (thousands of rows): it gets a
     /// transaction of its own, on a connection with a page cache sized for
     /// it, still on the one writer thread (so never concurrently with other
-    /// writes) and still resolved only after its commit.
+    /// writes) and still resolved only after its commit. Id leases run here
+    /// too, to keep that cache warm (`backend/ids.rs` says why).
     pub(crate) async fn write_bulk<T, F>(&self, f: F) -> StoreResult<T>
     where
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
