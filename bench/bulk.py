@@ -2,9 +2,14 @@
 """Bulk writes on SQLite: `shortlinkd import` of an N-row CSV through the
 running daemon, then POST /api/v1/links/batch in calls of 10,000, each on a
 fresh stack. Prints rows/s and the daemon's CPU µs per row (all its threads,
-from /proc/PID/stat) per run and the medians.
+from /proc/PID/stat; and the writer's, the runtime's and the checkpointer's
+apart) per run and the medians.
 
     python3 bench/bulk.py [--daemon PATH] [--rows 1000000] [--batch 100000] [--runs 3]
+                          [--short] [--in-flight 1]
+
+`--short` asks for `?results=short`; `--in-flight N` keeps N batch calls
+in flight at once (threads), as a sender that overlaps its calls would.
 
 Run it for two daemon binaries back to back (`--daemon` an old build kept
 aside) to compare on the same data: wall-clock rates on a shared machine
@@ -16,10 +21,11 @@ import os
 import shutil
 import statistics
 import subprocess
+import threading
 import time
 
 import harness
-from harness import HERE, Stack, cpu_seconds, write_import_csv
+from harness import HERE, TARGET, Stack, cpu_seconds, thread_cpu, thread_cpu_us, write_import_csv
 
 
 def child_cpu():
@@ -27,12 +33,40 @@ def child_cpu():
     return t.children_user + t.children_system
 
 
-def one_run(out, csv_path, rows, batch):
+def post_batches(stack, n, short, in_flight):
+    """`n` links in calls of 10,000, `in_flight` calls at a time."""
+    path = "/api/v1/links/batch" + ("?results=short" if short else "")
+    starts = list(range(0, n, 10000))
+    lock = threading.Lock()
+    failed = []
+
+    def worker():
+        while True:
+            with lock:
+                if not starts or failed:
+                    return
+                start = starts.pop(0)
+            items = [{"url": TARGET.format(50_000_000 + i)} for i in range(start, min(n, start + 10000))]
+            status, body = stack.api("POST", path, {"links": items})
+            results = json.loads(body)["results"] if status == 200 else []
+            if len(results) != len(items):
+                failed.append((status, body[:300]))
+
+    threads = [threading.Thread(target=worker) for _ in range(in_flight)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failed, failed[0]
+
+
+def one_run(out, csv_path, rows, batch, short=False, in_flight=1):
     stack = Stack(out, smoke=False)
     try:
         pid = [stack.daemon.pid]
         res = {}
         if rows:
+            threads0 = thread_cpu(stack.daemon.pid)
             cpu0, cli0, t0 = cpu_seconds(pid), child_cpu(), time.monotonic()
             imp = subprocess.run([harness.DAEMON, "import", csv_path] + stack.daemon_args,
                                  capture_output=True, text=True)
@@ -41,12 +75,17 @@ def one_run(out, csv_path, rows, batch):
             res["import_rows_s"] = rows / secs
             res["import_cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / rows
             res["import_cli_cpu_us"] = (child_cpu() - cli0) * 1e6 / rows
+            for k, v in thread_cpu_us(threads0, thread_cpu(stack.daemon.pid), rows).items():
+                res[f"import_{k}_us"] = v
         if batch:
+            threads0 = thread_cpu(stack.daemon.pid)
             cpu0, t0 = cpu_seconds(pid), time.monotonic()
-            stack.create_batch(batch, offset=50_000_000)
+            post_batches(stack, batch, short, in_flight)
             secs = time.monotonic() - t0
             res["batch_links_s"] = batch / secs
             res["batch_cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / batch
+            for k, v in thread_cpu_us(threads0, thread_cpu(stack.daemon.pid), batch).items():
+                res[f"batch_{k}_us"] = v
         return res
     finally:
         stack.close()
@@ -60,6 +99,8 @@ def main():
     ap.add_argument("--batch", type=int, default=100_000, help="links through the batch API (0: none)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--label", default="", help="a name for the runs in the output")
+    ap.add_argument("--short", action="store_true", help="batch calls with ?results=short")
+    ap.add_argument("--in-flight", type=int, default=1, help="batch calls in flight at once")
     args = ap.parse_args()
     harness.DAEMON = os.path.abspath(args.daemon)
     os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
@@ -68,7 +109,7 @@ def main():
         write_import_csv(csv_path, args.rows)
     runs = []
     for i in range(args.runs):
-        r = one_run(os.path.join(HERE, "out", "bulk"), csv_path, args.rows, args.batch)
+        r = one_run(os.path.join(HERE, "out", "bulk"), csv_path, args.rows, args.batch, args.short, args.in_flight)
         print(json.dumps({"label": args.label, "run": i + 1, **{k: round(v, 2) for k, v in r.items()}}), flush=True)
         runs.append(r)
     medians = {k: round(statistics.median(r[k] for r in runs), 2) for k in runs[0]}
