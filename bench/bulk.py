@@ -21,43 +21,15 @@ import os
 import shutil
 import statistics
 import subprocess
-import threading
 import time
 
 import harness
-from harness import HERE, TARGET, Stack, cpu_seconds, thread_cpu, thread_cpu_us, write_import_csv
+from harness import HERE, Stack, cpu_seconds, thread_cpu, thread_cpu_us, write_import_csv
 
 
 def child_cpu():
     t = os.times()
     return t.children_user + t.children_system
-
-
-def post_batches(stack, n, short, in_flight):
-    """`n` links in calls of 10,000, `in_flight` calls at a time."""
-    path = "/api/v1/links/batch" + ("?results=short" if short else "")
-    starts = list(range(0, n, 10000))
-    lock = threading.Lock()
-    failed = []
-
-    def worker():
-        while True:
-            with lock:
-                if not starts or failed:
-                    return
-                start = starts.pop(0)
-            items = [{"url": TARGET.format(50_000_000 + i)} for i in range(start, min(n, start + 10000))]
-            status, body = stack.api("POST", path, {"links": items})
-            results = json.loads(body)["results"] if status == 200 else []
-            if len(results) != len(items):
-                failed.append((status, body[:300]))
-
-    threads = [threading.Thread(target=worker) for _ in range(in_flight)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failed, failed[0]
 
 
 def one_run(out, csv_path, rows, batch, short=False, in_flight=1):
@@ -80,7 +52,7 @@ def one_run(out, csv_path, rows, batch, short=False, in_flight=1):
         if batch:
             threads0 = thread_cpu(stack.daemon.pid)
             cpu0, t0 = cpu_seconds(pid), time.monotonic()
-            post_batches(stack, batch, short, in_flight)
+            stack.create_batch(batch, offset=50_000_000, short=short, in_flight=in_flight)
             secs = time.monotonic() - t0
             res["batch_links_s"] = batch / secs
             res["batch_cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / batch

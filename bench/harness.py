@@ -2,6 +2,7 @@
 runs with server CPU per request, medians. Used by bench.py (SQLite and the
 edge) and pg.py (the same scenarios on PostgreSQL)."""
 
+import concurrent.futures
 import csv
 import http.client
 import json
@@ -30,16 +31,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stat_cpu(path):
+    """utime + stime in seconds from a `/proc/.../stat` file; raises
+    FileNotFoundError (or ProcessLookupError) once the process or thread
+    is gone."""
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
 def cpu_seconds(pids):
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+            total += stat_cpu(f"/proc/{pid}/stat")
         except FileNotFoundError:
             pass
-    return total / TICKS
+    return total
 
 
 # The daemon's threads that bound a bulk write, by their kernel name
@@ -54,11 +62,10 @@ def thread_cpu(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            cpu = stat_cpu(f"/proc/{pid}/task/{tid}/stat")
         except (FileNotFoundError, ProcessLookupError):
             continue
-        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / TICKS
+        out[name] = out.get(name, 0) + cpu
     return out
 
 
@@ -173,18 +180,22 @@ class Stack:
                 total += float(line.rsplit(" ", 1)[1])
         return total
 
-    def create_batch(self, n, offset=0, short=False):
-        """`n` links in calls of 10,000; `short`: with `?results=short`
-        (each item's code and short URL instead of the whole link)."""
-        codes = []
+    def create_batch(self, n, offset=0, short=False, in_flight=1):
+        """`n` links in calls of 10,000, their codes in order; `short`: with
+        `?results=short` (each item's code and short URL instead of the
+        whole link); `in_flight`: that many calls at once, as a sender that
+        overlaps its calls would."""
         path = "/api/v1/links/batch" + ("?results=short" if short else "")
-        for start in range(0, n, 10000):
+
+        def call(start):
             items = [{"url": TARGET.format(offset + i)} for i in range(start, min(n, start + 10000))]
             status, body = self.api("POST", path, {"links": items})
             assert status in (200, 201, 207), (status, body[:300])
-            for item in json.loads(body)["results"]:
-                codes.append(item["code"] if short else item["link"]["code"])
-        return codes
+            return [item["code"] if short else item["link"]["code"] for item in json.loads(body)["results"]]
+
+        # `map` answers in call order and raises a call's failure here.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=in_flight) as pool:
+            return [code for codes in pool.map(call, range(0, n, 10000)) for code in codes]
 
     def start_nginx(self, zone, map_file=None):
         self.stop_nginx()

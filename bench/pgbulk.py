@@ -29,9 +29,7 @@ def cpu_by_pid(pids):
     out = {}
     for p in pids:
         try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            out[p] = (int(fields[11]) + int(fields[12])) / harness.TICKS
+            out[p] = harness.stat_cpu(f"/proc/{p}/stat")
         except (FileNotFoundError, ProcessLookupError):
             pass
     return out
