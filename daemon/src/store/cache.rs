@@ -2,6 +2,11 @@
 //!
 //! Keyed by link id, with a second small LRU from alias to id. Every change
 //! to a link goes through [`LinkCache::forget`] right after its commit.
+//!
+//! Whether links read for the edge are kept is the store's choice
+//! ([`LinkCache::new`], [`LinkCache::without_reads`]): the edge keeps what
+//! it was told in its own shared zone, so a second copy here pays only
+//! when a read costs more than keeping it.
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,11 +27,28 @@ pub struct LinkCache {
     /// Bumped by every [`LinkCache::forget`], so a read that started before
     /// a change cannot put the old row back afterwards.
     generation: AtomicU64,
+    /// Whether [`LinkCache::put_if_current`] keeps what it is given.
+    keeps_reads: bool,
 }
 
 impl LinkCache {
-    /// A cache holding up to `capacity` links.
+    /// A cache holding up to `capacity` links, those written and those
+    /// read: for a store whose reads are round trips (PostgreSQL).
     pub fn new(capacity: usize) -> Self {
+        Self::with(capacity, true)
+    }
+
+    /// A cache holding up to `capacity` links just written, and not those
+    /// read: for a store that reads in-process (SQLite, from pages its
+    /// mmap holds). There, keeping each link read for the edge (an LRU
+    /// insert that evicts and frees another link) cost more than the reads
+    /// it saved: the runtime's CPU per edge miss fell from 5.5 to 4.4 µs
+    /// without it (`bench/NOTES.md`, "the daemon's cache on the miss path").
+    pub fn without_reads(capacity: usize) -> Self {
+        Self::with(capacity, false)
+    }
+
+    fn with(capacity: usize, keeps_reads: bool) -> Self {
         let cap = NonZeroUsize::new(capacity.max(1)).expect("non-zero");
         Self {
             by_id: Mutex::new(LruCache::new(cap)),
@@ -34,7 +56,13 @@ impl LinkCache {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             generation: AtomicU64::new(0),
+            keeps_reads,
         }
+    }
+
+    /// Whether links read from the database are kept.
+    pub fn keeps_reads(&self) -> bool {
+        self.keeps_reads
     }
 
     /// The cached link with this id, counting the hit or miss.
@@ -71,8 +99,12 @@ impl LinkCache {
     }
 
     /// Caches a link read from the database unless some link changed since
-    /// `generation` was taken (the read may predate the change).
+    /// `generation` was taken (the read may predate the change), or the
+    /// cache keeps no reads.
     pub fn put_if_current(&self, link: Arc<Link>, generation: u64) {
+        if !self.keeps_reads {
+            return;
+        }
         let mut by_id = self.by_id.lock().expect("cache lock");
         if self.generation.load(Ordering::Acquire) != generation {
             return;
@@ -148,5 +180,26 @@ mod tests {
         let gen = cache.generation();
         cache.put_if_current(stale, gen);
         assert_eq!(cache.get(1).unwrap().url, "https://old.example/");
+    }
+
+    #[test]
+    fn a_cache_without_reads_keeps_only_what_was_written() {
+        let cache = LinkCache::without_reads(10);
+        let read = Arc::new(Link {
+            id: 1,
+            alias: Some("read".into()),
+            ..Link::default()
+        });
+        cache.put_if_current(read, cache.generation());
+        assert!(cache.get(1).is_none() && cache.alias_id("read").is_none());
+        let written = Arc::new(Link {
+            id: 2,
+            alias: Some("new".into()),
+            ..Link::default()
+        });
+        cache.put(written);
+        assert_eq!(cache.alias_id("new"), Some(2));
+        assert_eq!(cache.get(2).unwrap().id, 2);
+        assert!(!cache.keeps_reads() && LinkCache::new(10).keeps_reads());
     }
 }

@@ -178,7 +178,8 @@ impl SqliteStore {
                 threads: std::sync::Mutex::new(threads.handles),
                 reader_count: threads.reader_count,
                 inline,
-                cache: LinkCache::new(cache_size),
+                // Reads here are in-process: not worth a second copy.
+                cache: LinkCache::without_reads(cache_size),
                 stats,
                 pending,
                 fold_lock: tokio::sync::Mutex::new(()),
