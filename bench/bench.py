@@ -376,6 +376,7 @@ python3 bench/bench.py --stores-only   # import, creates, miss, clicks on SQLite
 python3 bench/profile.py [--pg]        # perf profiles of hot, create, import, batch by area -> bench/profiles/
 python3 bench/callgrind.py             # instructions per request on the edge's hot paths
 python3 bench/clickcost.py OLD NEW [--pg]   # click cost, two daemon binaries back to back
+python3 bench/missab.py OLD NEW [--rounds 2]   # make bench's miss and miss_no_clicks, daemon binaries in turn
 python3 bench/creates.py / bulk.py / pgbulk.py   # creates, import + batch (SQLite, PostgreSQL), old vs new binary
 python3 bench/callgrind_bulk.py OLD NEW        # daemon instructions per imported row and per batch link
 python3 bench/pgstatements.py --bin N=PATH ... [--scenario import|batch]   # PostgreSQL's server time per statement (pg_stat_statements)

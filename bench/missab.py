@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""The miss path of `make bench`, daemon binaries back to back (issue 14).
+
+For each daemon binary given, in turn: a fresh stack (harness.Stack, SQLite)
+with 1,000,000 imported links, nginx with an 8 MiB zone, then what
+`make bench` runs on it: `miss` (uniform random codes, clicks counted, each
+window until its clicks are folded) `--runs` times, then `miss_no_clicks`
+(the same codes under `shortlink_clicks off`) `--runs` times. Prints each
+run's req/s and server CPU µs per request (nginx workers + daemon).
+
+    python3 bench/missab.py /tmp/old-shortlinkd build/bin/shortlinkd [--rounds 2]
+"""
+
+import argparse
+import csv
+import os
+import subprocess
+
+import harness
+from harness import HERE, Stack, measured, write_codes, write_import_csv
+
+
+def one(daemon, runs, seconds):
+    """(miss runs, miss_no_clicks runs) as (req/s, CPU µs per request)."""
+    harness.DAEMON = daemon
+    out = os.path.join(HERE, "out", "missab")
+    stack = Stack(out, False)
+    try:
+        csv_path = os.path.join(HERE, "out", "bulk-1000000.csv")
+        write_import_csv(csv_path, 1_000_000)
+        subprocess.run([daemon, "import", csv_path] + stack.daemon_args, check=True, capture_output=True)
+        export = os.path.join(out, "export.csv")
+        subprocess.run([daemon, "export", export] + stack.daemon_args, check=True, capture_output=True)
+        with open(export, newline="") as f:
+            codes = [row["code"] for row in csv.DictReader(f)]
+        counted, uncounted = os.path.join(out, "miss.txt"), os.path.join(out, "miss-nc.txt")
+        write_codes(counted, codes)
+        write_codes(uncounted, ["nc/" + c for c in codes])
+        stack.start_nginx("8m")
+        url = f"http://127.0.0.1:{stack.nginx_port}"
+        script = os.path.join(HERE, "random_code.lua")
+        clicks = stack.metric("shortlinkd_clicks_total")
+        miss, miss_nc = [], []
+        for _ in range(runs):
+            r = measured(stack, url, seconds, 64, script, dict(os.environ, CODES=counted), clicks)
+            clicks = r["clicks_after"]
+            miss.append((round(r["rps"]), round(r["cpu_us_per_req"], 2)))
+        for _ in range(runs):
+            r = measured(stack, url, seconds, 64, script, dict(os.environ, CODES=uncounted))
+            miss_nc.append((round(r["rps"]), round(r["cpu_us_per_req"], 2)))
+        return miss, miss_nc
+    finally:
+        stack.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("binaries", nargs="+", help="shortlinkd binaries, measured in turn")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=10)
+    args = ap.parse_args()
+    for _ in range(args.rounds):
+        for daemon in args.binaries:
+            miss, miss_nc = one(daemon, args.runs, args.seconds)
+            print(f"{daemon}: miss {miss}, miss_no_clicks {miss_nc}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
