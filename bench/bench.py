@@ -21,7 +21,6 @@ BENCHMARKS.md (raw figures in bench/results-stores.json).
 """
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -32,8 +31,8 @@ import sys
 import time
 
 import pg
-from harness import (DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, measured, summarize, thread_cpu, thread_cpu_us,
-                     write_codes, write_import_csv, zone_entries_per_mib)
+from harness import (DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, counted_miss_runs, measured, summarize, thread_cpu,
+                     thread_cpu_us, write_codes, write_import_csv, zone_entries_per_mib)
 
 
 def main():
@@ -66,21 +65,16 @@ def main():
         csv_path = os.path.join(out, "import.csv")
         write_import_csv(csv_path, miss_n)
         threads0, t0 = thread_cpu(stack.daemon.pid), time.monotonic()
-        imp = subprocess.run([DAEMON, "import", csv_path] + stack.daemon_args, capture_output=True, text=True)
+        stack.import_csv(csv_path)
         import_s = time.monotonic() - t0
-        assert imp.returncode == 0, imp.stderr[-2000:]
         results.append({
             "scenario": "import",
             "description": f"`shortlinkd import` of a {miss_n:,}-row CSV (through the running daemon)",
             "items": miss_n, "seconds": round(import_s, 2), "items_per_s": round(miss_n / import_s, 1),
             "thread_cpu_us": thread_cpu_us(threads0, thread_cpu(stack.daemon.pid), miss_n),
         })
-        export = os.path.join(out, "export.csv")
-        subprocess.run([DAEMON, "export", export] + stack.daemon_args, check=True, capture_output=True)
-        with open(export, newline="") as f:
-            miss_codes = [row["code"] for row in csv.DictReader(f)]
         hot_set = set(hot)
-        miss_codes = [c for c in miss_codes if c not in hot_set]
+        miss_codes = [c for c in stack.exported_codes() if c not in hot_set]
 
         codes_hot = os.path.join(out, "hot.txt")
         write_codes(codes_hot, hot)
@@ -185,13 +179,7 @@ def main():
             results.append(res)
         # --- miss: a zone too small for the million links, uniform random codes
         stack.start_nginx("8m")
-        miss_runs = []
-        for _ in range(runs):
-            l0 = stack.metric("shortlinkd_ipc_lookups_total")
-            r = measured(stack, url, seconds, conns, script, dict(os.environ, CODES=codes_miss), clicks)
-            clicks = r["clicks_after"]
-            r["lookups"] = stack.metric("shortlinkd_ipc_lookups_total") - l0
-            miss_runs.append(r)
+        miss_runs, clicks = counted_miss_runs(stack, url, seconds, conns, script, codes_miss, runs, clicks)
         miss = summarize("miss", miss_runs, f"{len(miss_codes):,} links, 8 MiB zone, uniform random codes", base)
         miss["lookup_share"] = round(statistics.median(r["lookups"] / max(r["requests"], 1) for r in miss_runs), 3)
         results.append(miss)

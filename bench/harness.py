@@ -180,6 +180,21 @@ class Stack:
                 total += float(line.rsplit(" ", 1)[1])
         return total
 
+    def import_csv(self, csv_path):
+        """`shortlinkd import` of `csv_path` into this stack's daemon; the
+        finished process (asserted to have succeeded)."""
+        imp = subprocess.run([DAEMON, "import", csv_path] + self.daemon_args,
+                             capture_output=True, text=True)
+        assert imp.returncode == 0, imp.stderr[-2000:]
+        return imp
+
+    def exported_codes(self):
+        """Every link's code, from `shortlinkd export`."""
+        export = os.path.join(self.out, "export.csv")
+        subprocess.run([DAEMON, "export", export] + self.daemon_args, check=True, capture_output=True)
+        with open(export, newline="") as f:
+            return [row["code"] for row in csv.DictReader(f)]
+
     def create_batch(self, n, offset=0, short=False, in_flight=1):
         """`n` links in calls of 10,000, their codes in order; `short`: with
         `?results=short` (each item's code and short URL instead of the
@@ -371,6 +386,21 @@ def measured(stack, url, seconds, connections, script=None, env=None, clicks_bef
     cpu1 = cpu_seconds(pids)
     r["cpu_us_per_req"] = (cpu1 - cpu0) * 1e6 / max(r["requests"], 1)
     return r
+
+
+def counted_miss_runs(stack, url, seconds, connections, script, codes, runs, clicks_before, count=None):
+    """`runs` wrk runs of the codes in file `codes` whose clicks are counted
+    (`measured`: each window until its clicks are folded), each with the
+    daemon lookups it made (`lookups`); returns them and the folded clicks
+    after the last."""
+    out = []
+    for _ in range(runs):
+        l0 = stack.metric("shortlinkd_ipc_lookups_total")
+        r = measured(stack, url, seconds, connections, script, dict(os.environ, CODES=codes), clicks_before, count)
+        clicks_before = r["clicks_after"]
+        r["lookups"] = stack.metric("shortlinkd_ipc_lookups_total") - l0
+        out.append(r)
+    return out, clicks_before
 
 
 def median_of(runs, key):

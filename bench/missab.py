@@ -12,12 +12,10 @@ run's req/s and server CPU µs per request (nginx workers + daemon).
 """
 
 import argparse
-import csv
 import os
-import subprocess
 
 import harness
-from harness import HERE, Stack, measured, write_codes, write_import_csv
+from harness import HERE, Stack, counted_miss_runs, measured, write_codes, write_import_csv
 
 
 def one(daemon, runs, seconds):
@@ -28,11 +26,8 @@ def one(daemon, runs, seconds):
     try:
         csv_path = os.path.join(HERE, "out", "bulk-1000000.csv")
         write_import_csv(csv_path, 1_000_000)
-        subprocess.run([daemon, "import", csv_path] + stack.daemon_args, check=True, capture_output=True)
-        export = os.path.join(out, "export.csv")
-        subprocess.run([daemon, "export", export] + stack.daemon_args, check=True, capture_output=True)
-        with open(export, newline="") as f:
-            codes = [row["code"] for row in csv.DictReader(f)]
+        stack.import_csv(csv_path)
+        codes = stack.exported_codes()
         counted, uncounted = os.path.join(out, "miss.txt"), os.path.join(out, "miss-nc.txt")
         write_codes(counted, codes)
         write_codes(uncounted, ["nc/" + c for c in codes])
@@ -40,15 +35,9 @@ def one(daemon, runs, seconds):
         url = f"http://127.0.0.1:{stack.nginx_port}"
         script = os.path.join(HERE, "random_code.lua")
         clicks = stack.metric("shortlinkd_clicks_total")
-        miss, miss_nc = [], []
-        for _ in range(runs):
-            r = measured(stack, url, seconds, 64, script, dict(os.environ, CODES=counted), clicks)
-            clicks = r["clicks_after"]
-            miss.append((round(r["rps"]), round(r["cpu_us_per_req"], 2)))
-        for _ in range(runs):
-            r = measured(stack, url, seconds, 64, script, dict(os.environ, CODES=uncounted))
-            miss_nc.append((round(r["rps"]), round(r["cpu_us_per_req"], 2)))
-        return miss, miss_nc
+        miss, _ = counted_miss_runs(stack, url, seconds, 64, script, counted, runs, clicks)
+        miss_nc = [measured(stack, url, seconds, 64, script, dict(os.environ, CODES=uncounted)) for _ in range(runs)]
+        return [[(round(r["rps"]), round(r["cpu_us_per_req"], 2)) for r in rs] for rs in (miss, miss_nc)]
     finally:
         stack.close()
 

@@ -8,7 +8,6 @@ into a temporary directory, as nobody when run as root, a free port, a
 password file), stopped at the end whatever happened.
 """
 
-import csv
 import os
 import statistics
 import subprocess
@@ -16,7 +15,7 @@ import sys
 import threading
 import time
 
-from harness import DAEMON, HERE, ROOT, Stack, children, cpu_seconds, measured, summarize, wrk, write_codes
+from harness import HERE, ROOT, Stack, children, counted_miss_runs, cpu_seconds, measured, summarize, wrk, write_codes
 
 PG_CLUSTER = os.path.join(ROOT, "target/release/pg-cluster")
 
@@ -182,21 +181,16 @@ def run(out_base, smoke, seconds, runs, conns, csv_path, miss_n, sqlite_results)
         node1 = Stack(out_base + "-pg-node1", smoke, database=pg.database)
         node1.pg_pids = pg.pids
         nodes.append(node1)
-        args = node1.daemon_args
 
         t0 = time.monotonic()
-        imp = subprocess.run([DAEMON, "import", csv_path] + args, capture_output=True, text=True)
+        node1.import_csv(csv_path)
         import_s = time.monotonic() - t0
-        assert imp.returncode == 0, imp.stderr[-2000:]
         results.append({
             "scenario": "pg_import",
             "description": f"`shortlinkd import` of the same {miss_n:,}-row CSV",
             "items": miss_n, "seconds": round(import_s, 2), "items_per_s": round(miss_n / import_s, 1),
         })
-        export = os.path.join(node1.out, "export.csv")
-        subprocess.run([DAEMON, "export", export] + args, check=True, capture_output=True)
-        with open(export, newline="") as f:
-            miss_codes = [row["code"] for row in csv.DictReader(f)]
+        miss_codes = node1.exported_codes()
         codes_miss = os.path.join(node1.out, "miss.txt")
         write_codes(codes_miss, miss_codes)
         codes_miss_nc = os.path.join(node1.out, "miss-nc.txt")
@@ -218,16 +212,9 @@ def run(out_base, smoke, seconds, runs, conns, csv_path, miss_n, sqlite_results)
         script = os.path.join(HERE, "random_code.lua")
         url = f"http://127.0.0.1:{node1.nginx_port}"
         timeouts0 = lookup_timeouts(node1)
-        miss_runs = []
         # Each run is charged the fold of its clicks (`measured`).
         count = lambda: clicks_counted([node1], miss_codes[0])  # noqa: E731
-        clicks = count()
-        for _ in range(runs):
-            l0 = node1.metric("shortlinkd_ipc_lookups_total")
-            r = measured(node1, url, seconds, conns, script, dict(os.environ, CODES=codes_miss), clicks, count)
-            clicks = r["clicks_after"]
-            r["lookups"] = node1.metric("shortlinkd_ipc_lookups_total") - l0
-            miss_runs.append(r)
+        miss_runs, _ = counted_miss_runs(node1, url, seconds, conns, script, codes_miss, runs, count(), count)
         miss = summarize("pg_miss", miss_runs, f"{len(miss_codes):,} links, 8 MiB zone, uniform random codes")
         miss["lookup_share"] = round(statistics.median(r["lookups"] / max(r["requests"], 1) for r in miss_runs), 3)
         miss["requests"] = sum(r["requests"] for r in miss_runs)

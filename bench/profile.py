@@ -21,13 +21,11 @@ Scenarios, each on a fresh stack:
 
 import argparse
 import collections
-import csv
 import os
 import signal
 import subprocess
 import time
 
-import harness
 import pg as pgbench
 from harness import HERE, Stack, fold_wait, wrk, write_codes, write_import_csv
 
@@ -168,15 +166,10 @@ def run(name, args, db):
         if miss:
             csv_path = os.path.join(HERE, "out", f"bulk-{args.rows}.csv")
             write_import_csv(csv_path, args.rows)
-            subprocess.run([harness.DAEMON, "import", csv_path] + stack.daemon_args,
-                           check=True, capture_output=True)
-            export = os.path.join(out, "export.csv")
-            subprocess.run([harness.DAEMON, "export", export] + stack.daemon_args,
-                           check=True, capture_output=True)
-            with open(export, newline="") as f:
-                prefix = "nc/" if name == "miss_nc" else ""
-                codes = os.path.join(out, "miss.txt")
-                write_codes(codes, [prefix + row["code"] for row in csv.DictReader(f)])
+            stack.import_csv(csv_path)
+            prefix = "nc/" if name == "miss_nc" else ""
+            codes = os.path.join(out, "miss.txt")
+            write_codes(codes, [prefix + c for c in stack.exported_codes()])
         # The miss scenarios' zone holds a fraction of the links, as make bench's.
         stack.start_nginx("8m" if miss else "64m")
         if miss:
@@ -220,8 +213,7 @@ def run(name, args, db):
 
             def work():
                 t0 = time.monotonic()
-                subprocess.run([harness.DAEMON, "import", csv_path] + stack.daemon_args,
-                               check=True, capture_output=True)
+                stack.import_csv(csv_path)
                 return f"{args.rows:,} rows at {args.rows / (time.monotonic() - t0):,.0f}/s"
         elif name == "batch":
             def work():

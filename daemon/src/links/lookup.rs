@@ -10,7 +10,6 @@
 //! in how many codes they carry.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use shortlink_core::ipc::{EdgeLink, LookupResult};
 use shortlink_core::{Codec, RedirectStatus};
@@ -87,7 +86,7 @@ fn remember(cache: &LinkCache, link: Option<Link>, generation: u64, now: i64) ->
     match link {
         Some(link) => {
             let result = edge_result(&link, now);
-            cache.put_if_current(Arc::new(link), generation);
+            cache.put_if_current(link, generation);
             result
         }
         None => LookupResult::NotFound,
@@ -216,6 +215,35 @@ mod tests {
     use super::*;
     use crate::links::fixture::Parts;
     use crate::links::{CreateLink, UpdateLink};
+
+    /// A cache that keeps reads (PostgreSQL's) keeps what a lookup read,
+    /// unless a change came between the read and the answer; the answer is
+    /// the same either way.
+    #[test]
+    fn a_cache_that_keeps_reads_keeps_what_was_read() {
+        let cache = LinkCache::new(10);
+        let link = |id| Link {
+            id,
+            url: "https://example.com/r".into(),
+            alias: Some(format!("a{id}")),
+            ..Link::default()
+        };
+        let found = |r: LookupResult, id| matches!(r, LookupResult::Found(l) if l.id == id);
+        assert!(found(
+            remember(&cache, Some(link(1)), cache.generation(), 0),
+            1
+        ));
+        assert_eq!(cache.get(1).unwrap().id, 1);
+        assert_eq!(cache.alias_id("a1"), Some(1));
+        let before = cache.generation();
+        cache.forget(9, None);
+        assert!(found(remember(&cache, Some(link(2)), before, 0), 2));
+        assert!(cache.get(2).is_none(), "read before a change: not kept");
+        assert_eq!(
+            remember(&cache, None, cache.generation(), 0),
+            LookupResult::NotFound
+        );
+    }
 
     /// A single lookup and a burst answer alike, from the database (SQLite's
     /// cache keeps no reads), and a change is seen at once.

@@ -61,6 +61,7 @@ impl LinkCache {
     }
 
     /// Whether links read from the database are kept.
+    #[cfg(test)]
     pub fn keeps_reads(&self) -> bool {
         self.keeps_reads
     }
@@ -100,11 +101,12 @@ impl LinkCache {
 
     /// Caches a link read from the database unless some link changed since
     /// `generation` was taken (the read may predate the change), or the
-    /// cache keeps no reads.
-    pub fn put_if_current(&self, link: Arc<Link>, generation: u64) {
+    /// cache keeps no reads (then nothing is allocated for it).
+    pub fn put_if_current(&self, link: Link, generation: u64) {
         if !self.keeps_reads {
             return;
         }
+        let link = Arc::new(link);
         let mut by_id = self.by_id.lock().expect("cache lock");
         if self.generation.load(Ordering::Acquire) != generation {
             return;
@@ -169,13 +171,13 @@ mod tests {
     fn a_read_older_than_a_change_is_not_cached() {
         let cache = LinkCache::new(10);
         let gen = cache.generation();
-        let stale = Arc::new(Link {
+        let stale = Link {
             id: 1,
             url: "https://old.example/".into(),
             ..Link::default()
-        });
+        };
         cache.forget(1, None);
-        cache.put_if_current(Arc::clone(&stale), gen);
+        cache.put_if_current(stale.clone(), gen);
         assert!(cache.get(1).is_none());
         let gen = cache.generation();
         cache.put_if_current(stale, gen);
@@ -185,11 +187,11 @@ mod tests {
     #[test]
     fn a_cache_without_reads_keeps_only_what_was_written() {
         let cache = LinkCache::without_reads(10);
-        let read = Arc::new(Link {
+        let read = Link {
             id: 1,
             alias: Some("read".into()),
             ..Link::default()
-        });
+        };
         cache.put_if_current(read, cache.generation());
         assert!(cache.get(1).is_none() && cache.alias_id("read").is_none());
         let written = Arc::new(Link {
