@@ -10,11 +10,16 @@ and `-i off` over N keep-alive requests (one connection, a desktop Chrome
 
 * `return 302`: nginx's own redirect, the floor;
 * hot redirect, clicks on: a cached code (`location /`);
-* hot redirect, clicks off: the same code under `shortlink_clicks off`.
+* hot redirect, clicks off: the same code under `shortlink_clicks off`;
+* miss, clicks off: a code the zone has not seen (each request a fresh
+  one of N links made beforehand), so every request asks the daemon over
+  the worker's link and stores the answer in the zone.
 
-Usage: bench/callgrind.py [--requests N] [--out DIR] [--keep]   (needs `make build`)
+Usage: bench/callgrind.py [--requests N] [--out DIR] [--keep] [--daemon]   (needs `make build`)
 With --keep the dumps stay in DIR (callgrind.out.<pid>.<n>, one per path, in
-the order above) for `callgrind_annotate`.
+the order above) for `callgrind_annotate`. With --daemon the daemon runs
+under callgrind too, and its instructions per request (every thread) are
+shown beside nginx's: what a miss costs it, or a click batch's share.
 """
 
 import argparse
@@ -57,11 +62,11 @@ def wait_port(port, proc, what, seconds=60):
     sys.exit(f"{what} did not listen on {port} within {seconds} s")
 
 
-def requests(port, path, n):
-    """n keep-alive GETs on one connection; returns the status counts."""
+def requests(port, paths):
+    """Keep-alive GETs of paths on one connection; returns the status counts."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     statuses = {}
-    for _ in range(n):
+    for path in paths:
         conn.request("GET", path, headers={"User-Agent": CHROME})
         r = conn.getresponse()
         r.read()
@@ -70,36 +75,62 @@ def requests(port, path, n):
     return statuses
 
 
+def create_batch(api_port, api_key, n):
+    """Codes of n new links, made through the batch API 1,000 at a time."""
+    codes = []
+    conn = http.client.HTTPConnection("127.0.0.1", api_port, timeout=60)
+    for start in range(0, n, 1000):
+        items = [{"url": f"{TARGET}&n={i}"} for i in range(start, min(n, start + 1000))]
+        conn.request("POST", "/api/v1/links/batch?results=short", json.dumps({"links": items}),
+                     {"Content-Type": "application/json", "X-Api-Key": api_key})
+        r = conn.getresponse()
+        body = r.read()
+        if r.status != 200:
+            sys.exit(f"batch: {r.status} {body[:200]!r}")
+        codes += [item["code"] for item in json.loads(body)["results"]]
+    conn.close()
+    return codes
+
+
 def control(pid, *args):
     subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
 
 
-def measure(out, pid, port, path, n, keep):
-    """Instructions per request for n requests to path."""
-    requests(port, path, 200)  # warm: zone, front cache, User-Agent cache
-    before = set(glob.glob(os.path.join(out, "callgrind.out*")))
-    control(pid, "-i", "on")
-    statuses = requests(port, path, n)
-    control(pid, "-i", "off")
+def dump_total(out, pid, before):
+    """Instructions in the dump callgrind writes for pid after `-d`."""
     control(pid, "-d")
     for _ in range(100):
-        dumps = set(glob.glob(os.path.join(out, "callgrind.out*"))) - before
+        dumps = set(glob.glob(os.path.join(out, f"callgrind.out.{pid}.*"))) - before
         if dumps:
             break
         time.sleep(0.1)
     (dump,) = dumps
-    ir = None
     for _ in range(100):
         with open(dump) as f:
             for line in f:
-                if line.startswith("summary:") or line.startswith("totals:"):
-                    ir = int(line.split()[1])
-        if ir is not None:
-            break
+                # The header's `summary:` may be 0; `totals:` ends the file.
+                if line.startswith("totals:"):
+                    return int(line.split()[1]), dump
         time.sleep(0.1)
-    if not keep:
-        os.unlink(dump)
-    return ir / n, statuses
+    sys.exit(f"no totals in {dump}")
+
+
+def measure(out, pids, port, warm, paths, keep):
+    """Instructions per request in each of pids over paths, after the
+    warm-up paths."""
+    requests(port, warm)  # zone, front cache, User-Agent cache
+    before = set(glob.glob(os.path.join(out, "callgrind.out*")))
+    for pid in pids:
+        control(pid, "-i", "on")
+    statuses = requests(port, paths)
+    per_request = []
+    for pid in pids:
+        control(pid, "-i", "off")
+        ir, dump = dump_total(out, pid, before)
+        if not keep:
+            os.unlink(dump)
+        per_request.append(ir / len(paths))
+    return per_request, statuses
 
 
 def main():
@@ -107,6 +138,8 @@ def main():
     ap.add_argument("--requests", type=int, default=3000)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/out/callgrind"))
     ap.add_argument("--keep", action="store_true", help="keep the dumps for callgrind_annotate")
+    ap.add_argument("--daemon", action="store_true",
+                    help="run the daemon under callgrind too and count its instructions per request")
     args = ap.parse_args()
     for binary in (NGINX, MODULE, DAEMON):
         if not os.path.exists(binary):
@@ -122,10 +155,13 @@ def main():
              "--ipc-socket", os.path.join(out, "ipc.sock"), "--api-socket", os.path.join(out, "api.sock"),
              "--api-listen", f"127.0.0.1:{api_port}", "--spool-dir", os.path.join(out, "spool")]
     log = open(os.path.join(out, "logs/daemon.log"), "a")
-    daemon = subprocess.Popen([DAEMON, "serve"] + dargs, stdout=log, stderr=log)
+    grind = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+             f"--callgrind-out-file={out}/callgrind.out.%p"]
+    daemon = subprocess.Popen((grind if args.daemon else []) + [DAEMON, "serve"] + dargs,
+                              stdout=log, stderr=log)
     nginx = None
     try:
-        wait_port(api_port, daemon, "shortlinkd")
+        wait_port(api_port, daemon, "shortlinkd", 300 if args.daemon else 60)
         api_key = subprocess.run(
             [DAEMON, "key", "create", "--name", "callgrind", "--scopes", "links:write"] + dargs,
             check=True, capture_output=True, text=True).stdout.strip()
@@ -137,6 +173,7 @@ def main():
         if r.status != 201:
             sys.exit(f"create: {r.status} {body!r}")
         code = json.loads(body)["code"]
+        fresh = create_batch(api_port, api_key, args.requests + 200)
         conf = os.path.join(out, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""load_module {MODULE};
@@ -161,24 +198,28 @@ http {{
 }}
 """)
         nginx = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-             f"--callgrind-out-file={out}/callgrind.out.%p",
-             NGINX, "-p", out, "-c", conf],
+            grind + [NGINX, "-p", out, "-c", conf],
             cwd=out, stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, "logs/valgrind.log"), "w"))
         wait_port(port, nginx, "nginx under valgrind")
         time.sleep(2)  # the worker connects to the daemon
         # The dump names the process: callgrind.out.<pid>.<n>.
         rows = []
-        for name, path in [("return 302", "/r/x"),
-                           ("hot redirect, clicks on", f"/{code}"),
-                           ("hot redirect, clicks off", f"/nc/{code}")]:
-            per_request, statuses = measure(out, nginx.pid, port, path, args.requests, args.keep)
+        n = args.requests
+        misses = [f"/nc/{c}" for c in fresh]
+        for name, warm, paths in [("return 302", ["/r/x"] * 200, ["/r/x"] * n),
+                                  ("hot redirect, clicks on", [f"/{code}"] * 200, [f"/{code}"] * n),
+                                  ("hot redirect, clicks off", [f"/nc/{code}"] * 200, [f"/nc/{code}"] * n),
+                                  ("miss, clicks off", misses[:200], misses[200:])]:
+            pids = [nginx.pid] + ([daemon.pid] if args.daemon else [])
+            per_request, statuses = measure(out, pids, port, warm, paths, args.keep)
             rows.append((name, per_request, statuses))
-        floor = rows[0][1]
+        floor = rows[0][1][0]
         print(f"instructions per request, {args.requests} keep-alive requests per path")
-        print(f"{'path':<28} {'instructions':>12} {'vs return 302':>14}  statuses")
-        for name, ir, statuses in rows:
-            print(f"{name:<28} {ir:>12,.0f} {ir / floor:>14.3f}  {statuses}")
+        daemon_head = f" {'daemon':>12}" if args.daemon else ""
+        print(f"{'path':<28} {'instructions':>12} {'vs return 302':>14}{daemon_head}  statuses")
+        for name, irs, statuses in rows:
+            daemon_ir = f" {irs[1]:>12,.0f}" if args.daemon else ""
+            print(f"{name:<28} {irs[0]:>12,.0f} {irs[0] / floor:>14.3f}{daemon_ir}  {statuses}")
     finally:
         if nginx and nginx.poll() is None:
             nginx.send_signal(signal.SIGQUIT)

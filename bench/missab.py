@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The miss path of `make bench`, daemon binaries back to back (issue 14).
 
-For each daemon binary given, in turn: a fresh stack (harness.Stack, SQLite)
+For each daemon binary given (`DAEMON` or `DAEMON,MODULE` to load that
+nginx module `.so` with it; the built one otherwise), in turn: a fresh stack (harness.Stack, SQLite)
 with 1,000,000 imported links, nginx with an 8 MiB zone, then what
 `make bench` runs on it: `miss` (uniform random codes, clicks counted, each
 window until its clicks are folded) `--runs` times, then `miss_no_clicks`
@@ -9,6 +10,7 @@ window until its clicks are folded) `--runs` times, then `miss_no_clicks`
 run's req/s and server CPU µs per request (nginx workers + daemon).
 
     python3 bench/missab.py /tmp/old-shortlinkd build/bin/shortlinkd [--rounds 2]
+    python3 bench/missab.py /tmp/old-shortlinkd,/tmp/old.so build/bin/shortlinkd [--rounds 2]
 """
 
 import argparse
@@ -17,10 +19,14 @@ import os
 import harness
 from harness import HERE, Stack, counted_miss_runs, measured, write_codes, write_import_csv
 
+BUILT_MODULE = harness.MODULE
 
-def one(daemon, runs, seconds):
+
+def one(binaries, runs, seconds):
     """(miss runs, miss_no_clicks runs) as (req/s, CPU µs per request)."""
-    harness.DAEMON = daemon
+    daemon, _, module = binaries.partition(",")
+    harness.DAEMON = os.path.abspath(daemon)
+    harness.MODULE = os.path.abspath(module) if module else BUILT_MODULE
     out = os.path.join(HERE, "out", "missab")
     stack = Stack(out, False)
     try:
@@ -44,7 +50,7 @@ def one(daemon, runs, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("binaries", nargs="+", help="shortlinkd binaries, measured in turn")
+    ap.add_argument("binaries", nargs="+", help="shortlinkd binaries (DAEMON or DAEMON,MODULE), measured in turn")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=10)

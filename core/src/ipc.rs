@@ -85,6 +85,27 @@ pub enum Request {
     },
 }
 
+/// [`Request::Lookup`] encoded from a borrowed code, byte for byte the
+/// same frame: the edge sends one on every zone miss and need not copy the
+/// code into a `String` for it.
+pub struct LookupRequest<'a> {
+    pub id: u32,
+    pub code: &'a str,
+}
+
+/// [`Request::Lookup`]'s place among the variants (postcard writes it first).
+const LOOKUP_VARIANT: u32 = 1;
+
+impl Serialize for LookupRequest<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStructVariant;
+        let mut v = s.serialize_struct_variant("Request", LOOKUP_VARIANT, "Lookup", 2)?;
+        v.serialize_field("id", &self.id)?;
+        v.serialize_field("code", self.code)?;
+        v.end()
+    }
+}
+
 /// The client's half of the handshake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
@@ -423,6 +444,18 @@ mod tests {
     use super::*;
     use crate::country;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_borrowed_lookup_is_the_same_frame_as_a_request(id in any::<u32>(), code in "[0-9A-Za-z_-]{0,70}") {
+            let borrowed = frame(&LookupRequest { id, code: &code }).unwrap();
+            let owned = Request::Lookup { id, code: code.clone() };
+            prop_assert_eq!(&borrowed, &frame(&owned).unwrap());
+            let (decoded, used) = read_frame::<Request>(&borrowed).unwrap().unwrap();
+            prop_assert_eq!(used, borrowed.len());
+            prop_assert_eq!(decoded, owned);
+        }
+    }
 
     fn sample_batch() -> ClickBatch {
         ClickBatch {

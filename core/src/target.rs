@@ -367,7 +367,13 @@ impl HostSet {
 /// only. The edge checks every target with this before sending `Location`,
 /// whatever the daemon stored.
 pub fn is_header_safe(value: &[u8]) -> bool {
-    !value.is_empty() && value.iter().all(|&b| (0x21..0x7f).contains(&b))
+    // Every byte is looked at, with no exit at the first bad one: a loop
+    // without a branch per byte compiles to vector compares, and the edge
+    // checks each target it stores on every zone miss.
+    let outside = value.iter().fold(0u8, |bad, &b| {
+        bad | u8::from(b.wrapping_sub(0x21) >= 0x7f - 0x21)
+    });
+    !value.is_empty() && outside == 0
 }
 
 #[cfg(test)]
@@ -642,5 +648,19 @@ mod tests {
         assert!(!is_header_safe(b"https://example.com/ x"));
         assert!(!is_header_safe(b"https://example.com/\xc3\xa4"));
         assert!(!is_header_safe(b""));
+    }
+
+    #[test]
+    fn header_safety_of_every_byte_at_every_place() {
+        let base = vec![b'a'; 70];
+        for byte in 0..=u8::MAX {
+            let visible = (0x21..0x7f).contains(&byte);
+            for at in [0, 1, 15, 16, 31, 32, 33, 63, 64, 69] {
+                let mut value = base.clone();
+                value[at] = byte;
+                assert_eq!(is_header_safe(&value), visible, "byte {byte:#04x} at {at}");
+            }
+            assert_eq!(is_header_safe(&[byte]), visible, "byte {byte:#04x} alone");
+        }
     }
 }

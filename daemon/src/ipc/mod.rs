@@ -341,7 +341,7 @@ impl Conn {
         let items = std::mem::take(&mut self.lookups);
         let started = std::time::Instant::now();
         let app = &self.app;
-        let mut frames = Vec::new();
+        let mut frames = Vec::with_capacity(items.len() * LOOKUP_REPLY_BYTES);
         let mut cached = 0;
         let misses = app.links().edge_lookup_cached(items, |id, code, result| {
             cached += 1;
@@ -376,7 +376,7 @@ impl Conn {
         let app = Arc::clone(&self.app);
         let out = self.out.clone();
         tokio::spawn(async move {
-            let mut frames = Vec::with_capacity(misses.len() * 160);
+            let mut frames = Vec::with_capacity(misses.len() * LOOKUP_REPLY_BYTES);
             let mut stored = 0;
             misses
                 .resolve(&app.store, |id, code, result| {
@@ -391,6 +391,10 @@ impl Conn {
         });
     }
 }
+
+/// Room made for each lookup's reply before they are encoded, so the
+/// buffer seldom grows on the way (a link with one target of ~130 bytes).
+const LOOKUP_REPLY_BYTES: usize = 192;
 
 /// Appends the reply to one lookup to `frames`, counting its result.
 fn encode_lookup(

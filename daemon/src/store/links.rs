@@ -365,24 +365,30 @@ pub fn set_click_totals(
     Ok(())
 }
 
+/// The statement of [`by_id_with`].
+pub const BY_ID: &str = concat!("SELECT ", columns!(), " FROM links WHERE id = ?1");
+
+/// The statement of [`by_alias_with`].
+pub const BY_ALIAS: &str = concat!("SELECT ", columns!(), " FROM links WHERE alias = ?1");
+
 /// The link with this id.
 pub fn by_id(conn: &Connection, id: u64) -> StoreResult<Option<Link>> {
-    Ok(conn
-        .prepare_cached(concat!("SELECT ", columns!(), " FROM links WHERE id = ?1"))?
-        .query_row([id as i64], from_row)
-        .optional()?)
+    by_id_with(&mut *conn.prepare_cached(BY_ID)?, id)
+}
+
+/// [`by_id`] on [`BY_ID`] prepared once for many reads.
+pub fn by_id_with(stmt: &mut Statement<'_>, id: u64) -> StoreResult<Option<Link>> {
+    Ok(stmt.query_row([id as i64], from_row).optional()?)
 }
 
 /// The link with this alias (exact, case-sensitive like the URL path).
 pub fn by_alias(conn: &Connection, alias: &str) -> StoreResult<Option<Link>> {
-    Ok(conn
-        .prepare_cached(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM links WHERE alias = ?1"
-        ))?
-        .query_row([alias], from_row)
-        .optional()?)
+    by_alias_with(&mut *conn.prepare_cached(BY_ALIAS)?, alias)
+}
+
+/// [`by_alias`] on [`BY_ALIAS`] prepared once for many reads.
+pub fn by_alias_with(stmt: &mut Statement<'_>, alias: &str) -> StoreResult<Option<Link>> {
+    Ok(stmt.query_row([alias], from_row).optional()?)
 }
 
 /// A live link created from the same request (for `dedupe: true`): found

@@ -25,6 +25,7 @@ mod backend;
 mod error;
 mod inline;
 mod schema_hooks;
+mod snapshot;
 mod threads;
 mod watch;
 

@@ -5,19 +5,25 @@
 //! daemon that has not proved it holds the key.
 
 use nginx_sys::{ngx_event_t, ngx_http_request_t, ngx_msec_t};
-use shortlink_core::ipc::{LookupResult, Request};
+use shortlink_core::ipc::{LookupRequest, LookupResult};
+use smallvec::SmallVec;
 
 use super::{event, now, on_event, Answer, DaemonLink, Inflight, LinkDown, Started, State};
 use crate::log::error;
 
+/// A code as the link keeps it: inline up to 16 bytes (every generated
+/// code, and most aliases), so a miss allocates nothing for its keys.
+pub type CodeBuf = SmallVec<[u8; 16]>;
+
 /// One code being looked up, and who waits for it.
 pub struct LookupWait {
-    code: Vec<u8>,
+    code: CodeBuf,
     timer: ngx_event_t,
     /// When the request went to the daemon; `None` while it waits for the
     /// handshake.
     sent_at: Option<ngx_msec_t>,
-    waiters: Vec<*mut ngx_http_request_t>,
+    /// Mostly one request (a code asked for twice at once is rare).
+    waiters: SmallVec<[*mut ngx_http_request_t; 1]>,
 }
 
 impl DaemonLink {
@@ -41,10 +47,10 @@ impl DaemonLink {
             None
         };
         let mut wait = Box::new(LookupWait {
-            code: code.to_vec(),
+            code: CodeBuf::from_slice(code),
             timer: event(),
             sent_at,
-            waiters: vec![r],
+            waiters: SmallVec::from_buf([r]),
         });
         wait.timer.handler = Some(on_lookup_timeout);
         wait.timer.log = self.log;
@@ -52,7 +58,7 @@ impl DaemonLink {
         // SAFETY: the timer lives in the boxed wait, which stays in
         // `lookups` until the timer is deleted or has fired.
         unsafe { nginx_sys::ngx_add_timer(&mut wait.timer, self.conf.timeout) };
-        self.lookups.insert(code.to_vec(), wait);
+        self.lookups.insert(CodeBuf::from_slice(code), wait);
         self.waiting += 1;
         Started::Waiting
     }
@@ -61,19 +67,21 @@ impl DaemonLink {
         let id = self.next_id();
         // Read before sending: a purge after this may beat the answer.
         let purges = self.conf.cache.map_or(0, |c| c.purges(code));
-        let request = Request::Lookup {
+        // Codes reach the link checked: generated codes and aliases are
+        // ASCII (the lossy form only guards the wire format).
+        let code_text = String::from_utf8_lossy(code);
+        self.send_soon(&LookupRequest {
             id,
-            code: String::from_utf8_lossy(code).into_owned(),
-        };
-        self.send_soon(&request)?;
+            code: &code_text,
+        })?;
         self.inflight
-            .insert(id, Inflight::Lookup(code.to_vec(), purges));
+            .insert(id, Inflight::Lookup(CodeBuf::from_slice(code), purges));
         Ok(())
     }
 
     /// The handshake is done: sends the lookups that waited for it.
     pub(super) fn send_held_lookups(&mut self) {
-        let held: Vec<Vec<u8>> = self
+        let held: Vec<CodeBuf> = self
             .lookups
             .values()
             .filter(|w| w.sent_at.is_none())
@@ -94,7 +102,7 @@ impl DaemonLink {
     pub fn forget(&mut self, code: &[u8], r: *mut ngx_http_request_t) {
         if let Some(wait) = self.lookups.get_mut(code) {
             let before = wait.waiters.len();
-            wait.waiters.retain(|&w| w != r);
+            wait.waiters.retain(|w| *w != r);
             self.waiting -= before - wait.waiters.len();
         }
     }

@@ -21,6 +21,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use rustc_hash::FxHashMap;
+
 use nginx_sys::{ngx_connection_t, ngx_event_t, ngx_http_request_t, ngx_log_t, ngx_msec_t};
 use shortlink_core::handshake::{LinkAuth, Nonce};
 use shortlink_core::ipc::{BatchId, EdgeLink, FrameError, LookupResult};
@@ -40,7 +42,7 @@ mod session;
 mod socket;
 mod sync;
 
-use lookups::LookupWait;
+use lookups::{CodeBuf, LookupWait};
 use password::PasswordWait;
 
 thread_local! {
@@ -223,7 +225,7 @@ enum State {
 /// What a request id was used for, to route its reply.
 enum Inflight {
     /// The code, and the zone's purge count before the lookup went out.
-    Lookup(Vec<u8>, u64),
+    Lookup(CodeBuf, u64),
     /// The batch of this page, under this id.
     Clicks(PageKey, BatchId),
     /// A password check, waiting in `password_checks` under the same id.
@@ -282,8 +284,11 @@ pub struct DaemonLink {
     inb: Vec<u8>,
     last_read: ngx_msec_t,
     next_id: u32,
-    inflight: HashMap<u32, Inflight>,
-    lookups: HashMap<Vec<u8>, Box<LookupWait>>,
+    /// By request id: ids are ours, so a plain fast hash.
+    inflight: FxHashMap<u32, Inflight>,
+    /// By code, which the visitor chose: a hash with a random seed, so no
+    /// one can make the codes of a worker's lookups collide.
+    lookups: HashMap<CodeBuf, Box<LookupWait>, foldhash::fast::RandomState>,
     /// Requests waiting on `lookups`, all codes together.
     waiting: usize,
     /// Password checks by request id.
@@ -332,8 +337,8 @@ impl DaemonLink {
             inb: Vec::with_capacity(64 * 1024),
             last_read: 0,
             next_id: 0,
-            inflight: HashMap::new(),
-            lookups: HashMap::new(),
+            inflight: FxHashMap::default(),
+            lookups: HashMap::default(),
             waiting: 0,
             password_checks: HashMap::new(),
             snapshot: None,

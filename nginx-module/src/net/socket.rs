@@ -9,6 +9,7 @@ use nginx_sys::{
     ngx_close_connection, ngx_connection_t, ngx_event_t, ngx_get_connection, ngx_handle_read_event,
     ngx_handle_write_event, ngx_log_t, NGX_AGAIN, NGX_OK,
 };
+use serde::Serialize;
 use shortlink_core::ipc::{read_frame, write_frame, Reply, Request};
 
 use super::{now, on_event, DaemonLink, LinkDown, NotSent};
@@ -104,7 +105,7 @@ impl DaemonLink {
     /// of one pass of the event loop reach the daemon in one write, which
     /// it reads and answers as one burst, where a write per lookup woke it
     /// per lookup.
-    pub(super) fn send_soon(&mut self, msg: &Request) -> Result<(), NotSent> {
+    pub(super) fn send_soon(&mut self, msg: &impl Serialize) -> Result<(), NotSent> {
         self.queue(msg)?;
         if self.send_out.posted() == 0 {
             // SAFETY: the event lives in the boxed link, which takes it off
@@ -121,7 +122,7 @@ impl DaemonLink {
 
     /// Appends a frame to the write buffer. One that cannot be encoded is
     /// dropped and logged; the link itself is fine.
-    fn queue(&mut self, msg: &Request) -> Result<(), NotSent> {
+    fn queue(&mut self, msg: &impl Serialize) -> Result<(), NotSent> {
         if self.conn.is_null() {
             return Err(NotSent);
         }

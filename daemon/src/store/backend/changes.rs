@@ -7,6 +7,7 @@ use shortlink_core::ipc::ChangePosition;
 use crate::db::{ChangeLog, Resume};
 use crate::store::changes::{self, Change};
 use crate::store::links as table;
+use crate::store::snapshot::ReadSnapshot;
 use crate::store::{SqliteStore, StoreResult};
 
 #[async_trait]
@@ -25,10 +26,10 @@ impl ChangeLog for SqliteStore {
 
     async fn resume(&self, since: Option<ChangePosition>) -> StoreResult<Resume> {
         self.read(move |c| {
-            let tx = c.unchecked_transaction()?;
-            let aliases = table::all_aliases(&tx)?;
-            let head = changes::head(&tx)?;
-            let changes = changes::since(&tx, since, head)?;
+            let _snapshot = ReadSnapshot::begin(c)?;
+            let aliases = table::all_aliases(c)?;
+            let head = changes::head(c)?;
+            let changes = changes::since(c, since, head)?;
             Ok(Resume {
                 aliases,
                 changes,

@@ -10,6 +10,7 @@ use shortlink_core::ipc::ClickBatch;
 use super::aggregate::{Aggregate, LinkAgg, RowKey};
 use crate::store::error::StoreResult;
 use crate::store::links::Link;
+use crate::store::snapshot::ReadSnapshot;
 
 /// What [`PendingClicks`] guards: the open aggregate and the sealed one.
 #[derive(Debug, Default)]
@@ -150,8 +151,8 @@ pub fn with_overlay<T>(
     f: impl FnOnce(&Connection, &ClickOverlay<'_>) -> StoreResult<T>,
 ) -> StoreResult<T> {
     let state = pending.lock();
-    let tx = if conn.is_autocommit() {
-        Some(conn.unchecked_transaction()?)
+    let snapshot = if conn.is_autocommit() {
+        Some(ReadSnapshot::begin(conn)?)
     } else {
         None
     };
@@ -165,8 +166,6 @@ pub fn with_overlay<T>(
         parts: [Some(&state.open), sealed],
     };
     let out = f(conn, &overlay)?;
-    if let Some(tx) = tx {
-        tx.finish()?;
-    }
+    drop(snapshot);
     Ok(out)
 }
