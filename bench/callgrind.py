@@ -75,20 +75,23 @@ def requests(port, paths):
     return statuses
 
 
-def create_batch(api_port, api_key, n):
+def post(conn, api_key, path, body, want):
+    """POSTs JSON through the API; the decoded reply, or exits with it."""
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", "X-Api-Key": api_key})
+    r = conn.getresponse()
+    reply = r.read()
+    if r.status != want:
+        sys.exit(f"POST {path}: {r.status} {reply[:200]!r}")
+    return json.loads(reply)
+
+
+def create_batch(conn, api_key, n):
     """Codes of n new links, made through the batch API 1,000 at a time."""
     codes = []
-    conn = http.client.HTTPConnection("127.0.0.1", api_port, timeout=60)
     for start in range(0, n, 1000):
         items = [{"url": f"{TARGET}&n={i}"} for i in range(start, min(n, start + 1000))]
-        conn.request("POST", "/api/v1/links/batch?results=short", json.dumps({"links": items}),
-                     {"Content-Type": "application/json", "X-Api-Key": api_key})
-        r = conn.getresponse()
-        body = r.read()
-        if r.status != 200:
-            sys.exit(f"batch: {r.status} {body[:200]!r}")
-        codes += [item["code"] for item in json.loads(body)["results"]]
-    conn.close()
+        reply = post(conn, api_key, "/api/v1/links/batch?results=short", {"links": items}, 200)
+        codes += [item["code"] for item in reply["results"]]
     return codes
 
 
@@ -165,15 +168,10 @@ def main():
         api_key = subprocess.run(
             [DAEMON, "key", "create", "--name", "callgrind", "--scopes", "links:write"] + dargs,
             check=True, capture_output=True, text=True).stdout.strip()
-        conn = http.client.HTTPConnection("127.0.0.1", api_port, timeout=30)
-        conn.request("POST", "/api/v1/links", json.dumps({"url": TARGET}),
-                     {"Content-Type": "application/json", "X-Api-Key": api_key})
-        r = conn.getresponse()
-        body = r.read()
-        if r.status != 201:
-            sys.exit(f"create: {r.status} {body!r}")
-        code = json.loads(body)["code"]
-        fresh = create_batch(api_port, api_key, args.requests + 200)
+        conn = http.client.HTTPConnection("127.0.0.1", api_port, timeout=60)
+        code = post(conn, api_key, "/api/v1/links", {"url": TARGET}, 201)["code"]
+        fresh = create_batch(conn, api_key, args.requests + 200)
+        conn.close()
         conf = os.path.join(out, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""load_module {MODULE};
