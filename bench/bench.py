@@ -362,9 +362,9 @@ make bench              # builds release binaries, runs every scenario, writes t
 make bench-smoke        # a few seconds of each scenario (part of make test)
 python3 bench/bench.py --stores-only   # import, creates, miss, clicks on SQLite and PostgreSQL only
 python3 bench/profile.py [--pg]        # perf profiles of hot, create, import, batch by area -> bench/profiles/
-python3 bench/callgrind.py             # instructions per request on the edge's hot paths
+python3 bench/callgrind.py [--daemon]  # instructions per request: hot paths and a miss (--daemon: the daemon's too)
 python3 bench/clickcost.py OLD NEW [--pg]   # click cost, two daemon binaries back to back
-python3 bench/missab.py OLD NEW [--rounds 2]   # make bench's miss and miss_no_clicks, daemon binaries in turn
+python3 bench/missab.py OLD[,OLD.so] NEW[,NEW.so] [--rounds 2]   # make bench's miss and miss_no_clicks, daemons (and modules) in turn
 python3 bench/creates.py / bulk.py / pgbulk.py   # creates, import + batch (SQLite, PostgreSQL), old vs new binary
 python3 bench/callgrind_bulk.py OLD NEW        # daemon instructions per imported row and per batch link
 python3 bench/pgstatements.py --bin N=PATH ... [--scenario import|batch]   # PostgreSQL's server time per statement (pg_stat_statements)
