@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Instructions per request on the edge's hot paths, under callgrind.
+"""Instructions per request on the edge's hot paths and a miss, under callgrind.
 
 Starts the built daemon and the built nginx with the module in a fresh
 prefix on free loopback ports, nginx in one process (`master_process off;

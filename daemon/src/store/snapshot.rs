@@ -1,9 +1,10 @@
 //! Read transactions begun and ended with cached statements.
 //!
-//! Several reads that must see one moment of the database (a burst of edge
-//! lookups, a page of links and the clicks not folded yet) run inside one
-//! read transaction. `Connection::unchecked_transaction` parses `BEGIN` and
-//! `COMMIT` afresh each time, which costs an edge miss more than reading
+//! Reads that must see one moment of the database (a page of links and the
+//! clicks not folded yet, the edge's resume) run inside one read
+//! transaction, and so does a burst of edge lookups, to take the read lock
+//! once. `Connection::unchecked_transaction` parses `BEGIN` and `COMMIT`
+//! afresh each time, which cost a burst of one edge miss more than reading
 //! its link; a [`ReadSnapshot`] runs the connection's cached statements.
 
 use rusqlite::Connection;
@@ -84,14 +85,54 @@ mod tests {
         assert_eq!(count(&r), 2);
     }
 
+    /// Warnings and errors logged while `f` runs.
+    fn complaints(f: impl FnOnce()) -> String {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&out);
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || Sink(std::sync::Arc::clone(&sink)))
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let text = out.lock().unwrap();
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn a_snapshot_ended_by_hand_is_not_ended_again() {
         let (_dir, _w, r) = wal_pair();
-        let snapshot = ReadSnapshot::begin(&r).unwrap();
-        r.execute_batch("ROLLBACK").unwrap();
-        drop(snapshot);
+        let logged = complaints(|| {
+            let snapshot = ReadSnapshot::begin(&r).unwrap();
+            r.execute_batch("ROLLBACK").unwrap();
+            drop(snapshot);
+        });
+        assert_eq!(logged, "", "no COMMIT or ROLLBACK tried on no transaction");
         assert!(r.is_autocommit());
         let _again = ReadSnapshot::begin(&r).unwrap();
+    }
+
+    #[test]
+    fn a_dropped_snapshot_ends_quietly() {
+        let (_dir, _w, r) = wal_pair();
+        let logged = complaints(|| {
+            let _snapshot = ReadSnapshot::begin(&r).unwrap();
+            assert_eq!(count(&r), 1);
+        });
+        assert_eq!(logged, "");
+        assert!(r.is_autocommit());
     }
 
     #[test]
