@@ -31,8 +31,8 @@ import sys
 import time
 
 import pg
-from harness import (DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, counted_miss_runs, measured, summarize, thread_cpu,
-                     thread_cpu_us, write_codes, write_import_csv, zone_entries_per_mib)
+from harness import (DAEMON, HERE, MODULE, NGINX, ROOT, TARGET, Stack, counted_miss_runs, fold_wait, measured, summarize,
+                     thread_cpu, thread_cpu_us, warm_zone, write_codes, write_import_csv, zone_entries_per_mib)
 
 
 def main():
@@ -111,12 +111,14 @@ def main():
 
         # --- hot, ceilings, invalid flood, clicks on/off: zone big enough for everything
         stack.start_nginx("64m", map_file)
-        # warm the zone: every hot code once
-        # Every hot run is charged the fold of its own clicks (`measured`'s
-        # clicks_before), so no fold lands in another scenario's window.
+        # Every hot code in the zone before the first hot run, and the
+        # warm-up's clicks folded: every hot run is charged the fold of its
+        # own clicks (`measured`'s clicks_before), so no fold lands in
+        # another scenario's window.
         clicks = stack.metric("shortlinkd_clicks_total")
-        warm = measured(stack, url, max(2, seconds // 2), conns, script, dict(os.environ, CODES=codes_hot), clicks)
-        clicks = warm["clicks_after"]
+        clicks += warm_zone(stack, url, conns, script, codes_hot)
+        if not fold_wait(lambda: stack.metric("shortlinkd_clicks_total"), clicks):
+            raise RuntimeError("the warm-up's clicks were not folded within 120 s")
 
         def hot_run():
             nonlocal clicks

@@ -21,7 +21,7 @@ import statistics
 import sys
 
 import harness
-from harness import HERE, Stack, cpu_seconds, fold_wait, wrk, write_codes
+from harness import HERE, Stack, cpu_seconds, fold_wait, warm_zone, wrk, write_codes
 
 
 def window(stack, url, seconds, codes, script, expected_before=None):
@@ -64,8 +64,7 @@ def measure(binary, args, pg=None):
         script = os.path.join(HERE, "random_code.lua")
         url = f"http://127.0.0.1:{stack.nginx_port}"
         stack.start_nginx("64m")
-        warm = wrk(url, 5, 64, script, dict(os.environ, CODES=codes_hot))
-        clicks = warm["requests"]
+        clicks = warm_zone(stack, url, 64, script, codes_hot)
         fold_wait(lambda: stack.metric("shortlinkd_clicks_total"), clicks)
         hot_runs, nc_runs = [], []
         for _ in range(args.runs):

@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 
-from harness import HERE, ROOT, Stack, children, counted_miss_runs, cpu_seconds, measured, summarize, wrk, write_codes
+from harness import (HERE, ROOT, Stack, children, counted_miss_runs, cpu_seconds, measured, summarize, warm_zone, wrk,
+                     write_codes)
 
 PG_CLUSTER = os.path.join(ROOT, "target/release/pg-cluster")
 
@@ -108,7 +109,7 @@ def settled_clicks(stacks, code, quiet_s=3.0, limit_s=60.0):
     return last
 
 
-def click_ingest(nodes, pg, codes_file, seconds, runs, conns, smoke):
+def click_ingest(nodes, pg, codes_file, seconds, runs, conns):
     """wrk on both nodes at once (half the connections each), clicks on,
     every hot code in both zones; then waits until both daemons counted
     every request as a click (exactly once: a request wrk did not see
@@ -117,16 +118,23 @@ def click_ingest(nodes, pg, codes_file, seconds, runs, conns, smoke):
     env = dict(os.environ, CODES=codes_file)
     with open(codes_file) as f:
         code = f.readline().strip()
-    # Warm both zones at once, long enough that every code was asked for
-    # (10 s at ~60,000 req/s a node leaves e^-6, 0.25 %, of 100,000 random
-    # codes unseen; the 3 s this was left ~16 % to miss in the first run,
-    # which was always the slow one).
-    warmers = [threading.Thread(target=wrk, args=(f"http://127.0.0.1:{n.nginx_port}", 1 if smoke else 10,
-                                                  conns // len(nodes), script, env)) for n in nodes]
+    # Both zones warm at once, every code in each (harness.warm_zone): a
+    # uniform warm-up of 3 s left ~16 % of 100,000 codes to miss in the
+    # first run, which was always the slow one.
+    failed = []
+
+    def warm(node):
+        try:
+            warm_zone(node, f"http://127.0.0.1:{node.nginx_port}", conns // len(nodes), script, codes_file)
+        except Exception as e:  # noqa: BLE001 (raised again below, in this thread)
+            failed.append(e)
+    warmers = [threading.Thread(target=warm, args=(n,)) for n in nodes]
     for t in warmers:
         t.start()
     for t in warmers:
         t.join()
+    if failed:
+        raise failed[0]
     out = []
     for _ in range(runs):
         before = settled_clicks(nodes, code)
@@ -255,7 +263,7 @@ def run(out_base, smoke, seconds, runs, conns, csv_path, miss_n, sqlite_results)
         write_codes(codes_hot, hot)
         node1.start_nginx("64m")
         node2.start_nginx("64m")
-        ci_runs = click_ingest(nodes, pg, codes_hot, seconds, runs, conns, smoke)
+        ci_runs = click_ingest(nodes, pg, codes_hot, seconds, runs, conns)
         ci = summarize(
             "pg_clicks_2nodes", ci_runs,
             f"{len(hot):,} links, all in both zones, clicks counted; wrk on two nodes at once "

@@ -178,7 +178,7 @@ def clicks_run(out, cluster, stmts, node1, items):
         node2.start_nginx("64m")
         stmts.sql("SELECT pg_stat_statements_reset()")
         stmts.sql("SELECT pg_stat_reset()")
-        runs = pg.click_ingest([node1, node2], cluster, codes, 10, 2, 64, False)
+        runs = pg.click_ingest([node1, node2], cluster, codes, 10, 2, 64)
     finally:
         node2.close()
     hot_upd = stmts.hot_updates()

@@ -27,7 +27,7 @@ import subprocess
 import time
 
 import pg as pgbench
-from harness import HERE, Stack, fold_wait, wrk, write_codes, write_import_csv
+from harness import HERE, Stack, fold_wait, warm_zone, wrk, write_codes, write_import_csv
 
 # Symbol (or DSO) prefixes to the area they belong to, first match wins.
 AREAS = [
@@ -190,8 +190,8 @@ def run(name, args, db):
             env = dict(os.environ, CODES=codes)
             count = (lambda: pgbench.clicks_counted([stack], hot[0])) if db else (
                 lambda: stack.metric("shortlinkd_clicks_total"))
-            warm = wrk(url, 3, 64, script, env)
-            assert fold_wait(count, warm["requests"]), "warm-up clicks not folded"
+            warmed = warm_zone(stack, url, 64, script, codes)
+            assert fold_wait(count, warmed), "warm-up clicks not folded"
             before = count()
 
             def work():
