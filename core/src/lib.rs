@@ -28,6 +28,7 @@ pub mod redirect;
 pub mod spool;
 pub mod target;
 pub mod variants;
+pub mod zone_hash;
 
 pub use alias::{validate_alias, AliasError};
 pub use codec::{Code, CodeError, Codec, MAX_CODE_LEN, MIN_CODE_LEN};

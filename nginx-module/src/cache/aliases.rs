@@ -13,7 +13,7 @@ use nginx_sys::{
 
 use super::links::alloc_evicting;
 use super::zone::{Locked, Shared};
-use super::{hash, CacheError, LinkCache};
+use super::{CacheError, LinkCache};
 
 /// A known alias; its bytes follow the struct, and `sn.str_` points at them.
 #[repr(C)]
@@ -24,8 +24,8 @@ struct AliasNode {
 }
 
 /// The tree's key of `alias` (`ngx_str_rbtree_lookup` takes 32 bits).
-fn key(alias: &[u8]) -> u32 {
-    hash(alias) as u32
+fn key(shared: &Shared, alias: &[u8]) -> u32 {
+    shared.hash_key.hash(alias) as u32
 }
 
 fn find(shared: &mut Shared, alias: &[u8]) -> Option<*mut AliasNode> {
@@ -33,8 +33,9 @@ fn find(shared: &mut Shared, alias: &[u8]) -> Option<*mut AliasNode> {
         len: alias.len(),
         data: alias.as_ptr().cast_mut(),
     };
+    let key = key(shared, alias);
     // SAFETY: the tree is live under the lock; nginx only reads the name.
-    let sn = unsafe { ngx_str_rbtree_lookup(&mut shared.aliases, &mut name, key(alias)) };
+    let sn = unsafe { ngx_str_rbtree_lookup(&mut shared.aliases, &mut name, key) };
     (!sn.is_null()).then_some(sn.cast::<AliasNode>())
 }
 
@@ -127,7 +128,7 @@ impl LinkCache {
                 let bytes = mem.add(size_of::<AliasNode>());
                 ptr::copy_nonoverlapping(alias.as_ptr(), bytes, alias.len());
                 let mut sn: ngx_str_node_t = core::mem::zeroed();
-                sn.node.key = key(alias) as ngx_rbtree_key_t;
+                sn.node.key = key(lock.shared(), alias) as ngx_rbtree_key_t;
                 sn.str_ = ngx_str_t {
                     len: alias.len(),
                     data: bytes,

@@ -13,6 +13,8 @@ use nginx_sys::{
     NGX_LOG_EMERG, NGX_OK,
 };
 
+use shortlink_core::zone_hash::ZoneHashKey;
+
 use super::links;
 use super::node::LinkNode;
 use super::zone::{Locked, Shared, ZoneConf, LAYOUT};
@@ -35,6 +37,8 @@ enum ZoneError {
     OtherLayout(String),
     #[error("shortlink_zone \"{0}\" has no room for its header")]
     NoRoom(String),
+    #[error("shortlink_zone \"{0}\": no random key for its hash ({1})")]
+    NoRandom(String, String),
 }
 
 /// `init` callback of the zone: builds the header, or adopts the previous
@@ -77,6 +81,8 @@ fn init(zone: &ngx_shm_zone_t, conf: &ZoneConf, reused: bool) -> Result<(), Zone
     if reused && !existing.is_null() {
         return adopt(&lock, zone, conf);
     }
+    let hash_key = ZoneHashKey::random()
+        .map_err(|e| ZoneError::NoRandom(zone.shm.name.to_string(), e.to_string()))?;
     let shared = lock.alloc(size_of::<Shared>()).cast::<Shared>();
     let count = (zone.shm.size / BYTES_PER_BUCKET)
         .next_power_of_two()
@@ -101,6 +107,7 @@ fn init(zone: &ngx_shm_zone_t, conf: &ZoneConf, reused: bool) -> Result<(), Zone
         );
         nginx_sys::ngx_queue_init(&mut (*shared).lru);
         (*shared).fingerprint = conf.fingerprint.0;
+        (*shared).hash_key = hash_key;
         (*lock.pool()).data = shared.cast();
         // Running out of room is normal for an LRU: no [crit] per eviction.
         (*lock.pool()).set_log_nomem(0);

@@ -9,7 +9,9 @@
 //! bounced between workers) on every request. Entries carry their own
 //! deadline (`ttl` or `negative_ttl`); an allocation that fails evicts from
 //! the back of the queue until it fits, then the answer is served without
-//! caching, as `ngx_http_limit_req_module` does.
+//! caching, as `ngx_http_limit_req_module` does. A code's bucket comes
+//! from the zone's keyed hash (`shortlink_core::zone_hash`), so visitors
+//! cannot aim the "not found" answers they cause at one chain.
 
 use core::mem::{offset_of, size_of};
 use core::ptr;
@@ -30,7 +32,7 @@ use super::node::{
     forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK, PROTECTED, VARIANTS,
 };
 use super::zone::{purge_stripe, purges_of, Locked, Shared};
-use super::{hash, CacheError, Cached, LinkCache};
+use super::{CacheError, Cached, LinkCache};
 
 /// Most entries evicted to make room for one new entry. Entries of another
 /// size class free no slot of the size we need until a whole slab page is
@@ -281,7 +283,7 @@ impl LinkCache {
             + countries.len()
             + variants.len();
 
-        let h = hash(code);
+        let h = self.hash(code);
         let lock = self.lock();
         if purges_of(lock.shared(), h) != purges_before {
             return Ok(false);
@@ -350,7 +352,7 @@ impl LinkCache {
     /// Drops the entry for `code`; true when there was one.
     pub fn purge(&self, code: &[u8]) -> bool {
         let lock = self.lock();
-        let h = hash(code);
+        let h = lock.shared().hash_key.hash(code);
         purge_stripe(lock.shared(), h).fetch_add(1, Ordering::AcqRel);
         let Some(node) = find(lock.shared(), code, h) else {
             return false;
@@ -364,7 +366,7 @@ impl LinkCache {
     /// answer that found a link stays. True when one was dropped.
     pub fn purge_unfound(&self, code: &[u8]) -> bool {
         let lock = self.lock();
-        let h = hash(code);
+        let h = lock.shared().hash_key.hash(code);
         purge_stripe(lock.shared(), h).fetch_add(1, Ordering::AcqRel);
         let Some(node) = find(lock.shared(), code, h) else {
             return false;

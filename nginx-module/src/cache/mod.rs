@@ -65,16 +65,6 @@ pub struct LinkCache {
     pool: NonNull<ngx_slab_pool_t>,
 }
 
-/// FNV-1a: short keys, no secret needed (the codes are already keyed).
-fn hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 impl LinkCache {
     /// The cache in an initialised zone.
     ///
@@ -115,7 +105,7 @@ impl LinkCache {
         kept: impl FnOnce() -> Option<&'k str>,
         copy: impl FnOnce(&[u8]) -> Option<ngx_str_t>,
     ) -> Cached {
-        let h = hash(code);
+        let h = self.hash(code);
         let generation = self.generation();
         let mut args = Some((country, kept, copy));
         if let Some(found) = front::get(code, h, generation, now, |f| {
@@ -159,7 +149,16 @@ impl LinkCache {
     pub fn purges(&self, code: &[u8]) -> u64 {
         // SAFETY: see `header`; only atomic counters are referenced.
         let shared = unsafe { &*self.header() };
-        purges_of(shared, hash(code))
+        purges_of(shared, shared.hash_key.hash(code))
+    }
+
+    /// The zone's hash of `code` (`shortlink_core::zone_hash`): its key is
+    /// read without the lock, as it is never written after the zone is made.
+    #[inline(always)]
+    fn hash(&self, code: &[u8]) -> u64 {
+        // SAFETY: see `header`; `hash_key` is set before any worker runs
+        // and never written again.
+        unsafe { (*self.header()).hash_key }.hash(code)
     }
 
     /// The zone's generation: read without the lock, one atomic load.

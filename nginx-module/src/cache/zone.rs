@@ -9,6 +9,7 @@ use nginx_sys::{
     ngx_msec_t, ngx_queue_t, ngx_rbtree_node_t, ngx_rbtree_t, ngx_shm_zone_t,
     ngx_slab_alloc_locked, ngx_slab_pool_t,
 };
+use shortlink_core::zone_hash::ZoneHashKey;
 use shortlink_core::Fingerprint;
 
 use super::figures::Rows;
@@ -60,6 +61,10 @@ pub struct Shared {
     /// failed to fit since). When false, alias-shaped misses ask the daemon.
     pub aliases_complete: bool,
     pub(super) fingerprint: [u8; 8],
+    /// The key of every hash of a code or alias in this zone
+    /// (`shortlink_core::zone_hash`): drawn when the zone is made, kept
+    /// across reloads with the zone, never written after.
+    pub hash_key: ZoneHashKey,
     /// The daemon's change-log position the entries reflect (see
     /// `position.rs`); meaningful when `position_known`.
     pub position_store: u64,
@@ -70,7 +75,7 @@ pub struct Shared {
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE12");
+pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE13");
 
 /// Purge counters per zone (a power of two): two codes share one with a
 /// chance of 1 in this many, and then an answer for one is not stored
