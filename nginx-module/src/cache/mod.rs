@@ -147,7 +147,8 @@ impl LinkCache {
     /// its stripe's codes), read before a lookup goes out and handed back
     /// to [`LinkCache::insert`] with its answer.
     pub fn purges(&self, code: &[u8]) -> u64 {
-        // SAFETY: see `header`; only atomic counters are referenced.
+        // SAFETY: see `header`; only atomic counters and the hash key,
+        // never written after the zone is made, are referenced.
         let shared = unsafe { &*self.header() };
         purges_of(shared, shared.hash_key.hash(code))
     }
@@ -168,7 +169,8 @@ impl LinkCache {
     }
 
     /// The zone's header, which init_zone stored in pool->data. Without the
-    /// lock only its atomic counters may be referenced through it.
+    /// lock only its atomic counters and its hash key (written once, before
+    /// any worker runs) may be referenced through it.
     fn header(&self) -> *const Shared {
         // SAFETY: the pool is the zone's live slab pool (`from_zone`).
         unsafe { (*self.pool.as_ptr()).data.cast::<Shared>() }
