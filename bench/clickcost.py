@@ -9,7 +9,8 @@ window lasts until every one of its clicks is folded into the tables
 (`shortlinkd_clicks_total`), so the fold's work, however late it runs, is
 in the window that caused it. Prints per binary the medians of: server CPU
 per request (nginx workers + daemon [+ PostgreSQL]), the daemon's (and
-PostgreSQL's) CPU per click, and the click cost (% of server CPU per request
+PostgreSQL's) CPU per click, the daemon's by thread (writer, runtime,
+checkpointer) and nginx's, and the click cost (% of server CPU per request
 and of req/s, hot vs no clicks).
 
     python3 bench/clickcost.py /tmp/old-shortlinkd build/bin/shortlinkd [--pg]
@@ -21,7 +22,7 @@ import statistics
 import sys
 
 import harness
-from harness import HERE, Stack, cpu_seconds, fold_wait, warm_zone, wrk, write_codes
+from harness import HERE, Stack, cpu_seconds, fold_wait, thread_cpu, thread_cpu_us, warm_zone, wrk, write_codes
 
 
 def window(stack, url, seconds, codes, script, expected_before=None):
@@ -32,18 +33,22 @@ def window(stack, url, seconds, codes, script, expected_before=None):
     pg = stack.pg_pids() if stack.pg_pids else []
     groups = (workers, daemon, pg)
     before = [cpu_seconds(g) for g in groups]
+    threads_before = thread_cpu(stack.daemon.pid)
     r = wrk(url, seconds, 64, script, dict(os.environ, CODES=codes))
     folded = True
     if expected_before is not None:
         folded = fold_wait(lambda: stack.metric("shortlinkd_clicks_total"), expected_before + r["requests"])
     after = [cpu_seconds(g) for g in groups]
+    threads = thread_cpu_us(threads_before, thread_cpu(stack.daemon.pid), max(r["requests"], 1))
     n = max(r["requests"], 1)
     nginx_us, daemon_us, pg_us = ((a - b) * 1e6 / n for a, b in zip(after, before))
     return {
         "rps": r["rps"],
         "requests": r["requests"],
         "server_us": nginx_us + daemon_us + pg_us,
+        "nginx_us": nginx_us,
         "daemon_us": daemon_us,
+        "threads": threads,
         "pg_us": pg_us,
         "folded": folded,
     }
@@ -83,6 +88,11 @@ def measure(binary, args, pg=None):
         "hot_server_us": round(hot_cpu, 2),
         "nc_server_us": round(nc_cpu, 2),
         "daemon_us_per_click": round(med(hot_runs, "daemon_us") - med(nc_runs, "daemon_us"), 2),
+        # By daemon thread, and nginx's CPU per request, hot minus no clicks.
+        "threads_us_per_click": {t: round(statistics.median(r["threads"][t] for r in hot_runs)
+                                          - statistics.median(r["threads"][t] for r in nc_runs), 2)
+                                 for t in hot_runs[0]["threads"]},
+        "nginx_us_per_click": round(med(hot_runs, "nginx_us") - med(nc_runs, "nginx_us"), 2),
         "pg_us_per_click": round(med(hot_runs, "pg_us") - med(nc_runs, "pg_us"), 2),
         "click_cpu_cost_pct": round((hot_cpu - nc_cpu) / nc_cpu * 100, 1),
         "click_rps_cost_pct": round((nc_rps - hot_rps) / nc_rps * 100, 1),
