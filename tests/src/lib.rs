@@ -500,9 +500,45 @@ fn connect_from(source: std::net::Ipv4Addr, port: u16) -> std::io::Result<TcpStr
     }
     // SAFETY: as above.
     if unsafe { libc::connect(fd, std::ptr::addr_of!(remote).cast(), len) } != 0 {
-        return Err(std::io::Error::last_os_error());
+        let e = std::io::Error::last_os_error();
+        // A refusal while nginx listens was seen once and not explained:
+        // say which source port was bound and what the kernel held on the
+        // port at that moment.
+        let from = stream
+            .local_addr()
+            .map_or_else(|e| e.to_string(), |a| a.to_string());
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "{e} (bound {from}; sockets on port {port}: {})",
+                tcp_sockets_on(port)
+            ),
+        ));
     }
     Ok(stream)
+}
+
+/// The IPv4 TCP sockets whose local or remote port is `port`, from
+/// `/proc/net/tcp`: "local remote state" each (state in the kernel's hex,
+/// 0A listening, 06 TIME_WAIT).
+fn tcp_sockets_on(port: u16) -> String {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let hex = format!(":{port:04X}");
+    let found: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (local, remote, state) = (f.get(1)?, f.get(2)?, f.get(3)?);
+            (local.ends_with(&hex) || remote.ends_with(&hex))
+                .then(|| format!("{local} {remote} {state}"))
+        })
+        .collect();
+    if found.is_empty() {
+        "none".into()
+    } else {
+        found.join(", ")
+    }
 }
 
 /// Writes one request on `s` (`Connection: close`).
@@ -659,5 +695,35 @@ pub fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_connection_names_the_bound_port_and_the_sockets() {
+        let port = free_port();
+        let e = connect_from(std::net::Ipv4Addr::new(127, 0, 0, 5), port).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("bound 127.0.0.5:"), "{text}");
+        assert!(
+            text.contains(&format!("sockets on port {port}: ")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn sockets_on_a_listening_port_are_listed() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(
+            tcp_sockets_on(port).contains(" 0A"),
+            "{}",
+            tcp_sockets_on(port)
+        );
+        drop(listener);
     }
 }
