@@ -39,8 +39,8 @@ def window(stack, url, seconds, codes, script, expected_before=None):
     if expected_before is not None:
         folded = fold_wait(lambda: stack.metric("shortlinkd_clicks_total"), expected_before + r["requests"])
     after = [cpu_seconds(g) for g in groups]
-    threads = thread_cpu_us(threads_before, thread_cpu(stack.daemon.pid), max(r["requests"], 1))
     n = max(r["requests"], 1)
+    threads = thread_cpu_us(threads_before, thread_cpu(stack.daemon.pid), n)
     nginx_us, daemon_us, pg_us = ((a - b) * 1e6 / n for a, b in zip(after, before))
     return {
         "rps": r["rps"],

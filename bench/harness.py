@@ -357,20 +357,29 @@ def wrk(url, seconds, connections, script=None, env=None):
 
 
 def warm_zone(stack, url, connections, script, codes, tries=4):
-    """Puts every code of the file `codes` in the zone: passes that walk
-    the file in order (random_code.lua's ORDER=seq), each followed by 2 s
-    of uniform codes, until that check makes no lookup at the daemon.
-    Uniform warm-ups left about 8 % of 100,000 codes out after 5 s, and
-    the first measured run paid for their misses. Returns the requests
-    made (clicks, where counted); raises if codes stay out."""
+    """Puts every code of the file `codes` in the zone. A pass walks the
+    file in order (random_code.lua's ORDER=seq, wrk's threads half a file
+    apart), so two threads cover it once they made half a file each: a
+    pass counts when it made at least two files' worth of requests. Then
+    2 s of uniform codes must make no daemon lookup (a code still missing
+    is drawn with a chance of 1 - e^-(requests / codes)). Otherwise the
+    next pass is twice as long. Uniform warm-ups left about 8 % of
+    100,000 codes out after 5 s, and the first measured run paid for
+    their misses. Returns the requests made (clicks, where counted);
+    raises if codes stay out."""
+    with open(codes) as f:
+        lines = sum(1 for _ in f)
     requests, seconds = 0, 4
     for _ in range(tries):
-        requests += wrk(url, seconds, connections, script, dict(os.environ, CODES=codes, ORDER="seq"))["requests"]
+        walked = wrk(url, seconds, connections, script, dict(os.environ, CODES=codes, ORDER="seq"))["requests"]
+        requests += walked
+        seconds *= 2
+        if walked < 2 * lines:
+            continue
         before = stack.metric("shortlinkd_ipc_lookups_total")
         requests += wrk(url, 2, connections, script, dict(os.environ, CODES=codes))["requests"]
         if stack.metric("shortlinkd_ipc_lookups_total") == before:
             return requests
-        seconds *= 2
     raise RuntimeError(f"{codes}: codes still missing the zone after {tries} warm-up passes")
 
 

@@ -8,11 +8,11 @@ into a temporary directory, as nobody when run as root, a free port, a
 password file), stopped at the end whatever happened.
 """
 
+import concurrent.futures
 import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 from harness import (HERE, ROOT, Stack, children, counted_miss_runs, cpu_seconds, measured, summarize, warm_zone, wrk,
@@ -120,36 +120,19 @@ def click_ingest(nodes, pg, codes_file, seconds, runs, conns):
         code = f.readline().strip()
     # Both zones warm at once, every code in each (harness.warm_zone): a
     # uniform warm-up of 3 s left ~16 % of 100,000 codes to miss in the
-    # first run, which was always the slow one.
-    failed = []
-
-    def warm(node):
-        try:
-            warm_zone(node, f"http://127.0.0.1:{node.nginx_port}", conns // len(nodes), script, codes_file)
-        except Exception as e:  # noqa: BLE001 (raised again below, in this thread)
-            failed.append(e)
-    warmers = [threading.Thread(target=warm, args=(n,)) for n in nodes]
-    for t in warmers:
-        t.start()
-    for t in warmers:
-        t.join()
-    if failed:
-        raise failed[0]
+    # first run, which was always the slow one. The pool's map raises a
+    # node's failure here.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+        list(pool.map(lambda n: warm_zone(n, f"http://127.0.0.1:{n.nginx_port}", conns // len(nodes), script,
+                                          codes_file), nodes))
     out = []
     for _ in range(runs):
         before = settled_clicks(nodes, code)
         pids = [p for n in nodes for p in n.workers() + [n.daemon.pid]] + pg.pids()
         cpu0 = cpu_seconds(pids)
-        parts = [None] * len(nodes)
-
-        def drive(i, node):
-            parts[i] = wrk(f"http://127.0.0.1:{node.nginx_port}", seconds, conns // len(nodes), script, env)
-
-        threads = [threading.Thread(target=drive, args=(i, n)) for i, n in enumerate(nodes)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+            parts = list(pool.map(lambda n: wrk(f"http://127.0.0.1:{n.nginx_port}", seconds, conns // len(nodes),
+                                                script, env), nodes))
         requests = sum(p["requests"] for p in parts)
         t0 = time.monotonic()
         counted = clicks_counted(nodes, code) - before

@@ -1,9 +1,9 @@
 -- wrk script: GET /<code> with a code drawn uniformly from the file named by
 -- the CODES environment variable (one path per line, without the leading /).
 -- With ORDER=seq each thread walks the file in order instead, the k-th
--- thread starting k halves of the way in (wrapping), so a run of as many
--- requests as the file has lines visits every code: a warm-up that leaves
--- no code out (harness.warm_zone).
+-- thread starting k halves of the way in (wrapping): once each of two
+-- threads made half a file of requests, every code was visited (the
+-- warm-up of harness.warm_zone).
 local codes = {}
 for line in io.lines(os.getenv("CODES")) do
   codes[#codes + 1] = "/" .. line

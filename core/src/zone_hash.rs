@@ -23,11 +23,9 @@ pub struct ZoneHashKey([u64; 2]);
 impl ZoneHashKey {
     /// A key from the system's random source.
     pub fn random() -> Result<Self, getrandom::Error> {
-        let mut bytes = [0u8; 16];
-        getrandom::getrandom(&mut bytes)?;
-        let (k0, k1) = bytes.split_at(8);
-        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
-        Ok(Self([word(k0), word(k1)]))
+        let mut words = [[0u8; 8]; 2];
+        getrandom::getrandom(words.as_flattened_mut())?;
+        Ok(Self(words.map(u64::from_le_bytes)))
     }
 
     /// A fixed key (tests).

@@ -506,7 +506,7 @@ fn connect_from(source: std::net::Ipv4Addr, port: u16) -> std::io::Result<TcpStr
         // port at that moment.
         let from = stream
             .local_addr()
-            .map_or_else(|e| e.to_string(), |a| a.to_string());
+            .map_or_else(|unknown| unknown.to_string(), |a| a.to_string());
         return Err(std::io::Error::new(
             e.kind(),
             format!(

@@ -23,17 +23,12 @@ struct AliasNode {
     generation: u64,
 }
 
-/// The tree's key of `alias` (`ngx_str_rbtree_lookup` takes 32 bits).
-fn key(shared: &Shared, alias: &[u8]) -> u32 {
-    shared.hash_key.hash(alias) as u32
-}
-
-fn find(shared: &mut Shared, alias: &[u8]) -> Option<*mut AliasNode> {
+/// The node of `alias`, whose tree key is `key` ([`LinkCache::alias_key`]).
+fn find(shared: &mut Shared, alias: &[u8], key: u32) -> Option<*mut AliasNode> {
     let mut name = ngx_str_t {
         len: alias.len(),
         data: alias.as_ptr().cast_mut(),
     };
-    let key = key(shared, alias);
     // SAFETY: the tree is live under the lock; nginx only reads the name.
     let sn = unsafe { ngx_str_rbtree_lookup(&mut shared.aliases, &mut name, key) };
     (!sn.is_null()).then_some(sn.cast::<AliasNode>())
@@ -76,12 +71,19 @@ pub fn clear_locked(lock: &Locked) {
 }
 
 impl LinkCache {
+    /// The tree's key of `alias` (`ngx_str_rbtree_lookup` takes 32 bits),
+    /// from the zone's hash: computed before the lock is taken.
+    fn alias_key(&self, alias: &[u8]) -> u32 {
+        self.hash(alias) as u32
+    }
+
     /// Is `alias` a known alias? `None` when the set is incomplete and the
     /// daemon has to be asked.
     pub fn alias_known(&self, alias: &[u8]) -> Option<bool> {
+        let key = self.alias_key(alias);
         let lock = self.lock();
         let shared = lock.shared();
-        if find(shared, alias).is_some() {
+        if find(shared, alias, key).is_some() {
             return Some(true);
         }
         shared.aliases_complete.then_some(false)
@@ -108,7 +110,8 @@ impl LinkCache {
             if alias.is_empty() || alias.len() > u8::MAX as usize {
                 continue;
             }
-            if let Some(node) = find(lock.shared(), alias) {
+            let key = self.alias_key(alias);
+            if let Some(node) = find(lock.shared(), alias, key) {
                 // SAFETY: a live alias node; we hold the lock.
                 unsafe { (*node).generation = generation.max((*node).generation) };
                 continue;
@@ -128,7 +131,7 @@ impl LinkCache {
                 let bytes = mem.add(size_of::<AliasNode>());
                 ptr::copy_nonoverlapping(alias.as_ptr(), bytes, alias.len());
                 let mut sn: ngx_str_node_t = core::mem::zeroed();
-                sn.node.key = key(lock.shared(), alias) as ngx_rbtree_key_t;
+                sn.node.key = key as ngx_rbtree_key_t;
                 sn.str_ = ngx_str_t {
                     len: alias.len(),
                     data: bytes,
@@ -145,7 +148,7 @@ impl LinkCache {
     pub fn alias_remove<'a>(&self, aliases: impl Iterator<Item = &'a [u8]>) {
         let lock = self.lock();
         for alias in aliases {
-            if let Some(node) = find(lock.shared(), alias) {
+            if let Some(node) = find(lock.shared(), alias, self.alias_key(alias)) {
                 remove(&lock, node);
             }
         }

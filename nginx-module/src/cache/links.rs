@@ -351,8 +351,8 @@ impl LinkCache {
 
     /// Drops the entry for `code`; true when there was one.
     pub fn purge(&self, code: &[u8]) -> bool {
+        let h = self.hash(code);
         let lock = self.lock();
-        let h = lock.shared().hash_key.hash(code);
         purge_stripe(lock.shared(), h).fetch_add(1, Ordering::AcqRel);
         let Some(node) = find(lock.shared(), code, h) else {
             return false;
@@ -365,8 +365,8 @@ impl LinkCache {
     /// Drops the entry for `code` when it says "not found" or "gone"; an
     /// answer that found a link stays. True when one was dropped.
     pub fn purge_unfound(&self, code: &[u8]) -> bool {
+        let h = self.hash(code);
         let lock = self.lock();
-        let h = lock.shared().hash_key.hash(code);
         purge_stripe(lock.shared(), h).fetch_add(1, Ordering::AcqRel);
         let Some(node) = find(lock.shared(), code, h) else {
             return false;

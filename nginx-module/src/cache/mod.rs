@@ -147,10 +147,9 @@ impl LinkCache {
     /// its stripe's codes), read before a lookup goes out and handed back
     /// to [`LinkCache::insert`] with its answer.
     pub fn purges(&self, code: &[u8]) -> u64 {
-        // SAFETY: see `header`; only atomic counters and the hash key,
-        // never written after the zone is made, are referenced.
+        // SAFETY: see `header`; only atomic counters are referenced.
         let shared = unsafe { &*self.header() };
-        purges_of(shared, shared.hash_key.hash(code))
+        purges_of(shared, self.hash(code))
     }
 
     /// The zone's hash of `code` (`shortlink_core::zone_hash`): its key is
