@@ -400,6 +400,32 @@ pub fn unix_now() -> i64 {
 pub(crate) mod tests {
     use super::*;
 
+    /// What is logged at `level` and above while `f` runs, as text.
+    pub(crate) fn logged_at(level: tracing::Level, f: impl FnOnce()) -> String {
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Arc::clone(&out);
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(false)
+            .with_writer(move || Sink(Arc::clone(&sink)))
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let text = out.lock().unwrap();
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
+    struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
     pub(crate) fn temp_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("t.db"), 2, 100).unwrap();

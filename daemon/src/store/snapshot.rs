@@ -51,6 +51,7 @@ impl Drop for ReadSnapshot<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::tests::logged_at;
 
     fn wal_pair() -> (tempfile::TempDir, Connection, Connection) {
         let dir = tempfile::tempdir().unwrap();
@@ -85,36 +86,10 @@ mod tests {
         assert_eq!(count(&r), 2);
     }
 
-    /// Warnings and errors logged while `f` runs.
-    fn complaints(f: impl FnOnce()) -> String {
-        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = std::sync::Arc::clone(&out);
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_ansi(false)
-            .with_writer(move || Sink(std::sync::Arc::clone(&sink)))
-            .finish();
-        tracing::subscriber::with_default(subscriber, f);
-        let text = out.lock().unwrap();
-        String::from_utf8_lossy(&text).into_owned()
-    }
-
-    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn a_snapshot_ended_by_hand_is_not_ended_again() {
         let (_dir, _w, r) = wal_pair();
-        let logged = complaints(|| {
+        let logged = logged_at(tracing::Level::WARN, || {
             let snapshot = ReadSnapshot::begin(&r).unwrap();
             r.execute_batch("ROLLBACK").unwrap();
             drop(snapshot);
@@ -127,7 +102,7 @@ mod tests {
     #[test]
     fn a_dropped_snapshot_ends_quietly() {
         let (_dir, _w, r) = wal_pair();
-        let logged = complaints(|| {
+        let logged = logged_at(tracing::Level::WARN, || {
             let _snapshot = ReadSnapshot::begin(&r).unwrap();
             assert_eq!(count(&r), 1);
         });

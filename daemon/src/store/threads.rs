@@ -20,6 +20,7 @@ use super::keys::register_secret_functions;
 use super::watch::FileWatch;
 
 mod checkpoint;
+mod repeated;
 mod writer;
 use checkpoint::{checkpoint_loop, Restarts, WalLength, RESTART_FRAMES};
 use writer::{writer_loop, Writer};

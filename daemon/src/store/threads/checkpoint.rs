@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+use super::repeated::Repeated;
 use super::BUSY_TIMEOUT;
 
 /// Least time between two checkpoints: what commits in this time is
@@ -155,6 +156,9 @@ struct DatabaseFile {
     file: Option<std::fs::File>,
     /// WAL frames copied back as of the last sync of `file`.
     synced: u64,
+    /// Passes that failed, and syncs that failed, as told in the log.
+    pass_failing: Repeated,
+    sync_failing: Repeated,
 }
 
 impl DatabaseFile {
@@ -168,6 +172,8 @@ impl DatabaseFile {
             pass: format!("PRAGMA {schema}.wal_checkpoint(PASSIVE)"),
             file,
             synced: 0,
+            pass_failing: Repeated::default(),
+            sync_failing: Repeated::default(),
         }
     }
 
@@ -178,9 +184,17 @@ impl DatabaseFile {
             Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
         });
         match counts {
-            Ok((frames, copied)) => Some((frames.max(0) as u64, copied.max(0) as u64)),
+            Ok((frames, copied)) => {
+                if let Some(failures) = self.pass_failing.worked() {
+                    tracing::info!(schema = self.schema, failures, "WAL checkpoints work again");
+                }
+                Some((frames.max(0) as u64, copied.max(0) as u64))
+            }
             Err(e) => {
-                tracing::warn!(error = %e, schema = self.schema, "WAL checkpoint failed");
+                if let Some(not_logged) = self.pass_failing.failed(Instant::now()) {
+                    tracing::warn!(error = %e, schema = self.schema, not_logged,
+                        "WAL checkpoint failed (while it fails, logged at most every minute)");
+                }
                 None
             }
         }
@@ -211,9 +225,21 @@ impl DatabaseFile {
             return;
         }
         match file.sync_data() {
-            Ok(()) => self.synced = copied,
+            Ok(()) => {
+                self.synced = copied;
+                if let Some(failures) = self.sync_failing.worked() {
+                    tracing::info!(
+                        schema = self.schema,
+                        failures,
+                        "the database file syncs again"
+                    );
+                }
+            }
             Err(e) => {
-                tracing::warn!(error = %e, schema = self.schema, "cannot sync the database file")
+                if let Some(not_logged) = self.sync_failing.failed(Instant::now()) {
+                    tracing::warn!(error = %e, schema = self.schema, not_logged,
+                        "cannot sync the database file (while it fails, logged at most every minute)");
+                }
             }
         }
     }
@@ -290,6 +316,7 @@ impl Restarts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::tests::logged_at;
 
     /// Past the limit the writer waits for a short pass, unless the WAL
     /// reached the forced length; the checkpointer goes on at once only
@@ -324,6 +351,64 @@ mod tests {
             !length.restart_due(),
             "a short pass under the limit is no reason"
         );
+    }
+
+    /// A disk that fails every checkpoint and every sync is told once (with
+    /// the error), not at every pass, and its recovery once.
+    #[test]
+    fn failing_passes_and_syncs_are_logged_once_per_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        // `fsync` of a pipe fails (EINVAL), as a failing disk's would.
+        let (_reader, writer) = std::io::pipe().unwrap();
+        let mut file = DatabaseFile {
+            schema: "main",
+            pass: "PRAGMA nosuch.wal_checkpoint(PASSIVE)".into(),
+            file: Some(std::fs::File::from(std::os::fd::OwnedFd::from(writer))),
+            synced: 0,
+            pass_failing: Repeated::default(),
+            sync_failing: Repeated::default(),
+        };
+        let logged = logged_at(tracing::Level::INFO, || {
+            for copied in 1..=50 {
+                assert_eq!(file.pass(&conn), None);
+                file.sync_copied(copied);
+            }
+        });
+        assert_eq!(
+            logged.matches("WAL checkpoint failed").count(),
+            1,
+            "{logged}"
+        );
+        assert!(logged.contains("nosuch"), "the error is in it: {logged}");
+        assert_eq!(
+            logged.matches("cannot sync the database file").count(),
+            1,
+            "{logged}"
+        );
+        assert_eq!(file.synced, 0, "no sync counted");
+        file.pass = "PRAGMA main.wal_checkpoint(PASSIVE)".into();
+        file.file = Some(std::fs::File::open(&path).unwrap());
+        let logged = logged_at(tracing::Level::INFO, || {
+            assert!(file.pass(&conn).is_some());
+            file.sync_copied(51);
+            assert!(file.pass(&conn).is_some());
+            file.sync_copied(52);
+        });
+        assert_eq!(
+            logged.matches("WAL checkpoints work again").count(),
+            1,
+            "{logged}"
+        );
+        assert_eq!(
+            logged.matches("the database file syncs again").count(),
+            1,
+            "{logged}"
+        );
+        assert!(logged.contains("failures=50"), "{logged}");
+        assert_eq!(file.synced, 52);
     }
 
     /// Commits that never pause, each waiting for its sync as the writer's
