@@ -10,6 +10,8 @@ mod click_stats;
 mod clicks;
 mod create_groups;
 mod credentials;
+#[cfg(test)]
+mod fold_tests;
 mod ids;
 mod import;
 mod links;
