@@ -369,10 +369,11 @@ python3 bench/clickcost.py OLD NEW [--pg]   # click cost, two daemon binaries ba
 python3 bench/missab.py OLD[,OLD.so] NEW[,NEW.so] [--rounds 2]   # make bench's miss and miss_no_clicks, daemons (and modules) in turn
 python3 bench/creates.py / bulk.py / pgbulk.py   # creates, import + batch (SQLite, PostgreSQL), old vs new binary
 python3 bench/callgrind_bulk.py OLD NEW        # daemon instructions per imported row and per batch link
-python3 bench/pgstatements.py --bin N=PATH ... [--scenario import|batch]   # PostgreSQL's server time per statement (pg_stat_statements)
+python3 bench/pgstatements.py --bin N=PATH ... [--scenario import|batch|clicks|miss|creates] [--seconds 30]   # PostgreSQL's server time per statement (pg_stat_statements)
 python3 bench/walgrowth.py [--seconds 12]      # SQLite's file sizes every 2 s under creates that never pause
 python3 bench/restarts.py --daemon N=PATH ...   # create_c16 over 1M imported links: p99 and how long WAL restarts hold writes
-cargo run --release --example sqlite_floor     # SQLite alone on import-shaped rows: the single writer's floor
+cargo run --release --example sqlite_floor [ROWS RUNS CHUNK SHAPE]   # SQLite alone on import-shaped rows: the single writer's floor (CHUNK 6: grouped single creates)
+python3 bench/fsyncrate.py [--pages N] [--datasync]   # CPU and wall time of one durable write on this disk
 ```
 
 ## What limits each figure

@@ -8,7 +8,7 @@ less between identical runs than wall-clock rates on a noisy machine.
 
     python3 bench/pgstatements.py --bin old=/tmp/shortlinkd-old --bin new=target/release/shortlinkd
     python3 bench/pgstatements.py --bin new=target/release/shortlinkd --scenario batch --items 200000
-    python3 bench/pgstatements.py --bin new=build/bin/shortlinkd --scenario clicks --items 100000
+    python3 bench/pgstatements.py --bin new=build/bin/shortlinkd --scenario clicks --items 100000 [--seconds 30]
 
 `miss` is `make bench`'s `pg_miss_no_clicks`: `--items` imported links,
 an 8 MiB zone, wrk on uniform random codes with clicks off, so the
@@ -101,13 +101,15 @@ def with_statements(cluster):
         cluster.postmaster = int(f.readline())
 
 
-def one_run(binary, out, cluster, stmts, scenario, items, csv_path):
+def one_run(binary, out, cluster, stmts, scenario, items, csv_path, seconds):
     harness.DAEMON = binary
     stmts.fresh()
     stack = Stack(os.path.join(out, "stack"), smoke=False, database=cluster.database)
     if scenario in ("clicks", "miss", "creates"):
         try:
-            run = {"clicks": clicks_run, "miss": miss_run, "creates": creates_run}[scenario]
+            if scenario == "clicks":
+                return clicks_run(out, cluster, stmts, stack, items, seconds)
+            run = {"miss": miss_run, "creates": creates_run}[scenario]
             return run(out, cluster, stmts, stack, items)
         finally:
             stack.close()
@@ -166,9 +168,11 @@ def creates_run(out, cluster, stmts, stack, items):
     return loaded(cluster, stmts, stack, url, 16, script, env)
 
 
-def clicks_run(out, cluster, stmts, node1, items):
+def clicks_run(out, cluster, stmts, node1, items, seconds):
     """`pg_clicks_2nodes` on a fresh schema: the statements of the ingest
-    only (the batch creates are reset away)."""
+    only (the batch creates are reset away), `seconds` per wrk window:
+    each window's clicks are folded when it ends, so 30 s (the fold's own
+    interval) folds as much at once as a node under that load does."""
     hot = node1.create_batch(items, offset=50_000_000)
     codes = os.path.join(out, "hot.txt")
     harness.write_codes(codes, hot)
@@ -178,7 +182,7 @@ def clicks_run(out, cluster, stmts, node1, items):
         node2.start_nginx("64m")
         stmts.sql("SELECT pg_stat_statements_reset()")
         stmts.sql("SELECT pg_stat_reset()")
-        runs = pg.click_ingest([node1, node2], cluster, codes, 10, 2, 64)
+        runs = pg.click_ingest([node1, node2], cluster, codes, seconds, 2, 64)
     finally:
         node2.close()
     hot_upd = stmts.hot_updates()
@@ -195,6 +199,7 @@ def main():
     ap.add_argument("--scenario", choices=["import", "batch", "clicks", "miss", "creates"], default="import")
     ap.add_argument("--items", type=int, default=1_000_000, help="CSV rows, or links in batch calls of 10,000")
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--seconds", type=int, default=10, help="each wrk window of `clicks` (make bench: 10)")
     args = ap.parse_args()
     bins = [(n, os.path.abspath(p)) for n, p in (b.split("=", 1) for b in args.bin)]
     out = os.path.join(HERE, "out", "pgstatements")
@@ -208,7 +213,7 @@ def main():
         stmts = Statements(cluster)
         for i in range(args.runs):
             for name, binary in bins:
-                r = one_run(binary, out, cluster, stmts, args.scenario, args.items, csv_path)
+                r = one_run(binary, out, cluster, stmts, args.scenario, args.items, csv_path, args.seconds)
                 print(f"run {i + 1} {name}: {args.scenario} {r['items_per_s']:,}/s, statements "
                       f"{r['exec_ms']:,} ms executing, {r['plan_ms']:,} ms planning", flush=True)
                 if "cpu_us_per_req" in r and "hot_updates" not in r:
