@@ -121,10 +121,13 @@ async fn renew(
 const FOLD_CHUNK: i64 = 100;
 
 /// A fold's transaction reads log rows until their sum holds this many
-/// distinct `clicks` rows (or the log ends), then adds them to the tables
-/// once and commits, and the fold goes on in another: each link's totals
-/// and rows are written once per transaction, however many batches name
-/// it, while the memory and the statements stay bounded. (One transaction
+/// distinct `clicks` rows (at most one read of [`FOLD_CHUNK`] rows past
+/// it) or the log ends, then adds them to the tables once and commits,
+/// and the fold goes on in another: each link's totals and rows are
+/// written once per transaction, however many batches name it, while the
+/// memory and the statements stay bounded. The log rows stay locked until
+/// it commits, so a read on another node that folds first waits for the
+/// whole transaction (as it waited for one of 100 rows before). (One transaction
 /// per [`FOLD_CHUNK`] rows wrote a link clicked uniformly once per 100
 /// batches: five to seven times per fold at 40,000 clicks/s.)
 const FOLD_TX_ROWS: u64 = 200_000;
