@@ -125,10 +125,15 @@ const FOLD_CHUNK: i64 = 100;
 /// it) or the log ends, then adds them to the tables once and commits,
 /// and the fold goes on in another: each link's totals and rows are
 /// written once per transaction, however many batches name it, while the
-/// memory and the statements stay bounded. The log rows stay locked until
-/// it commits, so a read on another node that folds first waits for the
-/// whole transaction (as it waited for one of 100 rows before). (One transaction
-/// per [`FOLD_CHUNK`] rows wrote a link clicked uniformly once per 100
+/// memory and the statements stay bounded. The bound is also how long the
+/// transaction runs: the log rows stay locked until it commits, so a read
+/// on another node that folds first waits for all of it (as it waited for
+/// one of 100 rows before), and its xid holds back the change log's
+/// horizon meanwhile (`pg::changes`: edge changes made after it start
+/// reach the edges once it ends), as every fold transaction's did. One
+/// read past the bound is at most [`FOLD_CHUNK`] batches of at most
+/// `ipc::MAX_FRAME` bytes each, the most a fold held at once before.
+/// (One transaction per [`FOLD_CHUNK`] rows wrote a link clicked uniformly once per 100
 /// batches: five to seven times per fold at 40,000 clicks/s.)
 const FOLD_TX_ROWS: u64 = 200_000;
 
