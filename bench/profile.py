@@ -11,6 +11,8 @@ cite (issue 14: a target not met gets a profile naming its cost).
 Scenarios, each on a fresh stack:
   hot     100,000 links in the zone, wrk with clicks counted; the window
           runs on until every click is folded (the deferred fold included)
+  hot_nc  the same links through `shortlink_clicks off` (not in the
+          default list): set against `hot`, what counting adds
   create  single POST /api/v1/links through nginx, 16 connections
   import  `shortlinkd import` of a 1,000,000-row CSV (--rows)
   batch   POST /api/v1/links/batch, 100,000 links in calls of 10,000
@@ -181,7 +183,7 @@ def run(name, args, db):
             def work():
                 r = wrk(url, args.seconds, 64, script, env)
                 return f"{r['requests']:,} requests at {r['rps']:,.0f}/s"
-        elif name == "hot":
+        elif name in ("hot", "hot_nc"):
             hot = stack.create_batch(100_000)
             codes = os.path.join(out, "hot.txt")
             write_codes(codes, hot)
@@ -193,8 +195,15 @@ def run(name, args, db):
             warmed = warm_zone(stack, url, 64, script, codes)
             assert fold_wait(count, warmed), "warm-up clicks not folded"
             before = count()
+            if name == "hot_nc":
+                codes_nc = os.path.join(out, "hot-nc.txt")
+                write_codes(codes_nc, ["nc/" + c for c in hot])
+                env = dict(os.environ, CODES=codes_nc)
 
             def work():
+                if name == "hot_nc":
+                    r = wrk(url, args.seconds, 64, script, env)
+                    return f"{r['requests']:,} requests at {r['rps']:,.0f}/s, no clicks counted"
                 r = wrk(url, args.seconds, 64, script, env)
                 if not fold_wait(count, before + r["requests"]):
                     raise RuntimeError(f"clicks not folded: {count() - before:,.0f} of {r['requests']:,} "

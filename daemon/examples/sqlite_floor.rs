@@ -29,8 +29,11 @@
 //! "probe + insert"`): what one durable commit costs, shared by the creates
 //! in it.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{arg, thread_cpu};
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 use shortlinkd::store::links::{self, Link};
@@ -55,13 +58,6 @@ impl Shape {
             Shape::SortedInsert => "insert, dedupe key order",
             Shape::InsertNoDedupeIndex => "insert, no dedupe index",
         }
-    }
-}
-
-fn arg(n: usize, name: &str, default: usize) -> Result<usize, String> {
-    match std::env::args().nth(n) {
-        Some(a) => a.parse().map_err(|e| format!("{name} {a:?}: {e}")),
-        None => Ok(default),
     }
 }
 
@@ -120,18 +116,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 struct Spent {
     cpu: Duration,
     wall: Duration,
-}
-
-/// CPU time of the calling thread.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the call to fill in.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Writes `rows` rows; returns the time spent inside the transactions.

@@ -137,6 +137,19 @@ fn prompt_links(
     Ok(out)
 }
 
+/// A fold's write of a link's totals: its clicks and bot clicks (`?1` the
+/// link, `?2` and `?3` the deltas); no row changed means no such link.
+pub const ADD_TOTALS: &str =
+    "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1";
+
+/// A fold's write of one `clicks` row: link, hour, device, bot, referrer,
+/// country, then the count to add.
+pub const ADD_ROW: &str =
+    "INSERT INTO clicks (link_id, hour, device, bot, referrer, country, count) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+     ON CONFLICT (link_id, hour, device, bot, referrer, country) \
+     DO UPDATE SET count = count + excluded.count";
+
 /// Adds an aggregate to the tables: per link (in id order, neighbouring
 /// rows on neighbouring pages) one UPDATE of the totals (which tells
 /// whether the link exists), then one upsert per `clicks` row and per
@@ -151,15 +164,8 @@ fn apply_aggregate(conn: &Connection, agg: &Aggregate, prompt: &[u64]) -> StoreR
         "SELECT max_visits, clicks - bot_clicks, renew_ttl, expires_at, alias, disabled \
          FROM links WHERE id = ?1",
     )?;
-    let mut totals = conn.prepare_cached(
-        "UPDATE links SET clicks = clicks + ?2, bot_clicks = bot_clicks + ?3 WHERE id = ?1",
-    )?;
-    let mut upsert = conn.prepare_cached(
-        "INSERT INTO clicks (link_id, hour, device, bot, referrer, country, count) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-         ON CONFLICT (link_id, hour, device, bot, referrer, country) \
-         DO UPDATE SET count = count + excluded.count",
-    )?;
+    let mut totals = conn.prepare_cached(ADD_TOTALS)?;
+    let mut upsert = conn.prepare_cached(ADD_ROW)?;
     let mut upsert_variant = conn.prepare_cached(
         "INSERT INTO variant_clicks (link_id, hour, variant, count) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (link_id, hour, variant) DO UPDATE SET count = count + excluded.count",
