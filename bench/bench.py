@@ -363,7 +363,7 @@ figure. Each figure is the median of {doc['settings']['runs']} runs; ratios are 
 make bench              # builds release binaries, runs every scenario, writes this file
 make bench-smoke        # a few seconds of each scenario (part of make test)
 python3 bench/bench.py --stores-only   # import, creates, miss, clicks on SQLite and PostgreSQL only
-python3 bench/profile.py [--pg]        # perf profiles of hot, create, import, batch by area -> bench/profiles/
+python3 bench/profile.py [--pg] [--scenarios hot,hot_nc,...]   # perf profiles of hot, create, import, batch (also hot_nc, miss, miss_nc) by area -> bench/profiles/
 python3 bench/callgrind.py [--daemon]  # instructions per request: hot paths and a miss (--daemon: the daemon's too)
 python3 bench/clickcost.py OLD NEW [--pg]   # click cost, two daemon binaries back to back
 python3 bench/missab.py OLD[,OLD.so] NEW[,NEW.so] [--rounds 2]   # make bench's miss and miss_no_clicks, daemons (and modules) in turn
@@ -374,6 +374,7 @@ python3 bench/walgrowth.py [--seconds 12]      # SQLite's file sizes every 2 s u
 python3 bench/restarts.py --daemon N=PATH ...   # create_c16 over 1M imported links: p99 and how long WAL restarts hold writes
 cargo run --release --example sqlite_floor [ROWS RUNS CHUNK SHAPE]   # SQLite alone on import-shaped rows: the single writer's floor (CHUNK 6: grouped single creates)
 python3 bench/fsyncrate.py [--pages N] [--datasync]   # CPU and wall time of one durable write on this disk
+cargo run --release --example click_floor [LINKS CLICKS RUNS]   # SQLite alone on hot's clicks: log, aggregate and fold per click (the click cost's floor)
 ```
 
 ## What limits each figure
