@@ -89,9 +89,12 @@ pg-cluster:
 bench: deps build pg-cluster
 	python3 bench/bench.py
 
-## A few seconds of every benchmark scenario: keeps the harness from rotting.
+## A few seconds of every benchmark scenario, and the floor examples on a
+## few thousand rows: keeps the harness from rotting.
 bench-smoke: deps build pg-cluster
 	python3 bench/bench.py --smoke
+	cargo run --release -q --example sqlite_floor -- 2000 1 500
+	cargo run --release -q --example click_floor -- 2000 20000 1
 
 ## Start the product on 127.0.0.1:$(PORT) in the background; `make stop` stops it.
 demo: build

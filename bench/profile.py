@@ -201,10 +201,9 @@ def run(name, args, db):
                 env = dict(os.environ, CODES=codes_nc)
 
             def work():
-                if name == "hot_nc":
-                    r = wrk(url, args.seconds, 64, script, env)
-                    return f"{r['requests']:,} requests at {r['rps']:,.0f}/s, no clicks counted"
                 r = wrk(url, args.seconds, 64, script, env)
+                if name == "hot_nc":
+                    return f"{r['requests']:,} requests at {r['rps']:,.0f}/s, no clicks counted"
                 if not fold_wait(count, before + r["requests"]):
                     raise RuntimeError(f"clicks not folded: {count() - before:,.0f} of {r['requests']:,} "
                                        f"(non-3xx answers: {r.get('errors')})")

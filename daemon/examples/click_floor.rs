@@ -7,7 +7,7 @@
 //! writer's settings, and nothing else: no IPC, no nginx, no thread hop.
 //!
 //! `cargo run --release --example click_floor -- [LINKS] [CLICKS] [RUNS]`
-//! draws CLICKS clicks (550,000: a 10 s `hot` window on this machine)
+//! draws CLICKS clicks (550,000: a 10 s `hot` window at 55,000 req/s)
 //! uniformly over LINKS links (100,000, as `hot`), one click per row as a
 //! worker's page holds them, in batches of 6,144 rows (a sealed page), and
 //! prints the writing thread's CPU per click (medians of RUNS, each on a
@@ -25,21 +25,22 @@
 //!
 //! each with the checkpoint that copies its pages into the database file
 //! (the daemon's checkpointer does it on another thread), and the sum the
-//! scenario cannot go below: log, aggregate and the rows-only fold.
+//! scenario cannot go below: log, aggregate and the rows-only fold. It
+//! checks that each fold wrote every click, and fails when one did not.
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{arg, thread_cpu};
+use common::{arg, median, Spent};
 use rusqlite::{params, Connection};
 use sha2::{Digest, Sha256};
 use shortlink_core::country::UNKNOWN;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
-use shortlinkd::store::clicks::{self, Aggregate, ADD_ROW, ADD_TOTALS};
+use shortlinkd::store::clicks::{self, Aggregate, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
 use shortlinkd::store::links::{self, Link};
-use shortlinkd::store::StoreResult;
+use shortlinkd::store::{writer_connection, StoreResult};
 
 /// Rows of a worker's page when it is sealed (`clicks::page::MAX_USED` in
 /// the module).
@@ -49,6 +50,7 @@ const NOW: i64 = 1_790_000_000;
 const TARGET: &str =
     "https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id=";
 
+/// The fold shapes; each indexes [`Run::folds`] (`fold as usize`).
 #[derive(Clone, Copy, PartialEq)]
 enum Fold {
     AsDaemon,
@@ -68,31 +70,28 @@ impl Fold {
     }
 }
 
-/// CPU and wall time of one part of a run.
-#[derive(Clone, Copy, Default)]
-struct Spent {
-    cpu: Duration,
-    wall: Duration,
-}
-
-impl Spent {
-    fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
-        let (t, cpu) = (Instant::now(), thread_cpu());
-        let out = f();
-        self.wall += t.elapsed();
-        self.cpu += thread_cpu() - cpu;
-        out
-    }
-}
-
 /// One run's parts: log, its checkpoint, aggregate, then per fold shape
-/// the fold and its checkpoint.
+/// the fold and its checkpoint; and how many links a fold wrote.
 #[derive(Clone, Copy, Default)]
 struct Run {
     log: Spent,
     log_checkpoint: Spent,
     aggregate: Spent,
     folds: [(Spent, Spent); 3],
+    links_folded: usize,
+}
+
+impl Run {
+    /// The CPU time of log, aggregate and the fold `fold`, with their
+    /// checkpoints.
+    fn sum(&self, fold: Fold) -> Spent {
+        let (f, ckpt) = self.folds[fold as usize];
+        let parts = [self.log, self.log_checkpoint, self.aggregate, f, ckpt];
+        Spent {
+            cpu: parts.iter().map(|p| p.cpu).sum(),
+            wall: parts.iter().map(|p| p.wall).sum(),
+        }
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -106,82 +105,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for r in 0..runs {
         all.push(run(links, clicks, r)?);
     }
-    let median = |f: &dyn Fn(&Run) -> Duration| {
-        let mut v: Vec<f64> = all
-            .iter()
-            .map(|r| f(r).as_secs_f64() * 1e6 / clicks as f64)
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let folded = links as f64 * (1.0 - (-(clicks as f64) / links as f64).exp());
+    let per_click = |d: Duration| d.as_secs_f64() * 1e6 / clicks as f64;
     println!(
         "{:<28} {:>13} {:>14} {:>14}",
         "", "CPU µs/click", "wall µs/click", "CPU µs/link"
     );
-    let line = |name: &str, cpu: f64, wall: f64, per_link: bool| {
+    let show = |name: &str, part: &dyn Fn(&Run) -> Spent, per_link: bool| {
+        let cpu = median(all.iter().map(|r| per_click(part(r).cpu)).collect());
+        let wall = median(all.iter().map(|r| per_click(part(r).wall)).collect());
         let link = if per_link {
-            format!("{:>14.2}", cpu * clicks as f64 / folded)
+            let v = all
+                .iter()
+                .map(|r| part(r).cpu.as_secs_f64() * 1e6 / r.links_folded.max(1) as f64);
+            format!("{:>14.2}", median(v.collect()))
         } else {
             String::new()
         };
         println!("{name:<28} {cpu:>13.3} {wall:>14.3} {link}");
     };
-    line(
-        "log",
-        median(&|r| r.log.cpu),
-        median(&|r| r.log.wall),
-        false,
-    );
-    line(
-        "  its checkpoint",
-        median(&|r| r.log_checkpoint.cpu),
-        median(&|r| r.log_checkpoint.wall),
-        false,
-    );
-    line(
-        "aggregate",
-        median(&|r| r.aggregate.cpu),
-        median(&|r| r.aggregate.wall),
-        false,
-    );
-    for (i, fold) in FOLDS.iter().enumerate() {
-        line(
-            fold.name(),
-            median(&|r| r.folds[i].0.cpu),
-            median(&|r| r.folds[i].0.wall),
-            true,
-        );
-        line(
-            "  its checkpoint",
-            median(&|r| r.folds[i].1.cpu),
-            median(&|r| r.folds[i].1.wall),
-            true,
-        );
+    show("log", &|r| r.log, false);
+    show("  its checkpoint", &|r| r.log_checkpoint, false);
+    show("aggregate", &|r| r.aggregate, false);
+    for fold in FOLDS {
+        show(fold.name(), &|r| r.folds[fold as usize].0, true);
+        show("  its checkpoint", &|r| r.folds[fold as usize].1, true);
     }
-    let least = |r: &Run| {
-        r.log.cpu + r.log_checkpoint.cpu + r.aggregate.cpu + r.folds[2].0.cpu + r.folds[2].1.cpu
-    };
-    let daemon = |r: &Run| {
-        r.log.cpu + r.log_checkpoint.cpu + r.aggregate.cpu + r.folds[0].0.cpu + r.folds[0].1.cpu
-    };
-    line("sum, as the daemon", median(&daemon), f64::NAN, false);
-    line("sum, the least", median(&least), f64::NAN, false);
-    println!("({folded:.0} distinct links folded per window)");
+    show("sum, as the daemon", &|r| r.sum(Fold::AsDaemon), false);
+    show("sum, the least", &|r| r.sum(Fold::RowsOnly), false);
+    println!(
+        "({} distinct links folded per window)",
+        all.first().map_or(0, |r| r.links_folded)
+    );
     Ok(())
-}
-
-/// The writer's connection, as `store::threads::open_writer` makes it.
-fn writer(path: &std::path::Path) -> StoreResult<Connection> {
-    let c = Connection::open(path)?;
-    c.pragma_update(None, "journal_mode", "WAL")?;
-    c.pragma_update(None, "foreign_keys", "ON")?;
-    c.pragma_update(None, "synchronous", "FULL")?;
-    c.pragma_update(None, "mmap_size", 1i64 << 30)?;
-    c.pragma_update(None, "cache_size", -2 * 1024)?;
-    c.pragma_update(None, "wal_autocheckpoint", 0)?;
-    clicks::logdb::attach(&c, path, true)?;
-    Ok(c)
 }
 
 fn checkpoint(c: &Connection) -> StoreResult<()> {
@@ -267,7 +222,7 @@ fn run(links: usize, clicks: usize, r: usize) -> Result<Run, Box<dyn std::error:
     let path = dir.path().join("floor.db");
     // The daemon's own migrations make the schema.
     shortlinkd::store::SqliteStore::open(&path, 1, 16)?.close();
-    let c = writer(&path)?;
+    let c = writer_connection(&path)?;
     make_links(&c, links)?;
     let batches = batches(links, clicks, r as u64 + 1);
     let mut out = Run::default();
@@ -294,17 +249,19 @@ fn run(links: usize, clicks: usize, r: usize) -> Result<Run, Box<dyn std::error:
     // that its measured windows' folds then add to, an untimed fold first
     // inserts the rows the timed one updates.
     for k in 0..FOLDS.len() {
-        let i = (k + r) % FOLDS.len();
-        write_fold(&c, &agg, FOLDS[i], i as i64)?;
+        let fold = FOLDS[(k + r) % FOLDS.len()];
+        write_fold(&c, &agg, fold)?;
         checkpoint(&c)?;
-        let (fold, ckpt) = &mut out.folds[i];
-        fold.time(|| write_fold(&c, &agg, FOLDS[i], i as i64))?;
+        let (spent, ckpt) = &mut out.folds[fold as usize];
+        spent.time(|| write_fold(&c, &agg, fold))?;
         ckpt.time(|| checkpoint(&c))?;
+        check_fold(&c, fold, clicks)?;
     }
+    out.links_folded = agg.link_count();
     // The log rows the fold covered go with the next one.
     out.log.time(|| -> StoreResult<()> {
         let tx = c.unchecked_transaction()?;
-        tx.execute("DELETE FROM clicklog.click_log WHERE seq <= ?1", [last])?;
+        tx.execute(DELETE_FOLDED_LOG, [last])?;
         tx.commit()?;
         Ok(())
     })?;
@@ -312,8 +269,42 @@ fn run(links: usize, clicks: usize, r: usize) -> Result<Run, Box<dyn std::error:
     Ok(out)
 }
 
-/// One fold of `agg`, in one transaction, its rows `hour_offset` hours on.
-fn write_fold(c: &Connection, agg: &Aggregate, fold: Fold, hour_offset: i64) -> StoreResult<()> {
+/// The `clicks` rows of fold shape `fold` go this many hours after the
+/// window's own.
+fn hour_offset(fold: Fold) -> i64 {
+    fold as i64
+}
+
+/// Whether the two folds of shape `fold` wrote what they were given: each
+/// of the window's `clicks` twice in its hour's rows and, where the shape
+/// keeps them, in the totals (its own since the links were made).
+fn check_fold(c: &Connection, fold: Fold, clicks: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let hour = NOW / 3600 + hour_offset(fold);
+    let want = 2 * clicks as i64;
+    let rows: i64 = c.query_row(
+        "SELECT coalesce(sum(count), 0) FROM clicks WHERE hour = ?1",
+        [hour],
+        |r| r.get(0),
+    )?;
+    let totals: Option<i64> = match fold {
+        Fold::AsDaemon => Some(c.query_row("SELECT sum(clicks) FROM links", [], |r| r.get(0))?),
+        Fold::NarrowTotals => {
+            Some(c.query_row("SELECT sum(clicks) FROM link_totals", [], |r| r.get(0))?)
+        }
+        Fold::RowsOnly => None,
+    };
+    if rows != want || totals.is_some_and(|t| t != want) {
+        return Err(format!(
+            "{}: {rows} clicks in the hour's rows and {totals:?} in the totals, not {want}",
+            fold.name()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// One fold of `agg`, in one transaction.
+fn write_fold(c: &Connection, agg: &Aggregate, fold: Fold) -> StoreResult<()> {
     let tx = c.unchecked_transaction()?;
     {
         let mut totals = tx.prepare_cached(match fold {
@@ -336,7 +327,7 @@ fn write_fold(c: &Connection, agg: &Aggregate, fold: Fold, hour_offset: i64) -> 
             for (k, n) in rows {
                 row.execute(params![
                     id as i64,
-                    k.hour + hour_offset,
+                    k.hour + hour_offset(fold),
                     k.device as i64,
                     k.bot,
                     k.referrer,

@@ -31,9 +31,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{arg, thread_cpu};
+use common::{arg, median, Spent};
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 use shortlinkd::store::links::{self, Link};
@@ -94,12 +94,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for (shape, spent) in shapes.iter().zip(times) {
         let per_row = |f: fn(&Spent) -> Duration| {
-            let mut v: Vec<f64> = spent
-                .iter()
-                .map(|s| f(s).as_secs_f64() * 1e6 / rows as f64)
-                .collect();
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
+            median(
+                spent
+                    .iter()
+                    .map(|s| f(s).as_secs_f64() * 1e6 / rows as f64)
+                    .collect(),
+            )
         };
         let cpu = per_row(|s| s.cpu);
         let wall = per_row(|s| s.wall);
@@ -110,12 +110,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
-}
-
-#[derive(Clone, Copy, Default)]
-struct Spent {
-    cpu: Duration,
-    wall: Duration,
 }
 
 /// Writes `rows` rows; returns the time spent inside the transactions.
@@ -153,9 +147,8 @@ fn run(path: &std::path::Path, rows: usize, chunk: usize, shape: Shape) -> Store
                 w.0 = (next + k + 1) as u64;
             }
         }
-        let (t, cpu) = (Instant::now(), thread_cpu());
-        let tx = c.unchecked_transaction()?;
-        {
+        spent.time(|| -> StoreResult<()> {
+            let tx = c.unchecked_transaction()?;
             let mut ins = tx.prepare_cached(links::INSERT)?;
             let mut find = tx.prepare_cached(links::BY_DEDUPE_HASH)?;
             for (id, url, hash) in work {
@@ -173,10 +166,10 @@ fn run(path: &std::path::Path, rows: usize, chunk: usize, shape: Shape) -> Store
                 };
                 links::insert_with(&tx, &mut ins, &link, Some(&hash))?;
             }
-        }
-        tx.commit()?;
-        spent.wall += t.elapsed();
-        spent.cpu += thread_cpu() - cpu;
+            drop((ins, find));
+            tx.commit()?;
+            Ok(())
+        })?;
         // Every 100 commits or 20,000 rows: the daemon's checkpointer keeps
         // the log short (its writes land on pages the file already has),
         // without truncating it under every commit.

@@ -1,6 +1,7 @@
-//! What the floor examples share: their arguments and the clock they read.
+//! What the floor examples share: their arguments, the clock they read and
+//! how they sum it up.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Positional argument `n` as a number, `default` when absent.
 pub fn arg(n: usize, name: &str, default: usize) -> Result<usize, String> {
@@ -10,8 +11,33 @@ pub fn arg(n: usize, name: &str, default: usize) -> Result<usize, String> {
     }
 }
 
+/// CPU and wall time spent in one part of a run.
+#[derive(Clone, Copy, Default)]
+pub struct Spent {
+    pub cpu: Duration,
+    pub wall: Duration,
+}
+
+impl Spent {
+    /// Runs `f`, adding the calling thread's CPU time and the wall time it
+    /// took.
+    pub fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let (t, cpu) = (Instant::now(), thread_cpu());
+        let out = f();
+        self.wall += t.elapsed();
+        self.cpu += thread_cpu() - cpu;
+        out
+    }
+}
+
+/// The median of `v` (the upper one of an even count); 0 when empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
 /// CPU time of the calling thread.
-pub fn thread_cpu() -> Duration {
+fn thread_cpu() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -132,6 +132,15 @@ pub(crate) fn migrations_to(version: usize) -> Migrations<'static> {
     )
 }
 
+/// The writer's connection to the database at `path` as the store opens
+/// it (WAL, `synchronous=FULL`, its cache and checkpoint settings, the
+/// click log attached), with no app secrets: for tools that measure the
+/// writer's work alone (`examples/click_floor.rs`). The schema must be
+/// migrated already ([`SqliteStore::open`] does it).
+pub fn writer_connection(path: &Path) -> StoreResult<Connection> {
+    threads::open_writer(path, &None)
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, brings the schema
     /// up to date and starts the writer and `readers` reader threads.

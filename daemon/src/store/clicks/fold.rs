@@ -38,7 +38,7 @@ pub fn fold_job(conn: &Connection, pending: &PendingClicks) -> StoreResult<FoldO
     // Only log rows a committed fold covered: this fold's own rows (up to
     // its `through`) go with the next fold, once `folded_through` says
     // they are in the tables; recovery skips them meanwhile.
-    conn.prepare_cached("DELETE FROM clicklog.click_log WHERE seq <= ?1")?
+    conn.prepare_cached(DELETE_FOLDED_LOG)?
         .execute([folded_through(conn)?])?;
     let generation = fold_generation(conn)? + 1;
     let (agg, through) = {
@@ -136,6 +136,10 @@ fn prompt_links(
     }
     Ok(out)
 }
+
+/// A fold's delete of the log rows a committed fold covered (`?1` the
+/// highest seq it covered).
+pub const DELETE_FOLDED_LOG: &str = "DELETE FROM clicklog.click_log WHERE seq <= ?1";
 
 /// A fold's write of a link's totals: its clicks and bot clicks (`?1` the
 /// link, `?2` and `?3` the deltas); no row changed means no such link.

@@ -27,7 +27,7 @@ mod range;
 mod site;
 
 pub use aggregate::{Aggregate, LinkAgg, RowKey};
-pub use fold::{fold_job, fold_prompt_job, FoldOutcome, ADD_ROW, ADD_TOTALS};
+pub use fold::{fold_job, fold_prompt_job, FoldOutcome, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
 pub use log::{append_batches, log_len, prune_batches, recover};
 pub use pending::{with_overlay, ClickOverlay, PendingClicks};
 pub use range::{range_stats, RangeStats, RangeTally};
