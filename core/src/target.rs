@@ -204,7 +204,9 @@ impl TargetPolicy {
 /// A host in the one form every comparison uses: what the URL parser makes
 /// of it (lower case, IDN in punycode, percent-escapes decoded, IPv4 in
 /// dotted decimal, IPv6 in brackets), without the trailing dot of a fully
-/// qualified name, without port or user info.
+/// qualified name, without port or user info. An IPv4-mapped IPv6 address
+/// (`[::ffff:127.0.0.1]`) is the IPv4 address it carries: both reach the
+/// same host, so a list of one must catch the other.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NormalHost {
     /// The normal form.
@@ -256,7 +258,7 @@ impl NormalHost {
     }
 
     fn address(ip: std::net::IpAddr) -> NormalHost {
-        let name = match ip {
+        let name = match ip.to_canonical() {
             std::net::IpAddr::V4(a) => a.to_string(),
             std::net::IpAddr::V6(a) => format!("[{a}]"),
         };
@@ -267,8 +269,9 @@ impl NormalHost {
     }
 
     /// Normalises a host as an operator or a header gives it: a name or an
-    /// address, optionally with a port, a trailing dot, or a leading `*.` or
-    /// `.` (all mean "this domain and its subdomains").
+    /// address (an IPv6 one with or without brackets), optionally with a
+    /// port, a trailing dot, or a leading `*.` or `.` (all mean "this
+    /// domain and its subdomains").
     pub fn parse(text: &str) -> Result<NormalHost, TargetError> {
         let bad = |reason: &str| TargetError::BadHostEntry {
             entry: text.to_string(),
@@ -281,6 +284,10 @@ impl NormalHost {
             .unwrap_or(trimmed);
         if bare.is_empty() {
             return Err(bad("it is empty"));
+        }
+        // A bare IPv6 address (`::1`) cannot be the authority of a URL.
+        if let Ok(ip) = bare.parse::<std::net::Ipv6Addr>() {
+            return Ok(NormalHost::address(ip.into()));
         }
         if bare.contains('*') {
             return Err(bad("\"*\" may only open the entry, as \"*.\""));
@@ -534,6 +541,47 @@ mod tests {
             allow.validate("https://example.com.evil.org/"),
             Err(TargetError::HostNotAllowed(_))
         ));
+    }
+
+    /// One normal form for IP literals: a mapped IPv4 address is the IPv4
+    /// address, an IPv6 entry matches with or without brackets.
+    #[test]
+    fn address_entries_match_every_form_of_the_address() {
+        let policy = TargetRules {
+            block_hosts: vec!["127.0.0.1".into(), "::1".into(), "[::2]".into()],
+            ..TargetRules::default()
+        }
+        .compile()
+        .unwrap();
+        for raw in [
+            "http://127.0.0.1/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[::ffff:7f00:1]:8080/x",
+            "http://[0:0:0:0:0:ffff:127.0.0.1]/",
+            "http://[::1]/",
+            "http://[0::1]:81/",
+            "http://[::2]/",
+        ] {
+            assert!(
+                matches!(policy.validate(raw), Err(TargetError::HostBlocked(_))),
+                "{raw} passed the block list: {:?}",
+                policy.validate(raw)
+            );
+            assert!(policy.refuses_host(raw), "{raw}");
+        }
+        for raw in [
+            "http://[::3]/",
+            "http://[::ffff:127.0.0.2]/",
+            "http://[64:ff9b::1]/",
+        ] {
+            assert!(policy.validate(raw).is_ok(), "{raw}");
+        }
+        assert_eq!(
+            NormalHost::parse("[::ffff:10.0.0.1]").unwrap().name,
+            "10.0.0.1"
+        );
+        assert_eq!(NormalHost::parse("::1").unwrap().name, "[::1]");
+        assert!(!NormalHost::parse("::1").unwrap().is_domain);
     }
 
     #[test]

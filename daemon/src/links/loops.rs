@@ -28,9 +28,9 @@ pub struct ServedBases {
 
 #[derive(Debug, Default)]
 struct Bases {
-    /// By host in normal form: each host's path prefixes (`""` for a base
-    /// at the root).
-    by_host: HashMap<String, Vec<String>>,
+    /// By server (host in normal form and port): each one's path prefixes
+    /// (`""` for a base at the root).
+    by_host: HashMap<Server, Vec<String>>,
     /// Header values already looked at, so a request with a known base
     /// costs one hash probe, not a URL parse.
     seen: HashSet<String>,
@@ -49,8 +49,8 @@ impl ServedBases {
     /// The configured base (already checked by the configuration).
     pub fn new(configured: &str) -> Self {
         let served = Self::default();
-        if let Some((host, prefix)) = split_base(configured) {
-            served.write().by_host.insert(host, vec![prefix]);
+        if let Some((server, prefix)) = split_base(configured) {
+            served.write().by_host.insert(server, vec![prefix]);
         }
         served
     }
@@ -76,10 +76,10 @@ impl ServedBases {
             return;
         }
         bases.seen.insert(base.to_string());
-        let Some((host, prefix)) = parsed else {
+        let Some((server, prefix)) = parsed else {
             return;
         };
-        let prefixes = bases.by_host.entry(host).or_default();
+        let prefixes = bases.by_host.entry(server).or_default();
         if !prefixes.contains(&prefix) {
             tracing::info!(base, "serving short URLs under a new base");
             prefixes.push(prefix);
@@ -87,8 +87,9 @@ impl ServedBases {
     }
 
     /// The code or alias a target leads to when it is a short URL of a
-    /// served base: the one path segment after the base's path,
-    /// percent-decoded (nginx decodes the URI before taking the code).
+    /// served base (its host, and its port, see [`Server`]): the one path
+    /// segment after the base's path, percent-decoded (nginx decodes the
+    /// URI before taking the code).
     pub fn code_of(&self, target: &str) -> Option<String> {
         let url = url::Url::parse(target).ok()?;
         let host = NormalHost::of_url(&url)?;
@@ -99,7 +100,7 @@ impl ServedBases {
     /// in normal form.
     fn code_at(&self, url: &url::Url, host: &NormalHost) -> Option<String> {
         let bases = self.read();
-        let prefixes = bases.by_host.get(&host.name)?;
+        let prefixes = bases.by_host.get(&Server::of(url, host))?;
         let path = url.path();
         prefixes.iter().find_map(|prefix| {
             let rest = path.strip_prefix(prefix.as_str())?.strip_prefix('/')?;
@@ -121,12 +122,39 @@ impl ServedBases {
     }
 }
 
-/// A base as host (normal form) and path prefix without a trailing slash.
-fn split_base(base: &str) -> Option<(String, String)> {
+/// Where a short URL is served: a host in normal form (an IPv4-mapped
+/// address is its IPv4 one) and a port. The web's two default ports are
+/// one: a site answers on both and sends one to the other, so
+/// `http://s.example/c` leads to `https://s.example/c`. Any other port is
+/// another server (`127.0.0.1:9000` is not the short links on `:8080`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Server {
+    host: String,
+    /// `None` for 80 and 443.
+    port: Option<u16>,
+}
+
+impl Server {
+    fn of(url: &url::Url, host: &NormalHost) -> Self {
+        let port = url
+            .port_or_known_default()
+            .filter(|p| ![80, 443].contains(p));
+        Self {
+            host: host.name.clone(),
+            port,
+        }
+    }
+}
+
+/// A base as its server and path prefix without a trailing slash.
+fn split_base(base: &str) -> Option<(Server, String)> {
     let base = crate::base_url::parse_base(base).ok()?;
     let url = url::Url::parse(&base).ok()?;
     let host = NormalHost::of_url(&url)?;
-    Some((host.name, url.path().trim_end_matches('/').to_string()))
+    Some((
+        Server::of(&url, &host),
+        url.path().trim_end_matches('/').to_string(),
+    ))
 }
 
 /// `%XX` escapes decoded; `None` when the result is not UTF-8 or an escape
@@ -240,10 +268,9 @@ mod tests {
         served.remember("https://go.example.net/to/");
         let code = |u: &str| served.code_of(u);
         assert_eq!(code("https://s.example/aZ3k"), Some("aZ3k".into()));
-        assert_eq!(
-            code("http://S.EXAMPLE.:8443//aZ3k?x=1#f"),
-            Some("aZ3k".into())
-        );
+        assert_eq!(code("http://S.EXAMPLE.//aZ3k?x=1#f"), Some("aZ3k".into()));
+        assert_eq!(code("http://s.example:443/aZ3k"), Some("aZ3k".into()));
+        assert_eq!(code("https://s.example:8443/aZ3k"), None, "another server");
         assert_eq!(code("https://s.example/%61Z3k"), Some("aZ3k".into()));
         assert_eq!(
             code("https://go.example.net/to/my-alias"),
@@ -255,6 +282,28 @@ mod tests {
         assert_eq!(code("https://www.s.example/aZ3k"), None);
         assert_eq!(code("https://s.example/%ff"), None);
         assert_eq!(code("https://s.example/%6"), None);
+    }
+
+    /// A base on a port of its own is matched on that port only, and in
+    /// every form of its address.
+    #[test]
+    fn ports_and_address_forms_of_a_base() {
+        let served = ServedBases::new("http://127.0.0.1:8080/");
+        served.remember("http://[::1]:8081");
+        let code = |u: &str| served.code_of(u);
+        assert_eq!(code("http://127.0.0.1:8080/aZ3k"), Some("aZ3k".into()));
+        assert_eq!(
+            code("http://[::ffff:127.0.0.1]:8080/aZ3k"),
+            Some("aZ3k".into())
+        );
+        assert_eq!(
+            code("https://[::ffff:7f00:1]:8080/aZ3k"),
+            Some("aZ3k".into())
+        );
+        assert_eq!(code("http://127.0.0.1:9000/aZ3k"), None);
+        assert_eq!(code("http://127.0.0.1/aZ3k"), None);
+        assert_eq!(code("http://[0::1]:8081/aZ3k"), Some("aZ3k".into()));
+        assert_eq!(code("http://[::1]:8080/aZ3k"), None);
     }
 
     #[test]

@@ -71,10 +71,12 @@ fn matcher(target: &Target) -> Result<(&'static str, String, Matcher), TakedownE
             let host =
                 NormalHost::parse(text).map_err(|e| TakedownError::BadHost(e.to_string()))?;
             let name = host.name.clone();
+            // A name is in the stored URL as it is (the URL parser wrote
+            // both), an address may not be: `[::ffff:a00:1]` for 10.0.0.1.
+            let contains = host.is_domain.then(|| name.clone());
             let mut set = HostSet::default();
             set.insert(host);
             let test = Arc::new(move |url: &str| set.matches_url(url));
-            let contains = Some(name.clone());
             Ok(("host", name, Matcher::Urls { contains, test }))
         }
         Target::Creator(who) => {
@@ -222,6 +224,25 @@ mod tests {
         let (_, selector, m) = matcher(&Target::Host("*.Evil.com".into())).unwrap();
         assert_eq!(selector, "evil.com");
         assert!(matches!(m, Matcher::Urls { contains: Some(c), .. } if c == "evil.com"));
+    }
+
+    /// An address is matched in every form the URL can carry it, with no
+    /// text prefilter that its mapped form would slip past.
+    #[test]
+    fn an_address_covers_its_mapped_form() {
+        let (_, selector, m) = matcher(&Target::Host("127.0.0.1".into())).unwrap();
+        assert_eq!(selector, "127.0.0.1");
+        assert!(matches!(&m, Matcher::Urls { contains: None, .. }), "{m:?}");
+        let t = test_of(&Target::Host("127.0.0.1".into()));
+        assert!(t("http://127.0.0.1/"));
+        assert!(t("http://[::ffff:127.0.0.1]/"));
+        assert!(t("http://[::ffff:7f00:1]:8080/x"));
+        assert!(!t("http://127.0.0.2/"));
+        for entry in ["::1", "[::1]", "0:0::1"] {
+            let t = test_of(&Target::Host(entry.into()));
+            assert!(t("http://[::1]/"), "{entry}");
+            assert!(!t("http://[::2]/"), "{entry}");
+        }
     }
 
     #[test]
