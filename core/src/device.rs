@@ -166,6 +166,12 @@ const MOBILE_MARKERS: &[&str] = &[
     "silk/",
 ];
 const DESKTOP_MARKERS: &[&str] = &["windows", "macintosh", "x11", "cros"];
+/// Apps that fetch a pasted link with their own HTTP stack, naming only
+/// themselves first (`Viber/20.9.0.8 CFNetwork/1410.0.3 Darwin/22.6.0`):
+/// a preview, not a person. Matched at the start only, any case, so the
+/// app's in-app browser (a browser's `Mozilla/5.0 …` with the app's name
+/// further on) still counts its visitors.
+const APP_FETCH_PREFIXES: &[&[u8]] = &[b"viber/"];
 
 /// Only this much of a `User-Agent` is looked at.
 const UA_PREFIX: usize = 512;
@@ -215,11 +221,12 @@ static MARKERS: LazyLock<Markers> = LazyLock::new(|| {
 });
 
 /// Device class and bot flag of a `User-Agent` value (`None`: no header).
-/// Case-insensitive; looks at the first 512 bytes; no allocation.
+/// Case-insensitive; looks at the first 512 bytes; no allocation. No
+/// header, or an empty one, is a program: every browser sends one.
 pub fn classify(user_agent: Option<&[u8]>) -> (DeviceClass, bool) {
     let ua = match user_agent {
         Some(ua) if !ua.is_empty() => &ua[..ua.len().min(UA_PREFIX)],
-        _ => return (DeviceClass::Other, false),
+        _ => return (DeviceClass::Other, true),
     };
     let m = &*MARKERS;
     let mut seen = 0u8;
@@ -240,7 +247,10 @@ pub fn classify(user_agent: Option<&[u8]>) -> (DeviceClass, bool) {
     } else {
         DeviceClass::Other
     };
-    (class, has(Kind::Bot))
+    let app_fetch = APP_FETCH_PREFIXES
+        .iter()
+        .any(|p| ua.len() >= p.len() && ua[..p.len()].eq_ignore_ascii_case(p));
+    (class, has(Kind::Bot) || app_fetch)
 }
 
 /// The host part of a `Referer` value, without port or user info; `None`
@@ -326,6 +336,10 @@ mod tests {
         ("Mozilla/5.0 (compatible; Embedly/0.2; +http://support.embed.ly/)", DeviceClass::Other, true),
         ("Pinterest/0.2 (+https://www.pinterest.com/bot.html)", DeviceClass::Other, true),
         ("Mozilla/5.0 (compatible; vkShare; +http://vk.com/dev/Share)", DeviceClass::Other, true),
+        ("Viber/20.9.0.8 CFNetwork/1410.0.3 Darwin/22.6.0", DeviceClass::Other, true),
+        ("viber/13.5.0.1 (Android 12)", DeviceClass::Android, true),
+        // an app's in-app browser: a person
+        ("Mozilla/5.0 (Linux; Android 12; SM-A525F Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/119.0.6045.163 Mobile Safari/537.36 Viber/21.4.0.4", DeviceClass::Android, false),
         // crawlers
         ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", DeviceClass::Other, true),
         ("Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.71 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", DeviceClass::Android, true),
@@ -361,8 +375,8 @@ mod tests {
         for (ua, class, bot) in AGENTS {
             assert_eq!(classify(Some(ua.as_bytes())), (*class, *bot), "{ua}");
         }
-        assert_eq!(classify(None), (DeviceClass::Other, false));
-        assert_eq!(classify(Some(b"")), (DeviceClass::Other, false));
+        assert_eq!(classify(None), (DeviceClass::Other, true), "no header");
+        assert_eq!(classify(Some(b"")), (DeviceClass::Other, true), "empty");
         assert_eq!(
             classify(Some(b"SomethingNew/1.0")),
             (DeviceClass::Other, false)

@@ -541,6 +541,10 @@ fn tcp_sockets_on(port: u16) -> String {
     }
 }
 
+/// The `User-Agent` every request sends unless the test gives its own: a
+/// person's, of no device class in particular ("other").
+pub const BROWSER_UA: &str = "Mozilla/5.0 (shortlink e2e)";
+
 /// Writes one request on `s` (`Connection: close`).
 fn write_request(
     mut s: TcpStream,
@@ -557,6 +561,13 @@ fn write_request(
     req.extend_from_slice(b" HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         req.extend_from_slice(b"Host: localhost\r\n");
+    }
+    // A browser's, as people's clicks carry (none at all is a bot's).
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("user-agent"))
+    {
+        req.extend_from_slice(format!("User-Agent: {BROWSER_UA}\r\n").as_bytes());
     }
     for (n, v) in headers {
         req.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());

@@ -57,9 +57,9 @@ impl RequestCtx {
 
 impl Visitor {
     fn of(r: &Request) -> Self {
-        let (device, bot) = r.user_agent().map_or((DeviceClass::Other, false), |ua| {
-            classify_cached(ua.as_bytes())
-        });
+        let (device, bot) = r
+            .user_agent()
+            .map_or_else(|| classify(None), |ua| classify_cached(ua.as_bytes()));
         let h = r.as_ref().headers_in.referer;
         // SAFETY: headers_in.referer is null or a parsed header of this request.
         let referer = unsafe { h.as_ref() }.map_or_else(ngx_str_t::default, |h| h.value);
