@@ -7,12 +7,6 @@ use serde_json::json;
 use shortlinkd::auth::{sign, signing_string};
 use shortlinkd::store::unix_now;
 
-async fn key_with(d: &Daemon, scopes: &str) -> String {
-    let out = d.cli(&["key", "create", "--name", scopes, "--scopes", scopes]);
-    assert!(out.status.success());
-    stdout(&out).trim().to_string()
-}
-
 #[tokio::test]
 async fn api_keys_and_scopes() {
     let d = Daemon::start().await;
@@ -39,7 +33,7 @@ async fn api_keys_and_scopes() {
         post(vec![("x-api-key", forged)]).await,
         (401, "invalid_api_key".into())
     );
-    let reader = key_with(&d, "links:read").await;
+    let reader = d.key_with("links:read").await;
     assert_eq!(
         post(vec![("x-api-key", reader.clone())]).await,
         (403, "insufficient_scope".into())
@@ -49,7 +43,7 @@ async fn api_keys_and_scopes() {
         .await;
     assert_eq!(s, 200);
     // stats:read cannot read keys or links.
-    let stats = key_with(&d, "stats:read").await;
+    let stats = d.key_with("stats:read").await;
     let (s, _, v) = d
         .req_with("GET", "/api/v1/keys", &[("x-api-key", &stats)], None)
         .await;
@@ -62,7 +56,7 @@ async fn api_keys_and_scopes() {
         .await;
     assert_eq!(s, 403);
 
-    let writer = key_with(&d, "links:write").await;
+    let writer = d.key_with("links:write").await;
     assert_eq!(post(vec![("x-api-key", writer.clone())]).await.0, 201);
     // Revoking through the CLI (via the running daemon) takes effect at once,
     // even though the key was just verified and cached.
@@ -82,10 +76,23 @@ async fn api_keys_and_scopes() {
     // Health needs nothing; metrics needs a key.
     let (s, _, _) = d.req_with("GET", "/api/v1/health", &[], None).await;
     assert_eq!(s, 200);
-    let (s, _, _) = d.req_with("GET", "/metrics", &[], None).await;
+    let (s, headers, _) = d.req_with("GET", "/metrics", &[], None).await;
     assert_eq!(s, 401);
-    let (s, _, _) = d.req_with("GET", "/api/v1/openapi.json", &[], None).await;
+    assert_eq!(
+        headers.get("www-authenticate").map(|v| v.to_str().unwrap()),
+        Some("Bearer realm=\"shortlink\""),
+        "a 401 names its scheme"
+    );
+    let (s, headers, _) = d
+        .req_with("GET", "/api/v1/links", &[("x-api-key", "slk_wrong")], None)
+        .await;
     assert_eq!(s, 401);
+    assert!(headers.contains_key("www-authenticate"));
+    // The contract is public: a client is written from it before it has
+    // a key.
+    let (s, _, doc) = d.req_with("GET", "/api/v1/openapi.json", &[], None).await;
+    assert_eq!(s, 200, "{doc}");
+    assert!(doc["paths"]["/api/v1/links"].is_object(), "{doc}");
 }
 
 /// `Authorization: Bearer <key>` is the same key as `X-Api-Key`, on the API
@@ -94,7 +101,7 @@ async fn api_keys_and_scopes() {
 #[tokio::test]
 async fn a_key_works_as_a_bearer_token() {
     let d = Daemon::start().await;
-    let stats = key_with(&d, "stats:read").await;
+    let stats = d.key_with("stats:read").await;
     let bearer = format!("Bearer {stats}");
     let (s, _, body) = d
         .req_with("GET", "/metrics", &[("authorization", &bearer)], None)

@@ -9,12 +9,6 @@ mod common;
 use common::{stdout, Daemon};
 use serde_json::{json, Value};
 
-async fn key_with(d: &Daemon, scopes: &str) -> String {
-    let out = d.cli(&["key", "create", "--name", scopes, "--scopes", scopes]);
-    assert!(out.status.success(), "{}", common::stderr(&out));
-    stdout(&out).trim().to_string()
-}
-
 /// No reply, list or export carries the password or its hash.
 fn assert_no_secret(text: &str, password: &str) {
     assert!(!text.contains(password), "the password leaked: {text}");
@@ -121,14 +115,14 @@ async fn protected_links_are_never_deduplicated_and_reads_need_links_read() {
         .await;
     assert_ne!(open["id"], locked["id"], "a protected link is a new link");
     assert_eq!(locked["protected"], json!(true));
-    let writer = key_with(&d, "links:write").await;
+    let writer = d.key_with("links:write").await;
     let path = format!("/api/v1/links/{}", locked["code"].as_str().unwrap());
     let (s, _, v) = d
         .req_with("GET", &path, &[("x-api-key", &writer)], None)
         .await;
     assert_eq!(s, 403, "{v}");
     assert!(v.to_string().contains("links:read"), "{v}");
-    let reader = key_with(&d, "links:read").await;
+    let reader = d.key_with("links:read").await;
     let (s, _, v) = d
         .req_with("GET", &path, &[("x-api-key", &reader)], None)
         .await;

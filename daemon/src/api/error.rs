@@ -78,6 +78,9 @@ pub struct ErrorDetail {
     pub field: Option<String>,
 }
 
+/// The challenge of every 401.
+pub const WWW_AUTHENTICATE: &str = "Bearer realm=\"shortlink\"";
+
 /// An error on its way to becoming a response.
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -122,12 +125,21 @@ impl IntoResponse for ApiError {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
         let body = ErrorBody::new(self.status, self.detail());
-        (
+        let mut reply = (
             self.status,
             [(header::CONTENT_TYPE, PROBLEM_JSON)],
             Json(body),
         )
-            .into_response()
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            // RFC 9110: a 401 names how to authenticate. A key goes as a
+            // bearer token (or X-Api-Key); signed requests are documented.
+            reply.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static(WWW_AUTHENTICATE),
+            );
+        }
+        reply
     }
 }
 

@@ -90,8 +90,7 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
         .route(
             "/api/v1/webhooks/{id}/deliveries/{delivery}/redeliver",
             post(webhooks::redeliver),
-        )
-        .route("/api/v1/openapi.json", get(openapi::openapi_json));
+        );
     if app.config.metrics_auth {
         r = r.route("/metrics", get(metrics::get_authenticated));
     }
@@ -99,7 +98,9 @@ fn protected(app: &SharedApp) -> Router<SharedApp> {
 }
 
 fn public(app: &SharedApp) -> Router<SharedApp> {
-    let mut r = Router::new().route("/api/v1/health", get(health::get));
+    let mut r = Router::new()
+        .route("/api/v1/health", get(health::get))
+        .route("/api/v1/openapi.json", get(openapi::openapi_json));
     if !app.config.metrics_auth {
         r = r.route("/metrics", get(metrics::get_public));
     }
@@ -182,7 +183,8 @@ fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
     )
 }
 
-/// The public API: keys or signatures required, except for health.
+/// The public API: keys or signatures required, except for health and the
+/// OpenAPI document.
 pub fn router(app: SharedApp) -> Router {
     let routes = protected(&app)
         .route_layer(middleware::from_fn_with_state(

@@ -219,6 +219,14 @@ impl Daemon {
         self.spawn().await;
     }
 
+    /// Stops the daemon (SIGTERM) and starts it again without the `serve`
+    /// arguments that start with `prefix`.
+    pub async fn restart_without(&mut self, prefix: &str) {
+        assert!(self.sigterm().success(), "{}", self.log());
+        self.extra.retain(|a| !a.starts_with(prefix));
+        self.spawn().await;
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
@@ -257,6 +265,13 @@ impl Daemon {
         )
         .await
         .unwrap()
+    }
+
+    /// A new API key with `scopes` (comma-separated), made by the CLI.
+    pub async fn key_with(&self, scopes: &str) -> String {
+        let out = self.cli(&["key", "create", "--name", scopes, "--scopes", scopes]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).trim().to_string()
     }
 
     /// Raw body variant.
