@@ -18,6 +18,11 @@ pub fn parse_time(s: &str) -> Result<i64, String> {
         .map_err(|_| format!("\"{s}\" is neither Unix seconds nor an RFC 3339 time"))
 }
 
+/// The first second RFC 3339 can write (0000-01-01T00:00:00Z).
+pub const EARLIEST: i64 = -62_167_219_200;
+/// The last second RFC 3339 can write (9999-12-31T23:59:59Z).
+pub const LATEST: i64 = 253_402_300_799;
+
 /// `t` (Unix seconds) in RFC 3339, UTC, whole seconds; `None` outside the
 /// years 0000 to 9999, which RFC 3339 cannot write.
 pub fn format_time(t: i64) -> Option<String> {

@@ -185,4 +185,25 @@ async fn site_wide_stats_total_series_and_top_links() {
         (s, v["error"]["code"].as_str()),
         (422, Some("invalid_range"))
     );
+    // Times past what a reply can write are the caller's mistake, named.
+    let link_stats = format!("/api/v1/links/{}/stats", links[0].1);
+    for (query, field) in [
+        ("to=253402300800", "to"),
+        ("from=-99999999999999&to=100", "from"),
+        ("to=9223372036854775807", "to"),
+        ("from=9223372036854775807", "from"),
+    ] {
+        for path in ["/api/v1/stats", link_stats.as_str()] {
+            let (s, v) = d.req("GET", &format!("{path}?{query}"), None).await;
+            assert_eq!(
+                (s, v["error"]["code"].as_str(), v["error"]["field"].as_str()),
+                (422, Some("invalid_range"), Some(field)),
+                "{path}?{query}: {v}"
+            );
+        }
+    }
+    let (s, v) = d
+        .req("GET", "/api/v1/stats?to=9999-12-30T00:00:00Z", None)
+        .await;
+    assert_eq!(s, 200, "the last writable day is a range's end: {v}");
 }

@@ -7,10 +7,10 @@ use shortlink_core::device::DeviceClass;
 use utoipa::ToSchema;
 
 use crate::app::App;
-use crate::auth::Principal;
+use crate::auth::{Principal, Scope};
 use crate::links::LinkError;
 use crate::store::unix_now;
-use crate::timestamp::Timestamp;
+use crate::timestamp::{self, Timestamp};
 
 /// Most buckets one stats query returns.
 pub const MAX_BUCKETS: i64 = 24 * 400;
@@ -64,8 +64,10 @@ pub struct VariantCount {
     /// The variant's position in the link's `variants`, from 0.
     #[schema(minimum = 0, maximum = 7)]
     pub index: u32,
-    /// Its target URL.
-    pub url: String,
+    /// Its target URL; only for a caller that may read links
+    /// (`links:read`): stats alone do not tell where a link leads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Its weight.
     pub weight: u32,
     /// Clicks the edge sent to it in the range, bots included.
@@ -77,13 +79,14 @@ pub struct VariantCount {
 fn variant_counts(
     variants: &[shortlink_core::variants::Variant],
     counts: &[(u8, i64)],
+    show_urls: bool,
 ) -> Vec<VariantCount> {
     variants
         .iter()
         .enumerate()
         .map(|(i, v)| VariantCount {
             index: i as u32,
-            url: v.url.clone(),
+            url: show_urls.then(|| v.url.clone()),
             weight: v.weight,
             clicks: counts
                 .iter()
@@ -174,6 +177,21 @@ impl Range {
             Granularity::Hour => 3600,
             Granularity::Day => 86_400,
         };
+        // Both ends, rounded out to whole buckets, are written back in RFC
+        // 3339: years 0000 to 9999, less the day a bucket may round up.
+        let (earliest, latest) = (timestamp::EARLIEST, timestamp::LATEST - 86_400);
+        for (field, t) in [("from", from), ("to", to)] {
+            if let Some(t) = t.filter(|t| !(earliest..=latest).contains(t)) {
+                return Err(LinkError::Invalid {
+                    field,
+                    code: "invalid_range",
+                    message: format!(
+                        "{field} ({t}) must lie between {earliest} and {latest} \
+                         (the years 0000 to 9999, less a day)"
+                    ),
+                });
+            }
+        }
         let to = to.unwrap_or(unix_now() + 1);
         let from = from.unwrap_or(to - 7 * 86_400);
         if from >= to {
@@ -275,7 +293,7 @@ pub async fn query(
             .map(|(host, clicks)| ReferrerCount { host, clicks })
             .collect(),
         countries: country_counts(r.countries),
-        variants: variant_counts(&link.variants, &r.variants),
+        variants: variant_counts(&link.variants, &r.variants, by.has(Scope::LinksRead)),
         total_all_time: link.clicks,
         bots_all_time: link.bot_clicks,
     })
@@ -286,8 +304,10 @@ pub async fn query(
 pub struct LinkCount {
     /// The link's public code (alias or generated).
     pub code: String,
-    /// Its target URL.
-    pub url: String,
+    /// Its target URL; only for a caller that may read links
+    /// (`links:read`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Clicks in the range, bots included.
     pub clicks: i64,
 }
@@ -326,6 +346,7 @@ pub async fn site_query(
     let range = Range::new(from, to, granularity)?;
     let (from_hour, to_hour) = range.hours();
     let (daily, top) = (range.daily(), top.min(MAX_TOP));
+    let show_urls = by.has(Scope::LinksRead);
     let r = app
         .store
         .site_stats(from_hour, to_hour, daily, top, by.team_filter())
@@ -343,7 +364,7 @@ pub async fn site_query(
             .into_iter()
             .map(|(link, clicks)| LinkCount {
                 code: crate::codes::public(&app.codec, &link),
-                url: link.url,
+                url: show_urls.then_some(link.url),
                 clicks,
             })
             .collect(),
