@@ -85,6 +85,34 @@ async fn sorts_page_stably_in_both_orders() {
     assert_eq!(flat(&p), vec!["e", "d", "c", "b", "a"]);
 }
 
+/// The order by clicks is the order of the counts the page shows, every
+/// acknowledged click included, not of what the last fold stored.
+#[tokio::test]
+async fn the_clicks_order_counts_every_acknowledged_click() {
+    let d = Daemon::start().await;
+    seed(&d).await;
+    let (_, v) = d.req("GET", "/api/v1/links/b", None).await;
+    let b = v["id"].as_u64().unwrap();
+    let (_, v) = d.req("GET", "/api/v1/links/c", None).await;
+    let c = v["id"].as_u64().unwrap();
+    let mut ipc = d.ipc().await;
+    ipc.clicks(1, common::batch(1, b, 5, false)).await;
+    ipc.clicks(2, common::batch(2, c, 2, false)).await;
+    let (s, v) = d
+        .req("GET", "/api/v1/links?sort=clicks&order=desc&limit=3", None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let shown: Vec<(&str, i64)> = v["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["code"].as_str().unwrap(), l["clicks"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(shown, [("b", 5), ("c", 2), ("e", 0)]);
+    let (p, _) = pages(&d, "limit=2&sort=clicks&order=asc").await;
+    assert_eq!(flat(&p), vec!["a", "d", "e", "c", "b"]);
+}
+
 #[tokio::test]
 async fn filters_narrow_the_page_and_the_total() {
     let d = Daemon::start().await;

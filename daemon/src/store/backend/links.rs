@@ -12,7 +12,7 @@ use super::link_writer::LinkWriter;
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 use crate::store::clicks::with_overlay;
-use crate::store::links::{self as table, Link, ListQuery};
+use crate::store::links::{self as table, Link, ListQuery, ListSort};
 use crate::store::snapshot::ReadSnapshot;
 use crate::store::webhooks;
 use crate::store::{unix_now, SqliteStore, StoreError, StoreResult};
@@ -114,6 +114,20 @@ fn update_in(
     }
 }
 
+impl SqliteStore {
+    /// Before a page ordered by clicks: the pending clicks folded into the
+    /// totals the order reads, so it is the order of the counts the page
+    /// shows (pending ones included), as on PostgreSQL. Nothing pending,
+    /// nothing to do; a fold empties what is pending, so lists that follow
+    /// one another cost one fold.
+    async fn fold_for_order(&self, query: &ListQuery) -> StoreResult<()> {
+        if query.sort == ListSort::Clicks && self.pending_clicks().backlog().0 > 0 {
+            self.fold_clicks().await?;
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl LinkStore for SqliteStore {
     async fn insert_links(&self, links: Vec<NewLink>, now: i64) -> StoreResult<Vec<Inserted>> {
@@ -175,6 +189,7 @@ impl LinkStore for SqliteStore {
     }
 
     async fn list_links(&self, query: ListQuery) -> StoreResult<Page> {
+        self.fold_for_order(&query).await?;
         self.read_counted(move |c, clicks| {
             let mut links = table::list(c, &query)?;
             let next = (links.len() == query.limit as usize)
@@ -188,6 +203,7 @@ impl LinkStore for SqliteStore {
     }
 
     async fn links_page(&self, query: ListQuery) -> StoreResult<Vec<Link>> {
+        self.fold_for_order(&query).await?;
         self.read_counted(move |c, clicks| {
             let mut links = table::list(c, &query)?;
             links.iter_mut().for_each(|l| clicks.apply(l));
