@@ -72,6 +72,59 @@ async fn link_stats_count_clicks_per_variant() {
             {"index": 2, "url": "https://e.com/c", "weight": 2, "clicks": 4},
         ])
     );
+    // A key that may read stats but not links learns the counts, not where
+    // the link leads; the site-wide top list hides them too.
+    let stats_only = d.key_with("stats:read").await;
+    let (s, _, st) = d
+        .req_with(
+            "GET",
+            "/api/v1/links/abc/stats",
+            &[("x-api-key", &stats_only)],
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{st}");
+    assert_eq!(
+        st["variants"],
+        json!([
+            {"index": 0, "weight": 5, "clicks": 7},
+            {"index": 1, "weight": 3, "clicks": 0},
+            {"index": 2, "weight": 2, "clicks": 4},
+        ])
+    );
+    let (s, _, site) = d
+        .req_with(
+            "GET",
+            "/api/v1/stats?top=5",
+            &[("x-api-key", &stats_only)],
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{site}");
+    let top = site["top_links"].as_array().unwrap();
+    assert_eq!(top.len(), 2, "{site}");
+    assert!(top.iter().all(|l| l.get("url").is_none()), "{site}");
+    let reader = d.key_with("stats:read,links:read").await;
+    let (_, _, site) = d
+        .req_with(
+            "GET",
+            "/api/v1/stats?top=5",
+            &[("x-api-key", &reader)],
+            None,
+        )
+        .await;
+    let top = site["top_links"].as_array().unwrap();
+    assert_eq!(
+        top.iter()
+            .map(|l| (l["code"].as_str().unwrap(), l["url"].as_str().unwrap()))
+            .collect::<Vec<_>>(),
+        [
+            ("abc", "https://e.com/"),
+            (plain["code"].as_str().unwrap(), "https://e.com/plain")
+        ],
+        "{site}"
+    );
+
     let plain_code = plain["code"].as_str().unwrap();
     let (_, st) = d
         .req("GET", &format!("/api/v1/links/{plain_code}/stats"), None)

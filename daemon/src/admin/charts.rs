@@ -116,7 +116,10 @@ pub fn variant_clicks(variants: &[crate::stats::VariantCount]) -> String {
     let bars: Vec<Bar> = variants
         .iter()
         .map(|v| Bar {
-            label: format!("Variant {} ({})", v.index + 1, v.url),
+            label: match &v.url {
+                Some(url) => format!("Variant {} ({url})", v.index + 1),
+                None => format!("Variant {}", v.index + 1),
+            },
             tick: format!("{}", v.index + 1),
             value: v.clicks,
         })
@@ -160,7 +163,7 @@ mod tests {
     fn one_labelled_bar_per_variant() {
         let v = |index, url: &str, clicks| crate::stats::VariantCount {
             index,
-            url: url.into(),
+            url: Some(url.into()),
             weight: 1,
             clicks,
         };

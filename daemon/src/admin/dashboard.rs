@@ -119,7 +119,7 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
                         @for l in &month.top_links {
                             tr data-code=(l.code) {
                                 td { a href=(format!("/admin/links/{}", l.code)) { (l.code) } }
-                                td.url { (l.url) }
+                                td.url { (l.url.as_deref().unwrap_or("")) }
                                 td.num { (l.clicks) }
                             }
                         }

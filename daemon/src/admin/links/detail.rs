@@ -191,7 +191,7 @@ fn variants_card(s: &StatsView) -> Markup {
                         @let got = if clicks > 0 { v.clicks * 100 / clicks } else { 0 };
                         tr.variant-clicks {
                             td { (v.index + 1) }
-                            td { (v.url) }
+                            td { (v.url.as_deref().unwrap_or("")) }
                             td.num { (v.weight) " (" (asked) "%)" }
                             td.num { (v.clicks) }
                             td.barcell { meter min="0" max="100" value=(got) { (got) "%" } }
