@@ -718,9 +718,11 @@ async fn the_admin_ui_adds_webhooks_shows_the_log_and_redelivers() {
     assert!(!page.contains(&url));
 }
 
-/// A receiver on a loopback address is refused unless
-/// `webhooks.private` allows it (the link checker's rule): the log says
-/// why, and the receiver gets nothing.
+/// A receiver on a private address is refused when it is added, unless
+/// `webhooks.private` allows it (the link checker's rule), whatever form
+/// the address takes; and one added while they were allowed is refused at
+/// each delivery once they are not: the log says why, and the receiver
+/// gets nothing.
 #[tokio::test]
 async fn private_receivers_are_refused_unless_allowed() {
     let (addr, r) = receiver(OK).await;
@@ -729,8 +731,43 @@ async fn private_receivers_are_refused_unless_allowed() {
         .copied()
         .filter(|a| !a.starts_with("--webhook-private"))
         .collect();
-    let d = Daemon::start_with(&strict).await;
+    let strict_daemon = Daemon::start_with(&strict).await;
+    let port = addr.port();
+    for url in [
+        format!("http://127.0.0.1:{port}/hook"),
+        format!("http://[::ffff:127.0.0.1]:{port}/hook"),
+        format!("http://[::1]:{port}/hook"),
+        format!("http://localhost:{port}/hook"),
+        "http://10.1.2.3/hook".to_string(),
+        "http://169.254.169.254/latest/meta-data".to_string(),
+        "http://[fd00::1]/hook".to_string(),
+    ] {
+        let (s, v) = strict_daemon
+            .req(
+                "POST",
+                "/api/v1/webhooks",
+                Some(json!({ "url": url, "events": ["link.created"] })),
+            )
+            .await;
+        assert_eq!(
+            (s, v["error"]["field"].as_str()),
+            (422, Some("url")),
+            "{url}: {v}"
+        );
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("private")),
+            "{url}: {v}"
+        );
+    }
+    let (_, v) = strict_daemon.req("GET", "/api/v1/webhooks", None).await;
+    assert_eq!(v["webhooks"], json!([]), "none was added: {v}");
+    drop(strict_daemon);
+
+    let mut d = Daemon::start_with(FAST).await;
     let hook = add_webhook(&d, addr, &r, &["link.created"]).await;
+    d.restart_without("--webhook-private").await;
     d.create(json!({"url": "https://example.com/p"})).await;
     assert!(
         eventually(Duration::from_secs(10), || async {

@@ -14,6 +14,7 @@ pub mod signature;
 
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
+use crate::checker::probe::is_private;
 use crate::db::{Delivery, NewWebhook, UnknownEvent, Webhook, WebhookEvent};
 use crate::store::{unix_now, StoreError};
 use crate::teams::{self, TeamError};
@@ -91,6 +92,42 @@ fn check_url(url: &str) -> Result<String, WebhookError> {
     Ok(parsed.to_string())
 }
 
+/// How long adding a webhook waits for its receiver's name to resolve.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Refuses a receiver on a private, loopback or link-local address (in any
+/// form: `127.0.0.1`, `[::ffff:127.0.0.1]`, a name that resolves there)
+/// unless `webhooks.private` allows them: every delivery would be refused,
+/// so the webhook is refused now. A name that does not resolve yet is let
+/// through; each delivery checks the address it connects to again.
+async fn check_receiver(url: &str, allow_private: bool) -> Result<(), WebhookError> {
+    if allow_private {
+        return Ok(());
+    }
+    let parsed = url::Url::parse(url).map_err(|e| WebhookError::InvalidUrl(e.to_string()))?;
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let addresses: Vec<std::net::IpAddr> = match parsed.host() {
+        Some(url::Host::Ipv4(a)) => vec![a.into()],
+        Some(url::Host::Ipv6(a)) => vec![a.into()],
+        Some(url::Host::Domain(name)) => {
+            let lookup = tokio::net::lookup_host((name, port));
+            match tokio::time::timeout(RESOLVE_TIMEOUT, lookup).await {
+                Ok(Ok(found)) => found.map(|a| a.ip()).collect(),
+                _ => Vec::new(),
+            }
+        }
+        None => Vec::new(),
+    };
+    match addresses.into_iter().find(|ip| is_private(*ip)) {
+        Some(ip) => Err(WebhookError::InvalidUrl(format!(
+            "the receiver is at {}, a private, loopback or link-local address; \
+             webhooks go to public receivers (webhooks.private allows others)",
+            ip.to_canonical()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Parses event names (comma-separated items allowed, `link.*` for all).
 pub fn parse_events(names: &[String]) -> Result<Vec<WebhookEvent>, WebhookError> {
     let mut out = Vec::new();
@@ -128,6 +165,7 @@ pub async fn add(
 ) -> Result<(Webhook, String), WebhookError> {
     by.require(Scope::Admin)?;
     let url = check_url(&req.url)?;
+    check_receiver(&url, app.config.webhooks.private).await?;
     let events = parse_events(&req.events)?;
     let team_id = match req.team.as_deref().map(str::trim) {
         Some(name) if !name.is_empty() => teams::find(app, name).await?.id,
