@@ -287,7 +287,7 @@ def check(doc, edge=True):
 
 def replace_pg_section(section):
     """Puts `section` (from `## PostgreSQL` on) in place of that section of
-    BENCHMARKS.md, or before `## Commands` when there is none yet."""
+    BENCHMARKS.md, or before `## Measured beside it` when there is none yet."""
     path = os.path.join(ROOT, "BENCHMARKS.md")
     with open(path) as f:
         text = f.read()
@@ -296,14 +296,69 @@ def replace_pg_section(section):
         end = text.find("\n## ", start + 1)
         text = text[: start + 1] + section + (text[end:] if end >= 0 else "")
     else:
-        at = text.find("\n## Commands\n")
-        assert at >= 0, "BENCHMARKS.md has neither a PostgreSQL nor a Commands section"
+        at = text.find("\n## Measured beside it\n")
+        assert at >= 0, "BENCHMARKS.md has neither a PostgreSQL nor a Measured beside it section"
         text = text[: at + 1] + section + "\n" + text[at + 1:]
     with open(path, "w") as f:
         f.write(text)
 
 
-def write_markdown(doc):
+# The commands under "Reproduce" in BENCHMARKS.md.
+COMMANDS = """\
+```sh
+make bench              # builds release binaries, runs every scenario, writes this file (about an hour)
+make bench-smoke        # a few seconds of each scenario (part of make test)
+python3 bench/bench.py --stores-only   # import, creates, miss, clicks on SQLite and PostgreSQL only: rewrites the PostgreSQL section
+python3 bench/profile.py [--pg] [--scenarios hot,hot_nc,...]   # perf profiles of hot, create, import, batch (also hot_nc, miss, miss_nc) by area -> bench/profiles/
+python3 bench/callgrind.py [--daemon]  # instructions per request: hot paths and a miss (--daemon: the daemon's too)
+python3 bench/clickcost.py OLD NEW [--pg]   # click cost, two daemon binaries back to back
+python3 bench/missab.py OLD[,OLD.so] NEW[,NEW.so] [--rounds 2]   # make bench's miss and miss_no_clicks, daemons (and modules) in turn
+python3 bench/creates.py / bulk.py / pgbulk.py   # creates, import + batch (SQLite, PostgreSQL), old vs new binary
+python3 bench/callgrind_bulk.py OLD NEW        # daemon instructions per imported row and per batch link
+python3 bench/pgstatements.py --bin N=PATH ... [--scenario import|batch|clicks|miss|creates] [--seconds 30]   # PostgreSQL's server time per statement (pg_stat_statements)
+python3 bench/walgrowth.py [--seconds 12]      # SQLite's file sizes every 2 s under creates that never pause
+python3 bench/restarts.py --daemon N=PATH ...   # create_c16 over 1M imported links: p99 and how long WAL restarts hold writes
+cargo run --release --example sqlite_floor [ROWS RUNS CHUNK SHAPE]   # SQLite alone on import-shaped rows: the single writer's floor (CHUNK 6: grouped single creates)
+python3 bench/fsyncrate.py [--pages N] [--datasync]   # CPU and wall time of one durable write on this disk
+cargo run --release --example click_floor [LINKS CLICKS RUNS]   # SQLite alone on hot's clicks: log, aggregate and fold per click (the click cost's floor)
+```
+"""
+
+
+def scenario(doc, name):
+    return next((r for r in doc["scenarios"] if r["scenario"] == name), None)
+
+
+def peers_markdown(doc):
+    """What every ratio is set against: nginx's own redirects, measured in
+    the same run with the same binary."""
+    ceiling, table, hot = (scenario(doc, n) for n in ("return302", "map100k", "hot"))
+
+    def fig(r):
+        return f"{r['rps']:,.0f} req/s at {r['cpu_us_per_req']:.1f} µs of server CPU per request"
+
+    return f"""## Measured beside it
+
+Every ratio above is against nginx itself, run in the same pass with the
+same binary, wrk script and random paths:
+
+* nginx's own `return 302` in a plain location, the ceiling for any
+  redirect nginx answers: {fig(ceiling)};
+* a 100,000-entry `map` with `return 302 $target`, a redirect table
+  kept in nginx's configuration, which needs a reload for every change:
+  {fig(table)} ({table['ratio_vs_return302']}× the ceiling's req/s);
+* shortlink's hot redirect (100,000 links in the zone, clicks
+  counted): {fig(hot)} ({hot['ratio_vs_return302']}× the ceiling's req/s,
+  {hot['cpu_ratio_vs_return302']}× its CPU).
+
+No other URL shortener was run on this machine, so none is quoted here.
+"""
+
+
+def write_markdown(doc, bounds_path=None, out_path=None):
+    """Writes BENCHMARKS.md from one run's figures (`doc`, as in
+    results.json): the tables, what they are set against, how to run them,
+    then `bench/BOUNDS.md` (what bounds each figure, written by hand)."""
     rows = []
     for r in doc["scenarios"]:
         if "rps" in r:
@@ -324,13 +379,25 @@ def write_markdown(doc):
     ]
     zone = next((r for r in doc["scenarios"] if "entries_per_mib" in r), None)
     m = doc["machine"]
-    nc = next(r for r in doc["scenarios"] if r["scenario"] == "hot_no_clicks")
-    inv = next(r for r in doc["scenarios"] if r["scenario"] == "invalid")
-    miss = next(r for r in doc["scenarios"] if r["scenario"] == "miss")
+    nc = scenario(doc, "hot_no_clicks")
+    inv = scenario(doc, "invalid")
+    miss = scenario(doc, "miss")
+    with open(bounds_path or os.path.join(HERE, "BOUNDS.md")) as f:
+        bounds = f.read()
     text = f"""# Benchmarks
+
+<!-- Written by `make bench` (bench/bench.py) from bench/results.json; the
+last section is bench/BOUNDS.md. Edit those, not this file. -->
+
+What shortlink does on one small machine, set against nginx's own
+redirect [measured beside it](#measured-beside-it) in the same run; how to
+[reproduce](#reproduce) it; and [what bounds each
+figure](#what-bounds-each-figure).
 
 Produced by `make bench` (`bench/bench.py`) at commit `{doc['commit']}` on {doc['date']}.
 Raw figures: `bench/results.json`.
+
+## Results
 
 Machine: {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, Linux {m['kernel']}.
 Client and server share the machine: wrk (2 threads, {doc['settings']['connections']} connections,
@@ -357,38 +424,13 @@ figure. Each figure is the median of {doc['settings']['runs']} runs; ratios are 
 * Miss path: {miss['lookup_share'] * 100:.1f}% of requests went to the daemon.
 
 {pg.markdown(doc["postgres"], doc, "make bench")}
-## Commands
+{peers_markdown(doc)}
+## Reproduce
 
-```sh
-make bench              # builds release binaries, runs every scenario, writes this file
-make bench-smoke        # a few seconds of each scenario (part of make test)
-python3 bench/bench.py --stores-only   # import, creates, miss, clicks on SQLite and PostgreSQL only
-python3 bench/profile.py [--pg] [--scenarios hot,hot_nc,...]   # perf profiles of hot, create, import, batch (also hot_nc, miss, miss_nc) by area -> bench/profiles/
-python3 bench/callgrind.py [--daemon]  # instructions per request: hot paths and a miss (--daemon: the daemon's too)
-python3 bench/clickcost.py OLD NEW [--pg]   # click cost, two daemon binaries back to back
-python3 bench/missab.py OLD[,OLD.so] NEW[,NEW.so] [--rounds 2]   # make bench's miss and miss_no_clicks, daemons (and modules) in turn
-python3 bench/creates.py / bulk.py / pgbulk.py   # creates, import + batch (SQLite, PostgreSQL), old vs new binary
-python3 bench/callgrind_bulk.py OLD NEW        # daemon instructions per imported row and per batch link
-python3 bench/pgstatements.py --bin N=PATH ... [--scenario import|batch|clicks|miss|creates] [--seconds 30]   # PostgreSQL's server time per statement (pg_stat_statements)
-python3 bench/walgrowth.py [--seconds 12]      # SQLite's file sizes every 2 s under creates that never pause
-python3 bench/restarts.py --daemon N=PATH ...   # create_c16 over 1M imported links: p99 and how long WAL restarts hold writes
-cargo run --release --example sqlite_floor [ROWS RUNS CHUNK SHAPE]   # SQLite alone on import-shaped rows: the single writer's floor (CHUNK 6: grouped single creates)
-python3 bench/fsyncrate.py [--pages N] [--datasync]   # CPU and wall time of one durable write on this disk
-cargo run --release --example click_floor [LINKS CLICKS RUNS]   # SQLite alone on hot's clicks: log, aggregate and fold per click (the click cost's floor)
-```
-
-## What limits each figure
-
-See the notes below, written from the profile of the last run.
-"""
-    for name in ("NOTES-edge.md", "NOTES.md"):
-        notes = os.path.join(HERE, name)
-        if os.path.exists(notes):
-            with open(notes) as f:
-                text += "\n" + f.read()
-    with open(os.path.join(ROOT, "BENCHMARKS.md"), "w") as f:
+{COMMANDS}
+{bounds}"""
+    with open(out_path or os.path.join(ROOT, "BENCHMARKS.md"), "w") as f:
         f.write(text)
-
 
 if __name__ == "__main__":
     main()

@@ -3,8 +3,9 @@
 samples, no hardware counters needed) on the daemon, the nginx workers and
 (with --pg) PostgreSQL while the scenario runs, then the samples summed by
 area (SQLite, kernel, HTTP, decode, allocator, ...) and the top symbols.
-Writes `bench/profiles/<scenario>[-pg].txt`, which BENCHMARKS.md's notes
-cite (issue 14: a target not met gets a profile naming its cost).
+Writes `bench/profiles/<scenario>[-pg].txt`, which the notes in
+`bench/NOTES.md` cite (issue 14: a target not met gets a profile naming
+its cost).
 
     python3 bench/profile.py [--scenarios hot,create,import,batch] [--pg] [--seconds 20]
 

@@ -8,7 +8,7 @@
 #   2. shortlinkd started as its systemd unit says (systemctl where systemd
 #      runs; else the unit's own User, Group, SupplementaryGroups, UMask,
 #      RuntimeDirectory and ExecStart, read from the installed unit file);
-#   3. /usr/sbin/nginx -t on Debian's own nginx.conf with the README's
+#   3. /usr/sbin/nginx -t on Debian's own nginx.conf with docs/install.md's
 #      step 3 (conf.d include, sites-enabled link), then nginx on a free
 #      loopback port with the packaged modules-enabled link, the http{}
 #      snippet and the example server (its port and log path substituted);
@@ -271,7 +271,7 @@ api_key=$(runuser -u shortlinkd -- /usr/bin/shortlinkd --config /etc/shortlinkd/
 [ -n "$api_key" ] || fail "shortlinkd key create printed no key"
 
 # --- 3. nginx with the packaged snippets --------------------------------------------
-begin "nginx -t on Debian's nginx.conf with the operator guide's step 3"
+begin "nginx -t on Debian's nginx.conf with docs/install.md's step 3"
 conf_d=/etc/nginx/conf.d/shortlink.conf
 site_link=/etc/nginx/sites-enabled/shortlink
 [ ! -e "$conf_d" ] && [ ! -L "$site_link" ] || fail "$conf_d or $site_link exists already"

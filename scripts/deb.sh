@@ -135,6 +135,10 @@ grep -q '^ExecStart=/usr/bin/shortlinkd ' "$t/lib/systemd/system/shortlinkd.serv
   die "conf/shortlinkd.service does not start /usr/local/bin/shortlinkd"
 put 0644 conf/shortlinkd.toml "$t/etc/shortlinkd/shortlinkd.toml"
 put 0644 README.md "$t/usr/share/doc/shortlinkd/README.md"
+# The pages README.md links to, at the same relative paths.
+for doc in docs/*.md docs/*.png; do
+  put 0644 "$doc" "$t/usr/share/doc/shortlinkd/$doc"
+done
 put 0644 packaging/copyright "$t/usr/share/doc/shortlinkd/copyright"
 mapfile -t conffiles <packaging/shortlinkd/conffiles
 finish shortlinkd "SHLIBS=$(shlibs "$daemon")"
