@@ -136,9 +136,21 @@ async fn kutt_links_with_api_field_names() {
     let err = import_twice(
         &d,
         "kutt.csv",
-        "3 imported, 0 already present, 2 bad rows, 2 without their code (kutt format)",
-        "0 imported, 3 already present, 2 bad rows (kutt format)",
+        "5 imported, 0 already present, 2 bad rows, 2 without their code, 2 imported disabled (kutt format)",
+        "0 imported, 5 already present, 2 bad rows (kutt format)",
     );
+    // Banned or password-protected in Kutt: in, but never an open redirect.
+    for (line, code, why) in [
+        (7, "banned-one", "`banned` is set (banned in Kutt)"),
+        (8, "locked", "`password` is set (password-protected in Kutt"),
+    ] {
+        assert!(
+            err.contains(&format!("line {line}: disabled: imported disabled: {why}")),
+            "{err}"
+        );
+        let l = link(&d, code).await;
+        assert_eq!(l["disabled"], true, "{l}");
+    }
     assert!(
         err.contains("line 5: created_at: \"last tuesday\" is not a time"),
         "{err}"
@@ -169,9 +181,15 @@ async fn bitly_links_export() {
     let err = import_twice(
         &d,
         "bitly.csv",
-        "3 imported, 0 already present, 1 bad rows, 1 without their code (bitly format)",
-        "0 imported, 3 already present, 1 bad rows (bitly format)",
+        "4 imported, 0 already present, 1 bad rows, 1 without their code, 1 imported disabled (bitly format)",
+        "0 imported, 4 already present, 1 bad rows (bitly format)",
     );
+    assert!(
+        err.contains("line 6: disabled: imported disabled: `archived` is set (archived in Bitly)"),
+        "{err}"
+    );
+    assert_eq!(link(&d, "old-promo").await["disabled"], true);
+    assert_eq!(link(&d, "about-us").await["disabled"], false);
     assert!(err.contains("line 5: created_at: "), "{err}");
     assert!(
         err.contains("line 4: alias: ") && err.contains("\"api\""),

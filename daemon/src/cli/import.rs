@@ -39,6 +39,9 @@ struct Totals {
     without_code: usize,
     /// Links imported under a new generated code (theirs taken here).
     new_code: usize,
+    /// Links the file marked banned, locked or archived: imported
+    /// switched off.
+    disabled: usize,
 }
 
 /// A progress bar on stderr when it is a terminal, else none.
@@ -158,6 +161,9 @@ pub async fn import(
         if totals.new_code > 0 {
             changed += &format!(", {} under a new code", totals.new_code);
         }
+        if totals.disabled > 0 {
+            changed += &format!(", {} imported disabled", totals.disabled);
+        }
         eprintln!(
             "{} imported, {} already present, {} bad rows{changed} ({} format)",
             totals.imported, totals.present, totals.bad, totals.format
@@ -185,6 +191,7 @@ async fn finish_import(
     for n in &outcome.notes {
         match n.field.as_deref() {
             Some("code") => totals.new_code += 1,
+            Some("disabled") => totals.disabled += 1,
             _ => totals.without_code += 1,
         }
     }

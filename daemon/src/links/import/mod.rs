@@ -144,6 +144,11 @@ impl Links<'_> {
         outcome: &mut ImportOutcome,
     ) -> Option<Good> {
         let ImportRow(line, url, mut alias, expires_at, tags, extra) = row;
+        if let Some(why) = &extra.disabled_because {
+            outcome
+                .notes
+                .push(note(line, "disabled", format!("imported disabled: {why}")));
+        }
         if extra.alias_optional {
             if let Some(a) = alias.take() {
                 match self.rules.check_alias(&a) {

@@ -34,6 +34,10 @@ pub struct ImportExtra {
     /// Stored switched off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+    /// Why the file's own flags switched it off (another shortener's
+    /// ban, password or archive), for the import's note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_because: Option<String>,
     /// The link's own `forward_query`; absent: the location decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_query: Option<bool>,

@@ -4,7 +4,8 @@
 //! ("Created", `2024-03-01T10:00:00+0000`), `tags`, `custom_bitlinks`
 //! ("Custom Bitlinks") and a click total where the export includes
 //! engagement (`clicks`, `total_clicks` or "Engagements"). The first
-//! custom back-half is kept as the alias, else the bitlink's own.
+//! custom back-half is kept as the alias, else the bitlink's own. An
+//! archived bitlink (`archived`) comes in disabled, with a note.
 
 use super::{CodeCell, Columns, Headers};
 
@@ -28,6 +29,11 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         tags: h.col(&["tags"]),
         tag_separators: &[',', '|', ';'],
         clicks: h.col(&["clicks", "total_clicks", "engagements"]),
+        switched_off: h
+            .col(&["archived"])
+            .map(|c| (c, "archived in Bitly"))
+            .into_iter()
+            .collect(),
         ..Columns::default()
     })
 }

@@ -3,8 +3,9 @@
 //! names: `id,address,target,description,visit_count,created_at,
 //! updated_at,expire_in,banned,password,link`. `address` is the code,
 //! `visit_count` the total visits, `expire_in` an ISO 8601 time. A
-//! description has no field here, and a password-protected link cannot be
-//! protected here (imported open, like the others).
+//! description has no field here. A banned link, or a password-protected
+//! one (the export carries no password), comes in disabled, with a note:
+//! never as an open redirect.
 
 use super::{CodeCell, Columns, Headers};
 
@@ -20,6 +21,16 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         created_at: h.col(&["created_at"]),
         expires_at: h.col(&["expire_in"]),
         clicks: h.col(&["visit_count"]),
+        switched_off: [
+            ("banned", "banned in Kutt"),
+            (
+                "password",
+                "password-protected in Kutt; the export has no password: set one, then enable it",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, why)| Some((h.col(&[name])?, why)))
+        .collect(),
         ..Columns::default()
     })
 }

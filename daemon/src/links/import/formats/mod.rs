@@ -172,6 +172,10 @@ pub struct Columns {
     protected: Option<Col>,
     /// `WEIGHT=URL` pairs separated by spaces.
     variants: Option<Col>,
+    /// Another shortener's flags that kept a link from redirecting there
+    /// (Kutt's `banned` and `password`, Bitly's `archived`), with why: a
+    /// row with one set comes in disabled, never as an open redirect.
+    switched_off: Vec<(Col, &'static str)>,
     /// The link's own checker choice: `off`, `report`, `fallback` (empty:
     /// the site's).
     check: Option<Col>,
@@ -284,6 +288,18 @@ impl Columns {
         extra.max_visits = count(&self.max_visits)?;
         if let Some((c, d)) = cell(record, &self.disabled) {
             extra.disabled = flag(d).ok_or_else(|| error(&c.name, not_a_flag(d)))?;
+        }
+        for (c, why) in &self.switched_off {
+            let Some(v) = record.get(c.index).map(str::trim).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            // Kutt writes a password's hash, not `true`: any value but a
+            // false flag means the link was locked there.
+            if flag(v) != Some(false) {
+                extra.disabled = true;
+                extra.disabled_because = Some(format!("`{}` is set ({why})", c.name));
+                break;
+            }
         }
         if let Some((c, f)) = cell(record, &self.forward_query) {
             extra.forward_query = Some(flag(f).ok_or_else(|| error(&c.name, not_a_flag(f)))?);
