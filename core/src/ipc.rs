@@ -38,8 +38,9 @@ use crate::variants::Variant;
 /// [`EdgeLink`]; version 6 password-protected links ([`EdgeLink`]'s
 /// `protected`, [`Request::CheckPassword`], [`Reply::Password`]); version
 /// 7 the link's A/B `variants` in [`EdgeLink`]; version 8 the variant a
-/// click went to in [`ClickCount`].
-pub const PROTOCOL_VERSION: u16 = 8;
+/// click went to in [`ClickCount`]; version 9 [`EdgeLink`]'s
+/// `password_tag` in place of `protected`.
+pub const PROTOCOL_VERSION: u16 = 9;
 /// Longest password the edge sends to be checked (the daemon refuses
 /// longer ones at the API too).
 pub const MAX_PASSWORD: usize = 1024;
@@ -211,10 +212,12 @@ pub struct EdgeLink {
     /// Targets per visitor country (at most
     /// [`crate::country::MAX_COUNTRY_TARGETS`]), chosen before the device targets.
     pub country_targets: Vec<(Country, String)>,
-    /// Visitors must give a password (checked by the daemon with
+    /// Set when visitors must give a password (checked by the daemon with
     /// [`Request::CheckPassword`], then remembered in a signed cookie,
-    /// [`crate::edge_cookie`]); the hash never leaves the daemon.
-    pub protected: bool,
+    /// [`crate::edge_cookie`], carrying this tag and the link's id): the
+    /// tag of the password's hash ([`crate::password_page::password_tag`]);
+    /// the hash itself never leaves the daemon.
+    pub password_tag: Option<u32>,
     /// A/B variants (at most [`crate::variants::MAX_VARIANTS`]), which
     /// replace `target`; country and device targets win
     /// ([`crate::choice`]).

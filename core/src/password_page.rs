@@ -20,6 +20,41 @@ pub const CONTENT_TYPE: &str = "text/html; charset=utf-8";
 /// every link.
 pub const COOKIE_NAME: &str = "shortlink_pw";
 
+/// The tag of a stored password hash: what the edge learns of a protected
+/// link's password ([`crate::ipc::EdgeLink::password_tag`]) and what the
+/// visitor's cookie carries. Every new password gets a new salt and so a
+/// new hash and tag, so a cookie given for the old password stops passing.
+/// 32 bits of a digest of the hash: nothing about the password itself.
+pub fn password_tag(stored_hash: &str) -> u32 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"shortlink password tag\0")
+        .chain_update(stored_hash.as_bytes())
+        .finalize();
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+}
+
+/// The value of the cookie given for link `id` and its password's `tag`:
+/// the cookie's MAC binds it to the code it was given at, this to the link
+/// behind the code then and its password then (an alias given to another
+/// link, or a password changed, no longer passes).
+pub fn cookie_value(id: u64, tag: u32) -> String {
+    format!("{id:x}-{tag:08x}")
+}
+
+/// True when `value` is [`cookie_value`] of `id` and `tag`; no allocation
+/// (the edge checks it per request).
+pub fn cookie_matches(value: &str, id: u64, tag: u32) -> bool {
+    let Some((id_hex, tag_hex)) = value.split_once('-') else {
+        return false;
+    };
+    tag_hex.len() == 8
+        && !id_hex.is_empty()
+        && id_hex.len() <= 16
+        && u64::from_str_radix(id_hex, 16) == Ok(id)
+        && u32::from_str_radix(tag_hex, 16) == Ok(tag)
+}
+
 /// Largest form body read (the password field is at most 1024 bytes, each
 /// escaped to 3): a bigger one is answered 413 before it is read.
 pub const MAX_FORM_BODY: usize = 4096;
@@ -94,6 +129,32 @@ pub fn password_of(body: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cookie_value_binds_the_link_and_its_password() {
+        let tag = password_tag("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA");
+        assert_ne!(
+            tag,
+            password_tag("$argon2id$v=19$m=19456,t=2,p=1$c2FsdB$aGFzaA")
+        );
+        let v = cookie_value(0x1f3, tag);
+        assert!(cookie_matches(&v, 0x1f3, tag), "{v}");
+        assert!(!cookie_matches(&v, 0x1f4, tag), "another link");
+        assert!(!cookie_matches(&v, 0x1f3, tag ^ 1), "another password");
+        for bad in [
+            "ok",
+            "",
+            "-",
+            "1f3-",
+            "-00000001",
+            "1f3-1",
+            "1f3-0000000g",
+            "x-00000000",
+        ] {
+            assert!(!cookie_matches(bad, 0x1f3, 1), "{bad:?}");
+        }
+        assert!(v.len() <= crate::edge_cookie::MAX_VALUE_LEN);
+    }
+
     use super::*;
 
     #[test]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{stdout, Daemon};
+use common::Daemon;
 use serde_json::{json, Value};
 
 /// No reply, list or export carries the password or its hash.

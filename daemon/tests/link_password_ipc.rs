@@ -39,15 +39,29 @@ async fn the_daemon_checks_passwords_and_throttles_wrong_ones() {
     d.create(json!({"url": "https://e.com/open", "alias": "open"}))
         .await;
     let mut c = d.ipc().await;
-    match c.lookup(1, "pw").await {
+    let tag = match c.lookup(1, "pw").await {
         LookupResult::Found(l) => {
-            assert!(l.protected, "{l:?}");
             assert!(!format!("{l:?}").contains("argon2"), "{l:?}");
+            l.password_tag.expect("protected")
         }
         other => panic!("{other:?}"),
-    }
+    };
     match c.lookup(2, "open").await {
-        LookupResult::Found(l) => assert!(!l.protected),
+        LookupResult::Found(l) => assert_eq!(l.password_tag, None),
+        other => panic!("{other:?}"),
+    }
+    // A new password, even the same one again, is a new tag: the edge's
+    // cookies of the old one stop passing.
+    let (s, v) = d
+        .req(
+            "PATCH",
+            "/api/v1/links/pw",
+            Some(json!({"password": "open sesame"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    match c.lookup(5, "pw").await {
+        LookupResult::Found(l) => assert_ne!(l.password_tag, Some(tag), "{l:?}"),
         other => panic!("{other:?}"),
     }
     match check(&mut c, 3, "pw", "open sesame", "192.0.2.1").await {

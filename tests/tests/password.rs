@@ -126,7 +126,9 @@ fn a_protected_link_asks_checks_counts_once_and_remembers_the_visitor() {
     let last = tampered.pop().unwrap();
     tampered.push(if last == '0' { '1' } else { '0' });
     assert!(is_form(&s.get(&code, &[("Cookie", &tampered)])));
-    let longer = cookie.replacen(".ok.", ".ok2.", 1);
+    let mut parts: Vec<String> = cookie.split('.').map(str::to_string).collect();
+    parts[2].push('0');
+    let longer = parts.join(".");
     assert!(is_form(&s.get(&code, &[("Cookie", &longer)])));
     assert!(is_form(&s.get(&other, &[("Cookie", &cookie)])));
     // A form posted to a link with no password is not allowed.
@@ -149,6 +151,57 @@ fn a_protected_link_asks_checks_counts_once_and_remembers_the_visitor() {
         post(&s, &format!("/{code}"), "password=open+sesame", &[]).status,
         503
     );
+}
+
+/// The cookie given for a password: `shortlink_pw` and its value.
+fn granted_cookie(s: &Stack, code: &str, password: &str) -> String {
+    let r = post(s, &format!("/{code}"), &format!("password={password}"), &[]);
+    assert_eq!(r.status, 303, "{}", r.body_text());
+    let set = r.header("Set-Cookie").expect("a cookie");
+    set.split(';').next().unwrap().to_string()
+}
+
+/// A cookie opens the link it was given for, with the password it was
+/// given for: not after the password changes (even to the same words),
+/// and not a new protected link that takes the alias over, though that
+/// link's password is the same.
+#[test]
+fn a_cookie_outlives_neither_its_password_nor_its_alias() {
+    let s = stack("password-rebind");
+    let code = s.daemon.create(
+        json!({"url": "https://example.com/first", "alias": "keep", "password": "same words"}),
+    );
+    let cookie = granted_cookie(&s, &code, "same+words");
+    let with = |c: &str| s.get(&code, &[("Cookie", c)]);
+    assert_eq!(with(&cookie).status, 302, "the cookie opens the link");
+
+    let r = s.daemon.api(
+        "PATCH",
+        "/api/v1/links/keep",
+        Some(&json!({"password": "same words"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    assert!(
+        is_form(&with(&cookie)),
+        "a new password: the old cookie is spent"
+    );
+    let cookie = granted_cookie(&s, &code, "same+words");
+    assert_eq!(with(&cookie).status, 302);
+
+    let r = s.daemon.api("DELETE", "/api/v1/links/keep", None);
+    assert_eq!(r.status, 204, "{}", r.body_text());
+    let again = s.daemon.create(
+        json!({"url": "https://example.com/someone-else", "alias": "keep", "password": "same words"}),
+    );
+    assert_eq!(again, code);
+    let r = with(&cookie);
+    assert!(
+        is_form(&r),
+        "another link under the alias: {} {:?}",
+        r.status,
+        r.header("Location")
+    );
+    s.nginx.assert_clean_log();
 }
 
 #[test]

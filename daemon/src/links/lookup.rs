@@ -12,6 +12,7 @@
 use std::sync::atomic::Ordering;
 
 use shortlink_core::ipc::{EdgeLink, LookupResult};
+use shortlink_core::password_page::password_tag;
 use shortlink_core::{Codec, RedirectStatus};
 
 use super::ops::Links;
@@ -37,7 +38,7 @@ pub fn edge_result(link: &Link, now: i64) -> LookupResult {
             forward_query: link.forward_query,
             created_at: link.created_at,
             country_targets: link.country_targets.clone(),
-            protected: link.password_hash.is_some(),
+            password_tag: link.password_hash.as_deref().map(password_tag),
             variants: link.variants.clone(),
         }),
         _ => LookupResult::Gone,

@@ -36,7 +36,7 @@ pub struct Front {
     forward_query: Option<bool>,
     /// A password link: the request path shows the form unless the
     /// visitor's cookie passes, wherever the link came from.
-    protected: bool,
+    password_tag: Option<u32>,
     created_day: u16,
     target: Vec<u8>,
 }
@@ -49,7 +49,7 @@ impl Front {
             expires_at: None,
             disabled: false,
             forward_query: None,
-            protected: false,
+            password_tag: None,
             created_day: 0,
             target: Vec::new(),
         }
@@ -62,7 +62,7 @@ impl Front {
         self.expires_at = link.expires_at();
         self.disabled = link.disabled();
         self.forward_query = link.forward_query();
-        self.protected = link.protected();
+        self.password_tag = link.password_tag();
         self.created_day = link.created_day();
         self.target.clear();
         self.target
@@ -91,8 +91,8 @@ impl LinkView for Front {
         self.forward_query
     }
 
-    fn protected(&self) -> bool {
-        self.protected
+    fn password_tag(&self) -> Option<u32> {
+        self.password_tag
     }
 
     fn created_day(&self) -> u16 {

@@ -37,8 +37,9 @@ pub struct Hit {
     pub forward_query: Option<bool>,
     /// Days since 1970-01-01 when the link was made (for its preview).
     pub created_day: u16,
-    /// Visitors must give the password first (or hold the link's cookie).
-    pub protected: bool,
+    /// Set when visitors must give the password first (or hold the link's
+    /// cookie): the tag of the password, which the cookie must carry.
+    pub password_tag: Option<u32>,
 }
 
 extern "C" {
@@ -61,8 +62,8 @@ pub trait LinkView {
     fn expires_at(&self) -> Option<i64>;
     fn disabled(&self) -> bool;
     fn forward_query(&self) -> Option<bool>;
-    /// Visitors must give a password first.
-    fn protected(&self) -> bool;
+    /// Set when visitors must give a password first: its tag.
+    fn password_tag(&self) -> Option<u32>;
     /// Days since 1970-01-01 when the link was made.
     fn created_day(&self) -> u16;
     /// The target kept for exactly `class` (`Other`: the main target);
@@ -169,7 +170,7 @@ impl Hit {
             kept,
             forward_query: link.forward_query(),
             created_day: link.created_day(),
-            protected: link.protected(),
+            password_tag: link.password_tag(),
         })
     }
 }
@@ -195,8 +196,8 @@ impl LinkView for EdgeLink {
         self.forward_query
     }
 
-    fn protected(&self) -> bool {
-        self.protected
+    fn password_tag(&self) -> Option<u32> {
+        self.password_tag
     }
 
     fn created_day(&self) -> u16 {

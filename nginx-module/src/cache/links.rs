@@ -76,7 +76,8 @@ impl Node {
         // SAFETY: the allocation holds code_len + sum(lens) bytes past the
         // struct, then the country table when COUNTRIES is set and the
         // variant table when VARIANTS is set (each one's length read from
-        // its own head); callers stay inside those.
+        // its own head), then 4 bytes of password tag when PROTECTED is
+        // set; callers stay inside those.
         unsafe {
             let base = self.0.cast::<u8>().add(size_of::<LinkNode>());
             core::slice::from_raw_parts(base.add(skip), len)
@@ -121,6 +122,17 @@ impl Node {
         }
     }
 
+    /// The password's tag (`PROTECTED`): four bytes past the variant
+    /// table.
+    fn tag(&self) -> Option<u32> {
+        if self.get().flags & PROTECTED == 0 {
+            return None;
+        }
+        let at = self.tables_at() + self.countries().size() + self.variants().size();
+        let b = self.bytes(at, 4);
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
     /// The answer depends on the visitor or the visit (device or country
     /// targets, variants): no front-cache slot.
     fn by_visitor(&self) -> bool {
@@ -150,8 +162,8 @@ impl LinkView for Node {
         forward_of(self.get().flags)
     }
 
-    fn protected(&self) -> bool {
-        self.get().flags & PROTECTED != 0
+    fn password_tag(&self) -> Option<u32> {
+        self.tag()
     }
 
     fn created_day(&self) -> u16 {
@@ -277,11 +289,15 @@ impl LinkCache {
         {
             return Err(CacheError::TooLarge);
         }
+        let tag = link
+            .and_then(|l| l.password_tag)
+            .map_or(Vec::new(), |t| t.to_le_bytes().to_vec());
         let size = size_of::<LinkNode>()
             + code.len()
             + fields.iter().map(|f| f.len()).sum::<usize>()
             + countries.len()
-            + variants.len();
+            + variants.len()
+            + tag.len();
 
         let h = self.hash(code);
         let lock = self.lock();
@@ -311,11 +327,7 @@ impl LinkCache {
                     0
                 }
                 | forward_bits(link.and_then(|l| l.forward_query))
-                | if link.is_some_and(|l| l.protected) {
-                    PROTECTED
-                } else {
-                    0
-                }
+                | if tag.is_empty() { 0 } else { PROTECTED }
                 | if countries.is_empty() { 0 } else { COUNTRIES }
                 | if variants.is_empty() { 0 } else { VARIANTS },
             code_len: code.len() as u8,
@@ -325,15 +337,16 @@ impl LinkCache {
         let shared = lock.shared();
         // SAFETY: `mem` is a fresh allocation of `size` bytes, aligned by the
         // slab allocator for any node type: the struct, then the code and
-        // the targets and the two tables. The bucket array has bucket_mask + 1 heads; we hold
+        // the targets, the two tables and the password tag. The bucket array has bucket_mask + 1 heads; we hold
         // the lock while linking the node into its chain and the LRU.
         unsafe {
             ptr::write(node, value);
             let mut at = mem.add(size_of::<LinkNode>());
-            for part in [code]
-                .into_iter()
-                .chain(fields)
-                .chain([&countries[..], &variants[..]])
+            for part in
+                [code]
+                    .into_iter()
+                    .chain(fields)
+                    .chain([&countries[..], &variants[..], &tag[..]])
             {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());

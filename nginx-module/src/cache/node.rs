@@ -47,7 +47,8 @@ pub(super) const DISABLED: u8 = 0b0000_0100;
 pub(super) const FORWARD_MASK: u8 = 0b0001_1000;
 pub(super) const FORWARD_ON: u8 = 0b0000_1000;
 pub(super) const FORWARD_OFF: u8 = 0b0001_0000;
-/// `flags`: visitors must give a password (the hash stays in the daemon).
+/// `flags`: visitors must give a password (the hash stays in the daemon):
+/// its tag, 4 bytes little-endian, follows the last table.
 pub(super) const PROTECTED: u8 = 0b0010_0000;
 /// `flags`: the link has country targets: their table
 /// (`shortlink_core::entry`) follows the targets.

@@ -75,7 +75,7 @@ pub struct Shared {
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE13");
+pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE14");
 
 /// Purge counters per zone (a power of two): two codes share one with a
 /// chance of 1 in this many, and then an answer for one is not stored

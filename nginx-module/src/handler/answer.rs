@@ -80,7 +80,9 @@ pub(super) fn arrived(
         },
         // A link without a password takes no form (its password may have
         // been removed since the form was shown: a GET redirects now).
-        Answer::Granted(link) if !link.protected => return Step::Reply(Reply::NotAllowed),
+        Answer::Granted(link) if link.password_tag.is_none() => {
+            return Step::Reply(Reply::NotAllowed)
+        }
         Answer::Granted(link) => match hit_of(r, lcf, ctx, &link) {
             Some(hit) => {
                 ctx.granted = true;

@@ -8,7 +8,7 @@
 use nginx_sys::ngx_str_t;
 use ngx::http::{HttpModuleMainConf, Request};
 use shortlink_core::edge_cookie::{find_cookie, set_cookie_header, EdgeCookieKey};
-use shortlink_core::password_page::COOKIE_NAME as PASSWORD_COOKIE;
+use shortlink_core::password_page::{cookie_matches, cookie_value, COOKIE_NAME as PASSWORD_COOKIE};
 use shortlink_core::variants::{kept_value, COOKIE_NAME as VARIANT_COOKIE};
 
 use crate::conf::LocConf;
@@ -63,18 +63,27 @@ fn issue(
     pool_copy(&r.pool(), header.as_bytes())
 }
 
-/// True when the request carries this link's password cookie, unexpired
-/// and signed with this deployment's key for this code.
-pub(super) fn password_passes(r: &Request, ctx: &RequestCtx) -> bool {
+/// True when the request carries this link's password cookie, unexpired,
+/// signed with this deployment's key for this code, and given for this
+/// link (`id`) and its password as it is now (`tag`).
+pub(super) fn password_passes(r: &Request, ctx: &RequestCtx, id: u64, tag: u32) -> bool {
     let Some(key) = Module::main_conf(r).and_then(|m| m.password_cookie.as_ref()) else {
         return false;
     };
-    verified(r, PASSWORD_COOKIE, key, ctx.code.as_bytes()).is_some()
+    verified(r, PASSWORD_COOKIE, key, ctx.code.as_bytes())
+        .is_some_and(|value| cookie_matches(value, id, tag))
 }
 
-/// The password cookie for a visitor the daemon let through,
-/// `shortlink_password_cookie_ttl` long; `None` when that is 0.
-pub(super) fn password_cookie(r: &Request, lcf: &LocConf, ctx: &RequestCtx) -> Option<ngx_str_t> {
+/// The password cookie for a visitor the daemon let through to link `id`
+/// whose password has `tag`, `shortlink_password_cookie_ttl` long; `None`
+/// when that is 0.
+pub(super) fn password_cookie(
+    r: &Request,
+    lcf: &LocConf,
+    ctx: &RequestCtx,
+    id: u64,
+    tag: u32,
+) -> Option<ngx_str_t> {
     if lcf.password_cookie_ttl <= 0 {
         return None;
     }
@@ -84,7 +93,7 @@ pub(super) fn password_cookie(r: &Request, lcf: &LocConf, ctx: &RequestCtx) -> O
         ctx,
         PASSWORD_COOKIE,
         key,
-        "ok",
+        &cookie_value(id, tag),
         lcf.password_cookie_ttl as u64,
     )
 }

@@ -51,7 +51,9 @@ pub(super) fn posted(
         // Whether the link is protected, not which variant: no cookie read.
         let kept = || None;
         match cache.lookup(ctx.code.as_bytes(), now, device, country, kept, copy) {
-            Cached::Found(hit) if !hit.protected => return Step::Reply(Reply::NotAllowed),
+            Cached::Found(hit) if hit.password_tag.is_none() => {
+                return Step::Reply(Reply::NotAllowed)
+            }
             Cached::NotFound => return Step::Reply(respond(r, lcf, ctx, Outcome::NotFound)),
             Cached::Gone => return Step::Reply(respond(r, lcf, ctx, Outcome::Gone)),
             // Protected, or not known here: the daemon will say.

@@ -93,11 +93,11 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 ctx.status = CacheStatus::Expired;
                 return fallback_or(lcf, NGX_HTTP_GONE);
             }
-            if hit.protected && !ctx.granted {
+            if let Some(tag) = hit.password_tag.filter(|_| !ctx.granted) {
                 if ctx.preview {
                     return Reply::ProtectedPreview;
                 }
-                if !edge_cookies::password_passes(r, ctx) {
+                if !edge_cookies::password_passes(r, ctx, hit.id, tag) {
                     return Reply::PasswordForm {
                         status: 200,
                         message: None,
@@ -142,10 +142,9 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 return Reply::Error;
             };
             ctx.target = location;
-            let cookie = if ctx.granted {
-                edge_cookies::password_cookie(r, lcf, ctx)
-            } else {
-                None
+            let cookie = match hit.password_tag {
+                Some(tag) if ctx.granted => edge_cookies::password_cookie(r, lcf, ctx, hit.id, tag),
+                _ => None,
             };
             // A variant picked for this visit: the visitor keeps it.
             let variant_cookie = match hit.variant {
@@ -159,7 +158,7 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 location,
                 // A protected link's redirect is never kept by a browser
                 // or a proxy: the next visit must show the cookie again.
-                cacheable: !hit.protected,
+                cacheable: hit.password_tag.is_none(),
                 by_device: hit.by_device,
                 cookie,
                 variant_cookie,
