@@ -16,8 +16,8 @@ use crate::events::EventHub;
 use crate::ids::IdSegments;
 use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
-use crate::pg::store::PgStore;
-use crate::pg::{Pg, PgError};
+use crate::store::postgres::backend::PgStore;
+use crate::store::postgres::{Pg, PgError};
 use crate::store::{SqliteStore, StoreError};
 
 pub(crate) mod files;

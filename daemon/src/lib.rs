@@ -25,7 +25,6 @@ pub mod ids;
 pub mod ipc;
 pub mod links;
 pub mod metrics;
-pub mod pg;
 pub mod process_stats;
 pub mod qr;
 pub mod recycle;

@@ -10,9 +10,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use pg_common::migrated;
-use shortlinkd::pg::changes::{self, Change, LogRead};
-use shortlinkd::pg::follow::{follow, FollowOptions, Followed};
-use shortlinkd::pg::Pg;
+use shortlinkd::store::postgres::changes::{self, Change, LogRead};
+use shortlinkd::store::postgres::follow::{follow, FollowOptions, Followed};
+use shortlinkd::store::postgres::Pg;
 use testpg::PgCluster;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -203,7 +203,7 @@ async fn a_reader_behind_pruned_rows_is_told_to_resync() {
     let cluster = PgCluster::start("prune");
     let pg = migrated(&cluster, "prune").await;
     let key = shortlink_core::DeploymentKey::generate().unwrap();
-    shortlinkd::pg::identity::claim(&pg, key.fingerprint())
+    shortlinkd::store::postgres::identity::claim(&pg, key.fingerprint())
         .await
         .unwrap();
     for id in 0..10 {
@@ -266,7 +266,7 @@ async fn sequencing_prunes_past_what_it_keeps() {
     let cluster = PgCluster::start("autoprune");
     let pg = migrated(&cluster, "autoprune").await;
     let key = shortlink_core::DeploymentKey::generate().unwrap();
-    shortlinkd::pg::identity::claim(&pg, key.fingerprint())
+    shortlinkd::store::postgres::identity::claim(&pg, key.fingerprint())
         .await
         .unwrap();
     let mut client = pg.get().await.unwrap();

@@ -7,9 +7,9 @@ mod pg_common;
 use std::time::Duration;
 
 use pg_common::{add_link, migrated};
-use shortlinkd::pg::changes::{self, LogRead};
-use shortlinkd::pg::clicks::{record_batch, BatchOutcome, ClickDelta};
-use shortlinkd::pg::Pg;
+use shortlinkd::store::postgres::changes::{self, LogRead};
+use shortlinkd::store::postgres::clicks::{record_batch, BatchOutcome, ClickDelta};
+use shortlinkd::store::postgres::Pg;
 use testpg::PgCluster;
 
 fn delta(link_id: u64, hour: i64, bot: bool, referrer: &str, count: i64) -> ClickDelta {

@@ -7,9 +7,9 @@ mod pg_common;
 use std::time::{Duration, Instant};
 
 use pg_common::migrated;
-use shortlinkd::pg::changes;
-use shortlinkd::pg::follow::{follow, FollowOptions, Followed};
-use shortlinkd::pg::Pg;
+use shortlinkd::store::postgres::changes;
+use shortlinkd::store::postgres::follow::{follow, FollowOptions, Followed};
+use shortlinkd::store::postgres::Pg;
 use testpg::PgCluster;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -115,7 +115,7 @@ async fn a_follower_behind_pruned_rows_resyncs_then_goes_on() {
     let cluster = PgCluster::start("resync");
     let pg = migrated(&cluster, "resync").await;
     let key = shortlink_core::DeploymentKey::generate().unwrap();
-    shortlinkd::pg::identity::claim(&pg, key.fingerprint())
+    shortlinkd::store::postgres::identity::claim(&pg, key.fingerprint())
         .await
         .unwrap();
     for id in 0..6 {

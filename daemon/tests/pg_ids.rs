@@ -4,7 +4,7 @@
 mod pg_common;
 
 use pg_common::migrated;
-use shortlinkd::pg::ids;
+use shortlinkd::store::postgres::ids;
 use testpg::PgCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

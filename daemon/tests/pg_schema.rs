@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use pg_common::{add_link, config_for, migrated};
 use shortlink_core::DeploymentKey;
-use shortlinkd::pg::{self, identity, migrate, PgError};
+use shortlinkd::store::postgres::{self, identity, migrate, PgError};
 use testpg::PgCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -23,7 +23,8 @@ async fn daemons_starting_at_once_migrate_once_and_agree() {
             let (config, gate) = (config.clone(), gate.clone());
             tokio::spawn(async move {
                 let pg =
-                    pg::open(config.database.as_ref().unwrap(), Some(testpg::PASSWORD), 2).unwrap();
+                    postgres::open(config.database.as_ref().unwrap(), Some(testpg::PASSWORD), 2)
+                        .unwrap();
                 drop(pg.get().await.unwrap());
                 gate.wait().await;
                 migrate::run(&pg).await
@@ -42,7 +43,7 @@ async fn daemons_starting_at_once_migrate_once_and_agree() {
     let all: Vec<String> = (1..=migrate::newest()).map(|v| v.to_string()).collect();
     assert_eq!(versions, all.join(","));
     // And once more through connect, as a restarting daemon would.
-    let pg = pg::connect(&config).await.unwrap();
+    let pg = postgres::connect(&config).await.unwrap();
     assert!(migrate::run(&pg).await.unwrap().is_empty());
 }
 
@@ -167,13 +168,13 @@ async fn a_wrong_password_or_missing_or_open_file_is_named_without_the_password(
     // Readable by everyone: refused before it is read, naming the mode.
     std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o644)).unwrap();
     config.database_password_file = Some(wrong.clone());
-    let err = pg::connect(&config).await.unwrap_err().to_string();
+    let err = postgres::connect(&config).await.unwrap_err().to_string();
     assert!(
         err.contains("readable by other users (mode 644)") && err.contains("pw"),
         "{err}"
     );
     std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let err = pg::connect(&config).await.unwrap_err().to_string();
+    let err = postgres::connect(&config).await.unwrap_err().to_string();
     assert!(err.contains("password authentication failed"), "{err}");
     assert!(
         err.contains(&format!("127.0.0.1:{}", cluster.port)),
@@ -181,7 +182,7 @@ async fn a_wrong_password_or_missing_or_open_file_is_named_without_the_password(
     );
     assert!(!err.contains("not-the-password"), "{err}");
     config.database_password_file = Some(dir.path().join("absent"));
-    let err = pg::connect(&config).await.unwrap_err().to_string();
+    let err = postgres::connect(&config).await.unwrap_err().to_string();
     assert!(
         err.contains("password file") && err.contains("absent"),
         "{err}"
@@ -203,7 +204,7 @@ async fn a_unix_socket_directory_as_host_connects() {
         database_password_file: Some(cluster.password_file()),
         ..Default::default()
     };
-    let pg = pg::connect(&config).await.unwrap();
+    let pg = postgres::connect(&config).await.unwrap();
     let client = pg.get().await.unwrap();
     let row = client
         .query_one("SELECT inet_client_addr() IS NULL", &[])
@@ -219,16 +220,16 @@ async fn a_pg_store_opens_under_its_key_only() {
     let cluster = PgCluster::start("pgstore");
     let config = config_for(&cluster, "store");
     let key = DeploymentKey::from_bytes([1; 32]);
-    let a = shortlinkd::pg::store::PgStore::open(&config, &key)
+    let a = shortlinkd::store::postgres::backend::PgStore::open(&config, &key)
         .await
         .unwrap();
-    let b = shortlinkd::pg::store::PgStore::open(&config, &key)
+    let b = shortlinkd::store::postgres::backend::PgStore::open(&config, &key)
         .await
         .unwrap();
     assert_eq!(a.identity(), b.identity());
     assert_eq!(a.identity().fingerprint, key.fingerprint().to_string());
     let other = DeploymentKey::from_bytes([2; 32]);
-    let err = shortlinkd::pg::store::PgStore::open(&config, &other)
+    let err = shortlinkd::store::postgres::backend::PgStore::open(&config, &other)
         .await
         .err()
         .expect("another key is refused")

@@ -10,9 +10,9 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::DeploymentKey;
 use shortlinkd::db::{ClickStore, NewLink, Store};
-use shortlinkd::pg::store::PgStore;
 use shortlinkd::store::clicks::FoldOutcome;
 use shortlinkd::store::links::Link;
+use shortlinkd::store::postgres::backend::PgStore;
 use shortlinkd::store::SqliteStore;
 use testpg::PgCluster;
 

@@ -8,8 +8,8 @@ use pg_common::config_for;
 use shortlink_core::DeploymentKey;
 use shortlinkd::auth::Role;
 use shortlinkd::db::{CredentialStore, UserStore};
-use shortlinkd::pg::store::PgStore;
 use shortlinkd::store::keys::Owner;
+use shortlinkd::store::postgres::backend::PgStore;
 use shortlinkd::store::StoreError;
 use testpg::PgCluster;
 

@@ -194,7 +194,7 @@ async fn inserts_refuse_items_alone_and_edits_log_their_changes() {
 /// after the commit (the follower's poll is far longer than the test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_wake_a_listening_follower_after_their_commit() {
-    use shortlinkd::pg::follow::{follow, FollowOptions, Followed};
+    use shortlinkd::store::postgres::follow::{follow, FollowOptions, Followed};
     use std::time::Duration;
 
     let cluster = PgCluster::start("wake");

@@ -8,8 +8,8 @@ use pg_common::config_for;
 use pg_store_common::{new_link, open};
 use shortlinkd::codes::CodeRef;
 use shortlinkd::db::{Inserted, LinkStore, NewLink};
-use shortlinkd::pg::store::PgStore;
 use shortlinkd::store::links::{LinkState, ListQuery, ListSort};
+use shortlinkd::store::postgres::backend::PgStore;
 use shortlinkd::store::SqliteStore;
 use testpg::PgCluster;
 

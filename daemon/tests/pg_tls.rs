@@ -8,7 +8,7 @@ mod pg_common;
 use pg_common::config_for;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use shortlinkd::config::{Config, DatabaseUrl};
-use shortlinkd::pg::{self, PgError};
+use shortlinkd::store::postgres::{self, PgError};
 use testpg::PgCluster;
 
 /// A CA named `name`: its certificate (PEM) and what signs with it.
@@ -40,7 +40,7 @@ fn with_params(config: &Config, query: &str) -> Config {
 
 /// Whether the session `config` opens is encrypted.
 async fn encrypted(config: &Config) -> Result<bool, PgError> {
-    let pg = pg::connect(config).await?;
+    let pg = postgres::connect(config).await?;
     let row = pg
         .get()
         .await?

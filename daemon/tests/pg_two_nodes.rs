@@ -203,7 +203,7 @@ async fn listener(cluster: &PgCluster, db: &str) -> tokio::sync::mpsc::Unbounded
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (listening_tx, listening) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        let listen = format!("LISTEN {}", shortlinkd::pg::changes::CHANNEL);
+        let listen = format!("LISTEN {}", shortlinkd::store::postgres::changes::CHANNEL);
         let mut listen = Box::pin(client.batch_execute(&listen));
         let mut listening_tx = Some(listening_tx);
         loop {

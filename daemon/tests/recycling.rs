@@ -24,7 +24,7 @@ const AGO: i64 = 100 * 86_400;
 /// Direct access to the daemon's database, for moving times back.
 enum Db {
     Sqlite(std::path::PathBuf),
-    Pg(Box<shortlinkd::pg::Pg>),
+    Pg(Box<shortlinkd::store::postgres::Pg>),
 }
 
 impl Db {
@@ -88,7 +88,9 @@ async fn open_db(d: &Daemon, url: Option<&str>) -> Db {
                 database_password_file: Some(cluster.password_file()),
                 ..Default::default()
             };
-            Db::Pg(Box::new(shortlinkd::pg::connect(&config).await.unwrap()))
+            Db::Pg(Box::new(
+                shortlinkd::store::postgres::connect(&config).await.unwrap(),
+            ))
         }
     }
 }

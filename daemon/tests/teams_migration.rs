@@ -15,8 +15,8 @@ use shortlink_core::DeploymentKey;
 use shortlinkd::auth::Role;
 use shortlinkd::codes::CodeRef;
 use shortlinkd::db::Store;
-use shortlinkd::pg::{self, migrate};
 use shortlinkd::store::links::ListQuery;
+use shortlinkd::store::postgres::{self, migrate};
 
 /// Keys made before teams: (prefix, scopes, the role they migrate to).
 const OLD_KEYS: [(&str, &str, &str); 3] = [
@@ -162,7 +162,8 @@ async fn a_v4_postgres_database_moves_into_the_default_team() {
         }
     };
     {
-        let pg = pg::open(config.database.as_ref().unwrap(), Some(testpg::PASSWORD), 1).unwrap();
+        let pg =
+            postgres::open(config.database.as_ref().unwrap(), Some(testpg::PASSWORD), 1).unwrap();
         let c = pg.get().await.unwrap();
         c.batch_execute(
             "CREATE TABLE schema_version (version integer PRIMARY KEY, \
@@ -193,7 +194,7 @@ async fn a_v4_postgres_database_moves_into_the_default_team() {
         }
     }
     let key = DeploymentKey::from_bytes([5; 32]);
-    let store = shortlinkd::pg::store::PgStore::open(&config, &key)
+    let store = shortlinkd::store::postgres::backend::PgStore::open(&config, &key)
         .await
         .unwrap();
     let store = Store::new(std::sync::Arc::new(store));

@@ -480,7 +480,7 @@ pub async fn postgres_store(name: &str) -> (testpg::PgCluster, Store) {
 }
 
 /// As [`postgres_store`], the PostgreSQL store itself.
-pub async fn pg_store(name: &str) -> (testpg::PgCluster, crate::pg::store::PgStore) {
+pub async fn pg_store(name: &str) -> (testpg::PgCluster, crate::store::postgres::backend::PgStore) {
     let cluster = testpg::PgCluster::start(name);
     let url = cluster.create_db(name);
     let config = crate::config::Config {
@@ -489,7 +489,7 @@ pub async fn pg_store(name: &str) -> (testpg::PgCluster, crate::pg::store::PgSto
         ..crate::config::Config::default()
     };
     let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
-    let pg = crate::pg::store::PgStore::open(&config, &key)
+    let pg = crate::store::postgres::backend::PgStore::open(&config, &key)
         .await
         .unwrap();
     (cluster, pg)

@@ -16,6 +16,7 @@ pub mod files;
 pub mod ids;
 pub mod keys;
 pub mod links;
+pub mod postgres;
 pub mod recycle;
 pub mod teams;
 pub mod users;

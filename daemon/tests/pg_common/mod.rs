@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use shortlinkd::config::{Config, DatabaseUrl};
-use shortlinkd::pg::{self, Pg};
+use shortlinkd::store::postgres::{self, Pg};
 use testpg::PgCluster;
 
 /// A `Config` for database `db` of `cluster` (created here).
@@ -19,7 +19,7 @@ pub fn config_for(cluster: &PgCluster, db: &str) -> Config {
 
 /// A migrated database `db` of `cluster`.
 pub async fn migrated(cluster: &PgCluster, db: &str) -> Pg {
-    pg::connect(&config_for(cluster, db)).await.unwrap()
+    postgres::connect(&config_for(cluster, db)).await.unwrap()
 }
 
 /// Inserts a bare link.

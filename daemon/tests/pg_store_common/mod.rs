@@ -6,8 +6,8 @@
 use shortlink_core::DeploymentKey;
 use shortlinkd::config::Config;
 use shortlinkd::db::{ImportLink, LinkEdit, NewLink};
-use shortlinkd::pg::store::PgStore;
 use shortlinkd::store::links::Link;
+use shortlinkd::store::postgres::backend::PgStore;
 use testpg::PgCluster;
 
 pub async fn open(config: &Config) -> PgStore {

@@ -13,8 +13,8 @@ use deadpool_postgres::GenericClient;
 use super::super::ids::LINK_IDS;
 use super::super::rows::{bigint, failed};
 use crate::db::{ImportLink, NewLink};
-use crate::pg::ids;
 use crate::store::links::Link;
+use crate::store::postgres::ids;
 use crate::store::StoreResult;
 
 /// The links a chunk's rows name, stored or made by the chunk.

@@ -15,7 +15,7 @@ use crate::db::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
     WebhookEvent,
 };
-use crate::pg::changes;
+use crate::store::postgres::changes;
 use crate::store::{StoreError, StoreResult};
 
 /// The advisory lock every takedown and undo holds ("takedown" in ASCII).

@@ -11,7 +11,7 @@ use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
 use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
-use crate::pg::changes;
+use crate::store::postgres::changes;
 use crate::store::{StoreError, StoreResult};
 
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";

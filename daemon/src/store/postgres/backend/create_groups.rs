@@ -28,7 +28,7 @@ use super::links::counted;
 use super::plain::{self, MAX_GROUP};
 use super::rows::failed;
 use crate::db::{Inserted, NewLink};
-use crate::pg::Pg;
+use crate::store::postgres::Pg;
 use crate::store::{StoreError, StoreResult, StoreStats};
 
 /// Most groups being written at once (each holds a pooled connection).

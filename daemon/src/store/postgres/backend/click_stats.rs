@@ -11,9 +11,9 @@ use shortlink_core::country::Country;
 use tokio_postgres::IsolationLevel;
 
 use super::rows::{columns, from_row};
-use crate::pg::PgError;
 use crate::store::clicks::{RangeStats, RangeTally, SiteStats, SiteTally};
 use crate::store::links::Link;
+use crate::store::postgres::PgError;
 use crate::store::StoreResult;
 
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day

@@ -27,7 +27,7 @@ use super::name_locks;
 use super::rows::failed;
 use super::PgStore;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId};
-use crate::pg::ids;
+use crate::store::postgres::ids;
 use crate::store::StoreResult;
 use known::Known;
 

@@ -11,7 +11,7 @@ use super::links::counted;
 use super::rows::{bigint, failed};
 use super::PgStore;
 use crate::db::{IdRanges, Purged, RecycleStore};
-use crate::pg::recycle;
+use crate::store::postgres::recycle;
 use crate::store::{unix_now, StoreResult};
 
 #[async_trait]

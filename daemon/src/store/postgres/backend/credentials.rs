@@ -11,8 +11,8 @@ use super::users::conflict_or;
 use super::PgStore;
 use crate::auth::Role;
 use crate::db::CredentialStore;
-use crate::pg::PgError;
 use crate::store::keys::{ApiKey, App, Owner};
+use crate::store::postgres::PgError;
 use crate::store::{StoreError, StoreResult};
 
 /// A key with its user's current team and role; a key whose user is gone

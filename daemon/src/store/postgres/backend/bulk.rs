@@ -18,8 +18,8 @@ use super::new_link::{insert_columns, Values, COLUMNS, COLUMN_TYPES};
 use super::rows::failed;
 use super::webhooks;
 use crate::db::WebhookEvent;
-use crate::pg::changes;
 use crate::store::links::Link;
+use crate::store::postgres::changes;
 use crate::store::StoreResult;
 
 /// Makes the rest of the caller's transaction run each prepared statement

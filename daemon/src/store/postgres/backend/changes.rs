@@ -12,8 +12,8 @@ use tokio_postgres::IsolationLevel;
 
 use super::PgStore;
 use crate::db::{ChangeLog, Resume};
-use crate::pg::changes::{self, Change};
-use crate::pg::PgError;
+use crate::store::postgres::changes::{self, Change};
+use crate::store::postgres::PgError;
 use crate::store::StoreResult;
 
 /// How long a reader waits for rows committed before it asked to become

@@ -4,9 +4,10 @@
 //! store's identity and deployment-key check ([`identity`]), id leasing
 //! ([`ids`]), the cross-node change log and its follower ([`changes`],
 //! [`follow`], applied to this node's edge by [`feed`]), idempotent click
-//! batches ([`clicks`]) and the store built on them ([`store::PgStore`]),
+//! batches ([`clicks`]) and the store built on them ([`backend::PgStore`]),
 //! opened by `app::open_store` when `database` is set.
 
+pub mod backend;
 pub mod changes;
 pub mod click_log;
 pub mod clicks;
@@ -17,7 +18,6 @@ pub mod ids;
 pub mod migrate;
 pub mod reach;
 pub mod recycle;
-pub mod store;
 pub mod tls;
 
 use std::path::{Path, PathBuf};

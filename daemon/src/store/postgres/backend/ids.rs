@@ -11,7 +11,7 @@ use super::links::counted;
 use super::rows::failed;
 use super::PgStore;
 use crate::db::IdStore;
-use crate::pg::ids;
+use crate::store::postgres::ids;
 use crate::store::StoreResult;
 
 /// The `id_alloc` row of link ids (the name SQLite uses too).

@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 use super::users::conflict_or;
 use super::PgStore;
 use crate::db::TeamStore;
-use crate::pg::PgError;
+use crate::store::postgres::PgError;
 use crate::store::teams::Team;
 use crate::store::{StoreError, StoreResult};
 

@@ -9,7 +9,7 @@ use tokio_postgres::Row;
 use super::PgStore;
 use crate::auth::Role;
 use crate::db::UserStore;
-use crate::pg::PgError;
+use crate::store::postgres::PgError;
 use crate::store::users::User;
 use crate::store::{StoreError, StoreResult};
 

@@ -33,8 +33,8 @@ use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, 
 use super::{list, name_locks, plain, webhooks, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
-use crate::pg::{changes, PgError};
 use crate::store::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
+use crate::store::postgres::{changes, PgError};
 use crate::store::{StoreError, StoreResult, StoreStats};
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).
@@ -325,7 +325,8 @@ impl LinkStore for PgStore {
             let Some(link) = row.as_ref().map(from_row).transpose()? else {
                 return Ok(None); // nothing written: the transaction rolls back
             };
-            crate::pg::recycle::tombstone(&tx, bigint(id)?, crate::store::unix_now()).await?;
+            crate::store::postgres::recycle::tombstone(&tx, bigint(id)?, crate::store::unix_now())
+                .await?;
             changes::append(&tx, id, link.alias.as_deref(), None).await?;
             let now = crate::store::unix_now();
             webhooks::link_event(&tx, WebhookEvent::Deleted, &link, now).await?;
