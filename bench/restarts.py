@@ -28,7 +28,7 @@ def one(name, daemon, links, seconds, runs, batches):
     harness.DAEMON = daemon
     out = os.path.join(harness.HERE, "out", f"restarts-{name}")
     subprocess.run(["rm", "-rf", out], check=True)
-    os.environ["RUST_LOG"] = "info,shortlinkd::store::threads::checkpoint=debug"
+    os.environ["RUST_LOG"] = "info,shortlinkd::store::sqlite::threads::checkpoint=debug"
     stack = harness.Stack(out, False)
     try:
         csv_path = os.path.join(out, "import.csv")

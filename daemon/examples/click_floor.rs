@@ -38,9 +38,9 @@ use sha2::{Digest, Sha256};
 use shortlink_core::country::UNKNOWN;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
-use shortlinkd::store::clicks::{self, Aggregate, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
-use shortlinkd::store::links::{self, Link};
-use shortlinkd::store::{writer_connection, StoreResult};
+use shortlinkd::store::sqlite::clicks::{self, Aggregate, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
+use shortlinkd::store::sqlite::links::{self, Link};
+use shortlinkd::store::sqlite::{writer_connection, StoreResult};
 
 /// Rows of a worker's page when it is sealed (`clicks::page::MAX_USED` in
 /// the module).
@@ -221,7 +221,7 @@ fn run(links: usize, clicks: usize, r: usize) -> Result<Run, Box<dyn std::error:
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("floor.db");
     // The daemon's own migrations make the schema.
-    shortlinkd::store::SqliteStore::open(&path, 1, 16)?.close();
+    shortlinkd::store::sqlite::SqliteStore::open(&path, 1, 16)?.close();
     let c = writer_connection(&path)?;
     make_links(&c, links)?;
     let batches = batches(links, clicks, r as u64 + 1);

@@ -36,8 +36,8 @@ use std::time::Duration;
 use common::{arg, median, Spent};
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
-use shortlinkd::store::links::{self, Link};
-use shortlinkd::store::StoreResult;
+use shortlinkd::store::sqlite::links::{self, Link};
+use shortlinkd::store::sqlite::StoreResult;
 
 const TARGET: &str =
     "https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id=";
@@ -84,7 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let dir = tempfile::tempdir()?;
             let path = dir.path().join("floor.db");
             // The daemon's own migrations make the schema.
-            shortlinkd::store::SqliteStore::open(&path, 1, 16)?.close();
+            shortlinkd::store::sqlite::SqliteStore::open(&path, 1, 16)?.close();
             times[i].push(run(&path, rows, chunk, *shape)?);
         }
     }

@@ -18,7 +18,7 @@ use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
 use crate::store::postgres::backend::PgStore;
 use crate::store::postgres::{Pg, PgError};
-use crate::store::{SqliteStore, StoreError};
+use crate::store::sqlite::{SqliteStore, StoreError};
 
 pub(crate) mod files;
 
@@ -228,7 +228,7 @@ mod tests {
     /// A store plugged in at start-up is the one every operation uses.
     #[tokio::test]
     async fn the_app_works_on_the_store_it_is_given() {
-        let (_dir, sqlite) = crate::store::tests::temp_store();
+        let (_dir, sqlite) = crate::store::sqlite::tests::temp_store();
         let key = DeploymentKey::from_bytes([3; 32]);
         let app = App::with_store(
             Config::default(),
@@ -241,7 +241,10 @@ mod tests {
             ..CreateLink::default()
         };
         app.links().create(&req, None).await.unwrap();
-        let stored = sqlite.read(crate::store::links::count).await.unwrap();
+        let stored = sqlite
+            .read(crate::store::sqlite::links::count)
+            .await
+            .unwrap();
         assert_eq!(stored, 1);
         app.store.close();
     }

@@ -8,8 +8,8 @@ use crate::auth::{
     self, parse_scopes, scopes_from_stored, scopes_to_string, AppSecret, AuthError, NewApiKey,
     Principal, Role, Scope, ScopeError,
 };
-use crate::store::keys::{self, Owner};
-use crate::store::{unix_now, StoreError};
+use crate::store::sqlite::keys::{self, Owner};
+use crate::store::sqlite::{unix_now, StoreError};
 
 /// Longest credential name, in bytes.
 const MAX_NAME: usize = 100;

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::db::Store;
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 
 /// The id allocator: several leased ranges held in memory.
 pub struct IdSegments {
@@ -301,7 +301,7 @@ impl IdSegments {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::tests::temp_store;
+    use crate::store::sqlite::tests::temp_store;
     use std::collections::HashSet;
 
     #[tokio::test]
@@ -322,7 +322,8 @@ mod tests {
         }
         store.close();
         // A new process on the same database continues after every lease.
-        let store = crate::store::SqliteStore::open(&dir.path().join("t.db"), 1, 10).unwrap();
+        let store =
+            crate::store::sqlite::SqliteStore::open(&dir.path().join("t.db"), 1, 10).unwrap();
         let c = IdSegments::new(store.into(), 1000, 10, 2);
         for _ in 0..30 {
             assert!(seen.insert(c.next().await.unwrap()));
@@ -343,7 +344,8 @@ mod tests {
         ids.reserve_through(5000).await.unwrap();
         assert!(ids.next().await.unwrap() > 5000);
         store.close();
-        let store = crate::store::SqliteStore::open(&dir.path().join("t.db"), 1, 10).unwrap();
+        let store =
+            crate::store::sqlite::SqliteStore::open(&dir.path().join("t.db"), 1, 10).unwrap();
         let other = IdSegments::new(store.into(), 100, 50, 2);
         assert!(other.next().await.unwrap() > 5000);
     }
@@ -353,8 +355,8 @@ mod tests {
         let (_dir, store) = temp_store();
         store
             .write(|c| {
-                crate::store::ids::advance_past(c, 999)?;
-                crate::store::recycle::record_lease(c, &(100..110), 0)?;
+                crate::store::sqlite::ids::advance_past(c, 999)?;
+                crate::store::sqlite::recycle::record_lease(c, &(100..110), 0)?;
                 c.execute("UPDATE id_ranges SET state = 'available'", [])?;
                 Ok(())
             })

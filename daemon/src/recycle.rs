@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::SharedApp;
 use crate::db::Purged;
 use crate::edge::{EdgeKeys, LinkChange};
-use crate::store::{unix_now, StoreResult};
+use crate::store::sqlite::{unix_now, StoreResult};
 
 /// Ranges purged per transaction.
 const BATCH: u32 = 64;

@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::SharedApp;
 use crate::config::Config;
-use crate::store::{unix_now, StoreError};
+use crate::store::sqlite::{unix_now, StoreError};
 use crate::users::ApiPeer;
 use crate::{api, ipc, spool, stats};
 

@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::app::App;
 use crate::stats;
-use crate::store::{unix_now, StoreError};
+use crate::store::sqlite::{unix_now, StoreError};
 
 /// Batches handed from the reading thread to the store at a time.
 const CHUNK: usize = 256;

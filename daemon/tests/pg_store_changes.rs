@@ -13,10 +13,10 @@ use pg_store_common::{edit, new_link, open};
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ChangePosition, ClickBatch, ClickCount};
 use shortlinkd::db::Store;
-use shortlinkd::store::StoreError;
+use shortlinkd::store::sqlite::StoreError;
 use testpg::PgCluster;
 
-fn logged(rows: &[shortlinkd::store::changes::Change]) -> Vec<(u64, Option<String>)> {
+fn logged(rows: &[shortlinkd::store::sqlite::changes::Change]) -> Vec<(u64, Option<String>)> {
     rows.iter()
         .map(|c| (c.link_id, c.new_alias.clone()))
         .collect()

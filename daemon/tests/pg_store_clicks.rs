@@ -10,10 +10,10 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::DeploymentKey;
 use shortlinkd::db::{ClickStore, NewLink, Store};
-use shortlinkd::store::clicks::FoldOutcome;
-use shortlinkd::store::links::Link;
 use shortlinkd::store::postgres::backend::PgStore;
-use shortlinkd::store::SqliteStore;
+use shortlinkd::store::sqlite::clicks::FoldOutcome;
+use shortlinkd::store::sqlite::links::Link;
+use shortlinkd::store::sqlite::SqliteStore;
 use testpg::PgCluster;
 
 fn click(

@@ -9,8 +9,8 @@ use pg_common::config_for;
 use pg_store_common::{change_rows, import_row, new_link, open};
 use shortlinkd::codes::CodeRef;
 use shortlinkd::db::{IdStore, ImportLink, ImportStore, Imported, Inserted, LinkStore};
-use shortlinkd::store::links::ListQuery;
-use shortlinkd::store::SqliteStore;
+use shortlinkd::store::sqlite::links::ListQuery;
+use shortlinkd::store::sqlite::SqliteStore;
 use testpg::PgCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

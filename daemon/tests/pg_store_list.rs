@@ -8,9 +8,9 @@ use pg_common::config_for;
 use pg_store_common::{new_link, open};
 use shortlinkd::codes::CodeRef;
 use shortlinkd::db::{Inserted, LinkStore, NewLink};
-use shortlinkd::store::links::{LinkState, ListQuery, ListSort};
 use shortlinkd::store::postgres::backend::PgStore;
-use shortlinkd::store::SqliteStore;
+use shortlinkd::store::sqlite::links::{LinkState, ListQuery, ListSort};
+use shortlinkd::store::sqlite::SqliteStore;
 use testpg::PgCluster;
 
 /// A link for the list test: created at `id * 10`.

@@ -15,8 +15,8 @@ use shortlink_core::DeploymentKey;
 use shortlinkd::auth::Role;
 use shortlinkd::codes::CodeRef;
 use shortlinkd::db::Store;
-use shortlinkd::store::links::ListQuery;
 use shortlinkd::store::postgres::{self, migrate};
+use shortlinkd::store::sqlite::links::ListQuery;
 
 /// Keys made before teams: (prefix, scopes, the role they migrate to).
 const OLD_KEYS: [(&str, &str, &str); 3] = [
@@ -46,17 +46,17 @@ fn sqlite_v11(path: &std::path::Path) {
     )
     .unwrap();
     Migrations::new(vec![
-        M::up(include_str!("../src/store/schema_v1.sql")),
-        M::up(include_str!("../src/store/schema_v2.sql")),
-        M::up(include_str!("../src/store/schema_v3.sql")),
-        M::up(include_str!("../src/store/schema_v4.sql")),
-        M::up(include_str!("../src/store/schema_v5.sql")),
-        M::up(include_str!("../src/store/schema_v6.sql")),
-        M::up(include_str!("../src/store/schema_v7.sql")),
-        M::up(include_str!("../src/store/schema_v8.sql")),
-        M::up(include_str!("../src/store/schema_v9.sql")),
-        M::up(include_str!("../src/store/schema_v10.sql")),
-        M::up(include_str!("../src/store/schema_v11.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v1.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v2.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v3.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v4.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v5.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v6.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v7.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v8.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v9.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v10.sql")),
+        M::up(include_str!("../src/store/sqlite/schema_v11.sql")),
     ])
     .to_latest(&mut c)
     .unwrap();

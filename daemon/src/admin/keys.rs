@@ -14,7 +14,7 @@ use super::{AdminError, AdminState, Authed, FormFields};
 use crate::auth::Scope;
 use crate::credentials::{self, CredentialError};
 use crate::links::parse_time;
-use crate::store::{unix_now, StoreError};
+use crate::store::sqlite::{unix_now, StoreError};
 
 /// What a create form held, kept on errors.
 #[derive(Debug, Default, Clone)]

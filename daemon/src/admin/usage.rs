@@ -16,7 +16,7 @@ use axum::response::Response;
 
 use crate::app::SharedApp;
 use crate::auth::key_prefix;
-use crate::store::{unix_now, StoreResult};
+use crate::store::sqlite::{unix_now, StoreResult};
 
 /// Stored times are refreshed after this many seconds.
 pub const WRITE_EVERY: i64 = 60;

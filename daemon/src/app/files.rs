@@ -18,7 +18,7 @@ use std::path::Path;
 
 use super::AppError;
 use crate::config::Config;
-use crate::store::files::file_set;
+use crate::store::sqlite::files::file_set;
 
 /// Mode of a data directory the daemon makes, without sockets in it.
 pub const DIR_MODE: u32 = 0o750;
@@ -129,7 +129,7 @@ pub fn database_files(db: &Path) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::files::{click_log, with_suffix};
+    use crate::store::sqlite::files::{click_log, with_suffix};
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777

@@ -77,7 +77,10 @@ pub async fn verify_key(
         return Err(AuthError::RevokedApiKey(key.name));
     }
     // Checked on every use, cached key or not.
-    if let Some(at) = key.expires_at.filter(|&at| at <= crate::store::unix_now()) {
+    if let Some(at) = key
+        .expires_at
+        .filter(|&at| at <= crate::store::sqlite::unix_now())
+    {
         return Err(AuthError::ExpiredApiKey(key.name, at));
     }
     Ok(Principal::from_stored(

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use super::app_secret::AppSecret;
 use super::{AuthCache, AuthError, Principal};
 use crate::db::Store;
-use crate::store::unix_now;
+use crate::store::sqlite::unix_now;
 
 /// What verification reads from a signed request.
 #[derive(Debug, Clone, Copy)]

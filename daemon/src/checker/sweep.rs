@@ -17,7 +17,7 @@ use super::probe::{self, Outcome, ProbeRules};
 use crate::app::SharedApp;
 use crate::db::{CheckResult, CheckTarget};
 use crate::edge::LinkChange;
-use crate::store::unix_now;
+use crate::store::sqlite::unix_now;
 
 /// Links read and claimed at a time.
 const PAGE: u32 = 200;

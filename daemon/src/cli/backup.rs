@@ -27,8 +27,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::app::files::DB_MODE;
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
-use crate::store::backup as sqlite;
-use crate::store::files::{file_set, with_suffix, DB_WAL};
+use crate::store::sqlite::backup as sqlite;
+use crate::store::sqlite::files::{file_set, with_suffix, DB_WAL};
 
 /// What `backup` and `restore` did, for `--json`.
 #[derive(Debug, serde::Serialize)]
@@ -246,7 +246,9 @@ mod tests {
         let b = tempfile::tempdir().unwrap();
         for (dir, url) in [(&a, "https://e.com/kept"), (&b, "https://e.com/old")] {
             let db = config(dir.path()).db_path();
-            crate::store::SqliteStore::open(&db, 1, 10).unwrap().close();
+            crate::store::sqlite::SqliteStore::open(&db, 1, 10)
+                .unwrap()
+                .close();
             Connection::open(&db)
                 .unwrap()
                 .execute(
@@ -277,7 +279,7 @@ mod tests {
         }
         std::fs::copy(b.path().join("saved-wal"), &stale).unwrap();
         // The old click log: its batches belong to the old database.
-        let old_log = crate::store::files::click_log(&old);
+        let old_log = crate::store::sqlite::files::click_log(&old);
         assert!(old_log.exists());
         restore(&config(b.path()), &file).unwrap();
         // What a daemon opening it would read: the backup, not the old WAL

@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use shortlink_core::ipc::ChangePosition;
 
-use crate::store::changes::Change;
-use crate::store::StoreResult;
+use crate::store::sqlite::changes::Change;
+use crate::store::sqlite::StoreResult;
 
 /// What a (re)subscribing worker is sent first.
 #[derive(Debug, Clone)]

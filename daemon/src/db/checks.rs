@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 
 /// A link to probe.
 #[derive(Debug, Clone, PartialEq, Eq)]

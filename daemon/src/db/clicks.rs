@@ -5,9 +5,9 @@ use async_trait::async_trait;
 use shortlink_core::ipc::ClickBatch;
 use tokio::sync::Notify;
 
-use crate::store::clicks::{FoldOutcome, RangeStats, SiteStats};
-use crate::store::links::Link;
-use crate::store::StoreResult;
+use crate::store::sqlite::clicks::{FoldOutcome, RangeStats, SiteStats};
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
 
 /// Where clicks go and are counted.
 #[async_trait]

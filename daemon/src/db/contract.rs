@@ -8,7 +8,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use super::{Inserted, LinkEdit, NewLink, Store, Updated};
 use crate::codes::CodeRef;
 use crate::links::LinkError;
-use crate::store::links::Link;
+use crate::store::sqlite::links::Link;
 
 fn new_link(id: u64, alias: Option<&str>, url: &str, targets: &[&str]) -> NewLink {
     NewLink {
@@ -466,7 +466,7 @@ pub async fn check_all(store: &Store) {
 
 #[tokio::test]
 async fn sqlite_keeps_the_contract() {
-    let (_dir, sqlite) = crate::store::tests::temp_store();
+    let (_dir, sqlite) = crate::store::sqlite::tests::temp_store();
     let store = Store::from(sqlite);
     check_all(&store).await;
     store.close();

@@ -7,8 +7,8 @@
 
 use super::{NewLink, RangeState, Store};
 use crate::codes::CodeRef;
-use crate::store::links::Link;
-use crate::store::unix_now;
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::unix_now;
 
 fn expiring(id: u64, expires_at: Option<i64>) -> NewLink {
     NewLink {
@@ -98,7 +98,7 @@ async fn check_recycling(store: &Store) {
 
 #[tokio::test]
 async fn sqlite_keeps_the_recycling_contract() {
-    let (_dir, sqlite) = crate::store::tests::temp_store();
+    let (_dir, sqlite) = crate::store::sqlite::tests::temp_store();
     let store = Store::from(sqlite);
     check_recycling(&store).await;
     store.close();

@@ -8,9 +8,9 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
 use super::{NewLink, Store};
 use crate::auth::{Role, DEFAULT_TEAM};
-use crate::store::keys::Owner;
-use crate::store::links::{Link, ListQuery};
-use crate::store::StoreError;
+use crate::store::sqlite::keys::Owner;
+use crate::store::sqlite::links::{Link, ListQuery};
+use crate::store::sqlite::StoreError;
 
 /// A plain create of link `id` in team `team_id`.
 pub(crate) fn link_of(id: u64, team_id: i64) -> NewLink {
@@ -208,7 +208,7 @@ pub async fn check_teams(store: &Store) {
 
 #[tokio::test]
 async fn sqlite_keeps_the_team_contract() {
-    let (_dir, sqlite) = crate::store::tests::temp_store();
+    let (_dir, sqlite) = crate::store::sqlite::tests::temp_store();
     let store = Store::from(sqlite);
     check_teams(&store).await;
     store.close();

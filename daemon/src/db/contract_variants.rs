@@ -10,7 +10,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::variants::Variant;
 
 use super::{NewLink, Store};
-use crate::store::links::Link;
+use crate::store::sqlite::links::Link;
 
 fn link_of(id: u64, variants: usize) -> NewLink {
     NewLink {
@@ -112,7 +112,7 @@ pub async fn check_variant_clicks(store: &Store) {
 
 #[tokio::test]
 async fn sqlite_keeps_the_variant_contract() {
-    let (_dir, sqlite) = crate::store::tests::temp_store();
+    let (_dir, sqlite) = crate::store::sqlite::tests::temp_store();
     let store = Store::from(sqlite);
     check_variant_clicks(&store).await;
     store.close();

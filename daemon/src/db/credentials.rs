@@ -3,8 +3,8 @@
 
 use async_trait::async_trait;
 
-use crate::store::keys::{ApiKey, App, Owner};
-use crate::store::StoreResult;
+use crate::store::sqlite::keys::{ApiKey, App, Owner};
+use crate::store::sqlite::StoreResult;
 
 /// Where credentials are kept.
 #[async_trait]

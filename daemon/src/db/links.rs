@@ -4,8 +4,8 @@ use async_trait::async_trait;
 
 use crate::codes::CodeRef;
 use crate::links::error::LinkError;
-use crate::store::links::{Link, ListQuery};
-use crate::store::StoreResult;
+use crate::store::sqlite::links::{Link, ListQuery};
+use crate::store::sqlite::StoreResult;
 
 /// A link to insert, judged by the link rules already.
 #[derive(Debug, Clone)]

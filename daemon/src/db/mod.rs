@@ -52,7 +52,7 @@ pub use webhooks::{
     WebhookStore,
 };
 
-use crate::store::{LinkCache, StoreResult, StoreStats};
+use crate::store::sqlite::{LinkCache, StoreResult, StoreStats};
 
 /// Everything the daemon asks of a store, plus what every store shares.
 #[async_trait]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 
 /// Which links a takedown covers.
 #[derive(Clone)]

@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 
-use crate::store::teams::Team;
-use crate::store::StoreResult;
+use crate::store::sqlite::teams::Team;
+use crate::store::sqlite::StoreResult;
 
 /// Where teams are kept.
 #[async_trait]

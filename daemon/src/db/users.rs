@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use crate::auth::Role;
-use crate::store::users::User;
-use crate::store::StoreResult;
+use crate::store::sqlite::users::User;
+use crate::store::sqlite::StoreResult;
 
 /// Where user accounts are kept.
 #[async_trait]

@@ -7,8 +7,8 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::store::links::Link;
-use crate::store::StoreResult;
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
 
 /// What a webhook can subscribe to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

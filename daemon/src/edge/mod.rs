@@ -21,10 +21,10 @@ use shortlink_core::Codec;
 use crate::codes;
 use crate::db::Store;
 use crate::events::EventHub;
-use crate::store::cache::LinkCache;
-use crate::store::changes::Change;
-use crate::store::links::Link;
-use crate::store::StoreResult;
+use crate::store::sqlite::cache::LinkCache;
+use crate::store::sqlite::changes::Change;
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
 
 /// How the edge knows one link: its generated code (from the id) and its
 /// alias.

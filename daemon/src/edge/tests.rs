@@ -6,8 +6,8 @@ use std::sync::Arc;
 use shortlink_core::DeploymentKey;
 
 use super::*;
-use crate::store::changes;
-use crate::store::tests::temp_store;
+use crate::store::sqlite::changes;
+use crate::store::sqlite::tests::temp_store;
 
 fn link(id: u64, alias: Option<&str>) -> Link {
     Link {
@@ -125,12 +125,12 @@ async fn a_change_drops_the_cached_copy_and_reaches_subscribers_with_its_positio
     sqlite
         .write({
             let old = old.clone();
-            move |c| crate::store::links::insert(c, &old, None)
+            move |c| crate::store::sqlite::links::insert(c, &old, None)
         })
         .await
         .unwrap();
     let deleted = sqlite
-        .write(|c| crate::store::links::delete(c, 3))
+        .write(|c| crate::store::sqlite::links::delete(c, 3))
         .await
         .unwrap()
         .unwrap();

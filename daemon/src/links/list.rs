@@ -11,8 +11,8 @@ use super::ops::Links;
 use super::LinkError;
 use crate::codes::{self, CodeRef};
 pub use crate::db::Page;
-use crate::store::links::{ListQuery, ListSort};
-use crate::store::unix_now;
+use crate::store::sqlite::links::{ListQuery, ListSort};
+use crate::store::sqlite::unix_now;
 
 /// The name of a sort in cursors and queries.
 pub fn sort_name(sort: ListSort) -> &'static str {

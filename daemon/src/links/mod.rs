@@ -54,7 +54,7 @@ pub(crate) mod fixture {
     use crate::events::EventHub;
     use crate::ids::IdSegments;
     use crate::metrics::Metrics;
-    use crate::store::SqliteStore;
+    use crate::store::sqlite::SqliteStore;
 
     /// What `App` holds for the link operations.
     pub struct Parts {

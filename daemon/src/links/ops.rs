@@ -16,8 +16,8 @@ use crate::db::{Inserted, LinkEdit, NewLink, Updated};
 use crate::edge::{Edge, LinkChange};
 use crate::ids::IdSegments;
 use crate::metrics::Metrics;
-use crate::store::links::Link;
-use crate::store::{unix_now, StoreError};
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::{unix_now, StoreError};
 
 /// What the link operations work with, borrowed from the daemon's state
 /// for one call (see `App::links`).

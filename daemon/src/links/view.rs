@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 
 use super::input::{TargetsInput, VariantInput};
 use crate::codes;
-use crate::store::links::Link;
-use crate::store::unix_now;
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::unix_now;
 use crate::timestamp::Timestamp;
 
 /// A link as the API shows it.

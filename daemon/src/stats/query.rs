@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use crate::app::App;
 use crate::auth::{Principal, Scope};
 use crate::links::LinkError;
-use crate::store::unix_now;
+use crate::store::sqlite::unix_now;
 use crate::timestamp::{self, Timestamp};
 
 /// Most buckets one stats query returns.

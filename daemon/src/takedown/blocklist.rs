@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::SharedApp;
 use crate::db::{Matcher, NewTakedown};
-use crate::store::unix_now;
+use crate::store::sqlite::unix_now;
 
 /// How often the file is looked at.
 pub const POLL: Duration = Duration::from_secs(5);
@@ -47,7 +47,7 @@ pub enum BlocklistError {
     #[error("blocklist {path} is not UTF-8 text")]
     NotText { path: String },
     #[error("blocklist {path}: {0}", path = .1)]
-    Store(crate::store::StoreError, String),
+    Store(crate::store::sqlite::StoreError, String),
 }
 
 /// Reads and parses the file; the digest of its bytes.

@@ -11,7 +11,7 @@ use shortlink_core::NormalHost;
 
 use crate::app::App;
 use crate::db::{Matcher, NewTakedown};
-use crate::store::{unix_now, StoreResult};
+use crate::store::sqlite::{unix_now, StoreResult};
 
 /// Who config takedowns are recorded as.
 pub const BY: &str = "config";

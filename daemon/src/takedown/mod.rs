@@ -21,7 +21,7 @@ use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
 use crate::db::{ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, Undone};
 use crate::edge::LinkChange;
-use crate::store::{unix_now, StoreError};
+use crate::store::sqlite::{unix_now, StoreError};
 
 /// Longest reason, in bytes.
 pub const MAX_REASON: usize = 1000;

@@ -23,7 +23,7 @@ use crate::checker::probe::{system_tls, ProbeRules};
 use crate::config::WebhookConfig;
 use crate::db::{Attempt, Delivery, DueDelivery};
 use crate::links::LinkView;
-use crate::store::unix_now;
+use crate::store::sqlite::unix_now;
 
 /// Seconds a claim outlives one attempt's timeout.
 const LEASE_MARGIN: i64 = 30;

@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
 use crate::checker::probe::is_private;
 use crate::db::{Delivery, NewWebhook, UnknownEvent, Webhook, WebhookEvent};
-use crate::store::{unix_now, StoreError};
+use crate::store::sqlite::{unix_now, StoreError};
 use crate::teams::{self, TeamError};
 
 /// Longest receiver URL, in bytes.

@@ -8,7 +8,7 @@ use rusqlite_migration::{Migrations, M};
 use serde_json::{json, Value};
 use shortlink_core::DeploymentKey;
 use shortlinkd::auth::{sign, signing_string};
-use shortlinkd::store::unix_now;
+use shortlinkd::store::sqlite::unix_now;
 
 use crate::common::{self, cli_in, eventually, http_unix, stderr, stdout};
 use crate::serve::{mode, set_mode, KillOnDrop, Serve};
@@ -97,10 +97,10 @@ async fn data_files_are_private_whatever_the_umask() {
 fn v4_database_with_clear_app(db: &Path, app_id: &str, secret: &str) {
     let mut conn = rusqlite::Connection::open(db).unwrap();
     Migrations::new(vec![
-        M::up(include_str!("../../src/store/schema_v1.sql")),
-        M::up(include_str!("../../src/store/schema_v2.sql")),
-        M::up(include_str!("../../src/store/schema_v3.sql")),
-        M::up(include_str!("../../src/store/schema_v4.sql")),
+        M::up(include_str!("../../src/store/sqlite/schema_v1.sql")),
+        M::up(include_str!("../../src/store/sqlite/schema_v2.sql")),
+        M::up(include_str!("../../src/store/sqlite/schema_v3.sql")),
+        M::up(include_str!("../../src/store/sqlite/schema_v4.sql")),
     ])
     .to_latest(&mut conn)
     .unwrap();

@@ -6,8 +6,8 @@
 use shortlink_core::DeploymentKey;
 use shortlinkd::config::Config;
 use shortlinkd::db::{ImportLink, LinkEdit, NewLink};
-use shortlinkd::store::links::Link;
 use shortlinkd::store::postgres::backend::PgStore;
+use shortlinkd::store::sqlite::links::Link;
 use testpg::PgCluster;
 
 pub async fn open(config: &Config) -> PgStore {

@@ -16,8 +16,8 @@ use super::super::{AdminError, AdminState, Authed};
 use crate::links::csv_format;
 use crate::links::import::formats::Format;
 use crate::links::{ImportError, ImportRow, LinkView, MAX_IMPORT};
-use crate::store::links::{self as table, ListQuery};
-use crate::store::unix_now;
+use crate::store::sqlite::links::{self as table, ListQuery};
+use crate::store::sqlite::unix_now;
 
 /// Links read per page of an export.
 const EXPORT_PAGE: u32 = 1000;

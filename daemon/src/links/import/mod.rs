@@ -19,7 +19,7 @@ use super::rules::Prepared;
 use crate::codes::{self, CodeRef};
 use crate::db::{ImportLink, Imported};
 use crate::edge::{EdgeKeys, LinkChange};
-use crate::store::{unix_now, StoreResult};
+use crate::store::sqlite::{unix_now, StoreResult};
 
 /// Most rows in one import call.
 pub const MAX_IMPORT: usize = 50_000;

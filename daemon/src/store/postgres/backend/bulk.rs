@@ -18,9 +18,9 @@ use super::new_link::{insert_columns, Values, COLUMNS, COLUMN_TYPES};
 use super::rows::failed;
 use super::webhooks;
 use crate::db::WebhookEvent;
-use crate::store::links::Link;
 use crate::store::postgres::changes;
-use crate::store::StoreResult;
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
 
 /// Makes the rest of the caller's transaction run each prepared statement
 /// on a generic plan that reads the links table by its indexes.

@@ -14,7 +14,7 @@ use super::PgStore;
 use crate::db::{ChangeLog, Resume};
 use crate::store::postgres::changes::{self, Change};
 use crate::store::postgres::PgError;
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 
 /// How long a reader waits for rows committed before it asked to become
 /// final (another transaction, older than them, still runs): a daemon's

@@ -1,5 +1,5 @@
 //! [`CheckStore`] over PostgreSQL, as on SQLite
-//! (`crate::store::backend::checks`): a claim is one upsert over the page
+//! (`crate::store::sqlite::backend::checks`): a claim is one upsert over the page
 //! whose `WHERE` admits only rows not claimed and not checked lately, so
 //! two nodes sweeping the same links probe each once.
 
@@ -12,7 +12,7 @@ use super::rows::failed;
 use super::PgStore;
 use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
 use crate::store::postgres::changes;
-use crate::store::{StoreError, StoreResult};
+use crate::store::sqlite::{StoreError, StoreResult};
 
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";
 

@@ -11,10 +11,10 @@ use shortlink_core::country::Country;
 use tokio_postgres::IsolationLevel;
 
 use super::rows::{columns, from_row};
-use crate::store::clicks::{RangeStats, RangeTally, SiteStats, SiteTally};
-use crate::store::links::Link;
 use crate::store::postgres::PgError;
-use crate::store::StoreResult;
+use crate::store::sqlite::clicks::{RangeStats, RangeTally, SiteStats, SiteTally};
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
 
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day
 /// buckets, the clicks and their split by variant read in one snapshot.

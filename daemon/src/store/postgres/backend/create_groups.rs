@@ -29,7 +29,7 @@ use super::plain::{self, MAX_GROUP};
 use super::rows::failed;
 use crate::db::{Inserted, NewLink};
 use crate::store::postgres::Pg;
-use crate::store::{StoreError, StoreResult, StoreStats};
+use crate::store::sqlite::{StoreError, StoreResult, StoreStats};
 
 /// Most groups being written at once (each holds a pooled connection).
 /// One, as the SQLite writer: `bench/creates.py --pg`, 16 connections,

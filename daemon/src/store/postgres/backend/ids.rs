@@ -12,7 +12,7 @@ use super::rows::failed;
 use super::PgStore;
 use crate::db::IdStore;
 use crate::store::postgres::ids;
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 
 /// The `id_alloc` row of link ids (the name SQLite uses too).
 pub(super) const LINK_IDS: &str = "links";

@@ -1,5 +1,5 @@
 //! [`LinkStore`] over PostgreSQL, with the semantics of the SQLite
-//! implementation (`crate::store::backend::links`): each write is one
+//! implementation (`crate::store::sqlite::backend::links`): each write is one
 //! transaction; an aliased item of a batch is tried under a savepoint so a
 //! taken alias refuses that item alone; every change the edges must hear
 //! about is appended to the shared change log (`pg::changes::append`) in
@@ -33,9 +33,9 @@ use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, 
 use super::{list, name_locks, plain, webhooks, PgStore};
 use crate::codes::CodeRef;
 use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
-use crate::store::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
 use crate::store::postgres::{changes, PgError};
-use crate::store::{StoreError, StoreResult, StoreStats};
+use crate::store::sqlite::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
+use crate::store::sqlite::{StoreError, StoreResult, StoreStats};
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).
 const ALIAS_INDEX: &str = "links_alias_key";
@@ -233,7 +233,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
     };
     changes::append(tx, id, old.alias.as_deref(), stored.alias.as_deref()).await?;
     let event = WebhookEvent::of_edit(&old, &stored);
-    webhooks::link_event(tx, event, &stored, crate::store::unix_now()).await?;
+    webhooks::link_event(tx, event, &stored, crate::store::sqlite::unix_now()).await?;
     Ok(Updated::Done { old, new: stored })
 }
 
@@ -325,10 +325,14 @@ impl LinkStore for PgStore {
             let Some(link) = row.as_ref().map(from_row).transpose()? else {
                 return Ok(None); // nothing written: the transaction rolls back
             };
-            crate::store::postgres::recycle::tombstone(&tx, bigint(id)?, crate::store::unix_now())
-                .await?;
+            crate::store::postgres::recycle::tombstone(
+                &tx,
+                bigint(id)?,
+                crate::store::sqlite::unix_now(),
+            )
+            .await?;
             changes::append(&tx, id, link.alias.as_deref(), None).await?;
-            let now = crate::store::unix_now();
+            let now = crate::store::sqlite::unix_now();
             webhooks::link_event(&tx, WebhookEvent::Deleted, &link, now).await?;
             commit(tx).await?;
             self.pg.wake(&client).await;

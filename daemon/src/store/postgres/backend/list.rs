@@ -1,5 +1,5 @@
 //! Listing links on PostgreSQL: the filters, sort orders and keyset pages
-//! of `crate::store::links::list`, in PostgreSQL's SQL. A page starts
+//! of `crate::store::sqlite::links::list`, in PostgreSQL's SQL. A page starts
 //! after a position `(sort key, id)`; ties are broken by id in the sort's
 //! direction; `never` expires sorts as the far future.
 
@@ -7,8 +7,8 @@ use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::types::ToSql;
 
 use super::rows::{columns, failed, from_row};
-use crate::store::links::{Link, LinkState, ListQuery, ListSort};
-use crate::store::StoreResult;
+use crate::store::sqlite::links::{Link, LinkState, ListQuery, ListSort};
+use crate::store::sqlite::StoreResult;
 
 /// [`Link::state`] in SQL at the Unix time `$6`: disabled, then expired,
 /// then exhausted.

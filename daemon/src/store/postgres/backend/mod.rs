@@ -39,7 +39,7 @@ use super::{clicks as click_batches, connect, Pg, PgError};
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::db::{Database, Store};
-use crate::store::{LinkCache, StoreError, StoreResult, StoreStats};
+use crate::store::sqlite::{LinkCache, StoreError, StoreResult, StoreStats};
 
 /// One daemon's handle on the shared database.
 pub struct PgStore {

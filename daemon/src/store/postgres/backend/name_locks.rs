@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 use super::rows::failed;
 use crate::db::NewLink;
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 
 /// The first key of every name lock ("sln" and a version byte).
 const CLASS: i32 = 0x736c_6e02;

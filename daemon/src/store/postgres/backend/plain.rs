@@ -21,7 +21,7 @@ use super::bulk::{self, NewRow};
 use super::new_link::{insert_columns, Values, COLUMNS};
 use super::rows::failed;
 use crate::db::{link_payload, Inserted, NewLink, WebhookEvent};
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 
 /// Whether `links` (one or more) are all plain creates.
 pub(super) fn all_plain(links: &[NewLink]) -> bool {

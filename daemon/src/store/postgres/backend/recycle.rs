@@ -12,7 +12,7 @@ use super::rows::{bigint, failed};
 use super::PgStore;
 use crate::db::{IdRanges, Purged, RecycleStore};
 use crate::store::postgres::recycle;
-use crate::store::{unix_now, StoreResult};
+use crate::store::sqlite::{unix_now, StoreResult};
 
 #[async_trait]
 impl RecycleStore for PgStore {

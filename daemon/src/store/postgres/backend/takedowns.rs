@@ -1,5 +1,5 @@
 //! [`TakedownStore`] over PostgreSQL, with the semantics of the SQLite
-//! implementation (`crate::store::backend::takedowns`): a takedown and its
+//! implementation (`crate::store::sqlite::backend::takedowns`): a takedown and its
 //! undo are one transaction each, under one advisory lock so two nodes
 //! never apply them at once; the switch re-checks each row's state as it
 //! updates it, so an edit racing a takedown is never overwritten.
@@ -16,7 +16,7 @@ use crate::db::{
     WebhookEvent,
 };
 use crate::store::postgres::changes;
-use crate::store::{StoreError, StoreResult};
+use crate::store::sqlite::{StoreError, StoreResult};
 
 /// The advisory lock every takedown and undo holds ("takedown" in ASCII).
 const TAKEDOWN_LOCK: i64 = 0x74616b65646f776e;

@@ -9,8 +9,8 @@ use super::users::conflict_or;
 use super::PgStore;
 use crate::db::TeamStore;
 use crate::store::postgres::PgError;
-use crate::store::teams::Team;
-use crate::store::{StoreError, StoreResult};
+use crate::store::sqlite::teams::Team;
+use crate::store::sqlite::{StoreError, StoreResult};
 
 fn team_row(r: &Row) -> Team {
     Team {

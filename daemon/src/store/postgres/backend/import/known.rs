@@ -13,9 +13,9 @@ use deadpool_postgres::GenericClient;
 use super::super::ids::LINK_IDS;
 use super::super::rows::{bigint, failed};
 use crate::db::{ImportLink, NewLink};
-use crate::store::links::Link;
 use crate::store::postgres::ids;
-use crate::store::StoreResult;
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
 
 /// The links a chunk's rows name, stored or made by the chunk.
 pub(super) struct Known {

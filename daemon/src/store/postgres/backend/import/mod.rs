@@ -1,5 +1,5 @@
 //! [`ImportStore`] over PostgreSQL, with the semantics of the SQLite
-//! implementation (`crate::store::backend::import`): the rows are written
+//! implementation (`crate::store::sqlite::backend::import`): the rows are written
 //! in one transaction of their own; a row already stored (its exported
 //! code or alias with the same URL, or a live link of the same URL and
 //! options) is `Present`, so importing a file twice stores it once; a row
@@ -28,7 +28,7 @@ use super::rows::failed;
 use super::PgStore;
 use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId};
 use crate::store::postgres::ids;
-use crate::store::StoreResult;
+use crate::store::sqlite::StoreResult;
 use known::Known;
 
 /// What the rows did, and whether a change was logged.

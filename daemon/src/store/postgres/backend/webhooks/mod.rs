@@ -1,5 +1,5 @@
 //! [`WebhookStore`] over PostgreSQL, as on SQLite
-//! (`crate::store::webhooks`). Several nodes send from one outbox: a claim
+//! (`crate::store::sqlite::webhooks`). Several nodes send from one outbox: a claim
 //! takes due rows with `FOR UPDATE SKIP LOCKED` and leases them
 //! (`claimed_until`), so a row being claimed by one node is skipped by the
 //! others, and a claimed row is not due again until its lease ends (a node
@@ -18,8 +18,8 @@ use crate::db::{
     events_from_stored, events_to_stored, link_payload, Attempt, Delivery, DeliveryStatus,
     DueDelivery, NewWebhook, Swept, Webhook, WebhookEvent, WebhookStore,
 };
-use crate::store::links::Link;
-use crate::store::StoreResult;
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
 use sweep::sweep;
 
 const WEBHOOK_COLUMNS: &str = "id, team_id, url, secret, events, active, created_at, created_by";

@@ -1,5 +1,5 @@
 //! The sweep of the time-driven webhook events on PostgreSQL, as on
-//! SQLite (`crate::store::webhooks::sweep`), in the caller's transaction.
+//! SQLite (`crate::store::sqlite::webhooks::sweep`), in the caller's transaction.
 //! Each mark row is locked (`FOR UPDATE`) before it is read, so the nodes
 //! sweep one after another and each expiry and interval is queued once.
 
@@ -8,8 +8,8 @@ use deadpool_postgres::GenericClient;
 use super::super::rows::{columns, failed, from_row};
 use super::{enqueue, link_event, subscribed};
 use crate::db::{clicks_payload, ClickCount, Swept, WebhookEvent};
-use crate::store::webhooks::KEEP_LOG;
-use crate::store::StoreResult;
+use crate::store::sqlite::webhooks::KEEP_LOG;
+use crate::store::sqlite::StoreResult;
 
 async fn sweep_mark(c: &impl GenericClient, name: &str) -> StoreResult<i64> {
     // Locked until the sweep commits: the other nodes' sweeps wait, then

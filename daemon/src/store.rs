@@ -1,0 +1,4 @@
+//! Storage: SQLite ([`sqlite`]) and PostgreSQL ([`postgres`]).
+
+pub mod postgres;
+pub mod sqlite;
