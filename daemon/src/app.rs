@@ -10,7 +10,6 @@ use shortlink_core::{Codec, DeploymentKey, Fingerprint};
 
 use crate::auth::{AuthCache, SecretSeal};
 use crate::config::Config;
-use crate::db::Store;
 use crate::edge::Edge;
 use crate::events::EventHub;
 use crate::ids::IdSegments;
@@ -19,6 +18,7 @@ use crate::metrics::Metrics;
 use crate::store::postgres::backend::PgStore;
 use crate::store::postgres::{Pg, PgError};
 use crate::store::sqlite::{SqliteStore, StoreError};
+use crate::store::Store;
 
 pub(crate) mod files;
 

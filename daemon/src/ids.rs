@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::db::Store;
 use crate::store::sqlite::StoreResult;
+use crate::store::Store;
 
 /// The id allocator: several leased ranges held in memory.
 pub struct IdSegments {

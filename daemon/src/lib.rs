@@ -18,7 +18,6 @@ pub mod cli;
 pub mod codes;
 pub mod config;
 pub mod credentials;
-pub mod db;
 pub mod edge;
 pub mod events;
 pub mod ids;

@@ -20,9 +20,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::SharedApp;
-use crate::db::Purged;
 use crate::edge::{EdgeKeys, LinkChange};
 use crate::store::sqlite::{unix_now, StoreResult};
+use crate::store::Purged;
 
 /// Ranges purged per transaction.
 const BATCH: u32 = 64;

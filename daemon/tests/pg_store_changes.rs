@@ -12,8 +12,8 @@ use pg_common::config_for;
 use pg_store_common::{edit, new_link, open};
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ChangePosition, ClickBatch, ClickCount};
-use shortlinkd::db::Store;
 use shortlinkd::store::sqlite::StoreError;
+use shortlinkd::store::Store;
 use testpg::PgCluster;
 
 fn logged(rows: &[shortlinkd::store::sqlite::changes::Change]) -> Vec<(u64, Option<String>)> {

@@ -14,9 +14,9 @@ use sha2::{Digest, Sha256};
 use shortlink_core::DeploymentKey;
 use shortlinkd::auth::Role;
 use shortlinkd::codes::CodeRef;
-use shortlinkd::db::Store;
 use shortlinkd::store::postgres::{self, migrate};
 use shortlinkd::store::sqlite::links::ListQuery;
+use shortlinkd::store::Store;
 
 /// Keys made before teams: (prefix, scopes, the role they migrate to).
 const OLD_KEYS: [(&str, &str, &str); 3] = [

@@ -13,7 +13,7 @@ use super::teams::team_select;
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
 use crate::auth::Scope;
-use crate::db::{DeliveryStatus, WebhookEvent};
+use crate::store::{DeliveryStatus, WebhookEvent};
 use crate::teams;
 use crate::webhooks::{self, AddWebhook, WebhookError};
 

@@ -12,7 +12,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
-use crate::db::LinkCheck;
+use crate::store::LinkCheck;
 use crate::timestamp::Timestamp;
 
 /// Most links one page lists.

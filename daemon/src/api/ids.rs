@@ -13,7 +13,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
-use crate::db::{IdRange, RangeState};
+use crate::store::{IdRange, RangeState};
 use crate::timestamp::Timestamp;
 
 /// Most ranges one answer lists.

@@ -53,7 +53,7 @@ use super::{
         webhooks::NewWebhookBody, webhooks::WebhookView, webhooks::CreatedWebhook,
         webhooks::WebhookList, webhooks::DeliveryView, webhooks::DeliveryList,
         health::Health,
-        ids::IdsView, ids::IdRangeView, ids::RecyclingView, crate::db::RangeState,
+        ids::IdsView, ids::IdRangeView, ids::RecyclingView, crate::store::RangeState,
     )),
     modifiers(&SecuritySchemes),
     tags(

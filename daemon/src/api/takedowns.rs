@@ -12,7 +12,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiQuery};
 use crate::app::SharedApp;
 use crate::auth::Principal;
-use crate::db::Takedown;
+use crate::store::Takedown;
 use crate::takedown::{self, TakedownError, Target, MAX_LIST};
 use crate::timestamp::Timestamp;
 

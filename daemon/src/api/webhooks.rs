@@ -14,7 +14,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiQuery};
 use crate::app::{App, SharedApp};
 use crate::auth::Principal;
-use crate::db::{Delivery, DeliveryStatus, Webhook};
+use crate::store::{Delivery, DeliveryStatus, Webhook};
 use crate::timestamp::Timestamp;
 use crate::webhooks::{self, AddWebhook, WebhookError};
 

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{AuthCache, AuthError, Principal};
-use crate::db::Store;
+use crate::store::Store;
 
 /// What every key starts with, so a leaked one is easy to recognise.
 const MARK: &str = "slk_";

@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::probe::{self, Outcome, ProbeRules};
 use crate::app::SharedApp;
-use crate::db::{CheckResult, CheckTarget};
 use crate::edge::LinkChange;
 use crate::store::sqlite::unix_now;
+use crate::store::{CheckResult, CheckTarget};
 
 /// Links read and claimed at a time.
 const PAGE: u32 = 200;

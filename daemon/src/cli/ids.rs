@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::client::Client;
 use super::output::Output;
 use super::table::{when, Table};
-use crate::db::RangeState;
+use crate::store::RangeState;
 
 /// Prints the summary and the `limit` newest ranges.
 pub async fn ids(client: &Client, limit: u32, out: &mut Output) -> Result<()> {

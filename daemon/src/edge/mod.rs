@@ -19,12 +19,12 @@ use shortlink_core::ipc::{ChangePosition, Event};
 use shortlink_core::Codec;
 
 use crate::codes;
-use crate::db::Store;
 use crate::events::EventHub;
 use crate::store::sqlite::cache::LinkCache;
 use crate::store::sqlite::changes::Change;
 use crate::store::sqlite::links::Link;
 use crate::store::sqlite::StoreResult;
+use crate::store::Store;
 
 /// How the edge knows one link: its generated code (from the id) and its
 /// alias.

@@ -17,9 +17,9 @@ use shortlink_core::{Codec, RedirectStatus};
 
 use super::ops::Links;
 use crate::codes::{self, CodeRef};
-use crate::db::Store;
 use crate::store::sqlite::links::{Link, LinkState};
 use crate::store::sqlite::{unix_now, LinkCache, StoreError, StoreResult};
+use crate::store::Store;
 
 /// The edge's view of a link at `now`.
 pub fn edge_result(link: &Link, now: i64) -> LookupResult {

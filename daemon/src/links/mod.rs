@@ -49,12 +49,12 @@ pub(crate) mod fixture {
 
     use super::{LinkRules, Links};
     use crate::config::Config;
-    use crate::db::Store;
     use crate::edge::Edge;
     use crate::events::EventHub;
     use crate::ids::IdSegments;
     use crate::metrics::Metrics;
     use crate::store::sqlite::SqliteStore;
+    use crate::store::Store;
 
     /// What `App` holds for the link operations.
     pub struct Parts {

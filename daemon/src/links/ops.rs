@@ -11,13 +11,13 @@ use super::loops::{alias_target_error, refuse_own_alias, AliasTarget};
 use super::rules::{LinkRules, Prepared};
 use super::team::TeamScope;
 use crate::codes::{self, CodeRef};
-use crate::db::Store;
-use crate::db::{Inserted, LinkEdit, NewLink, Updated};
 use crate::edge::{Edge, LinkChange};
 use crate::ids::IdSegments;
 use crate::metrics::Metrics;
 use crate::store::sqlite::links::Link;
 use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::Store;
+use crate::store::{Inserted, LinkEdit, NewLink, Updated};
 
 /// What the link operations work with, borrowed from the daemon's state
 /// for one call (see `App::links`).

@@ -15,8 +15,8 @@ use shortlink_core::blocklist::{self, Blocklist};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::SharedApp;
-use crate::db::{Matcher, NewTakedown};
 use crate::store::sqlite::unix_now;
+use crate::store::{Matcher, NewTakedown};
 
 /// How often the file is looked at.
 pub const POLL: Duration = Duration::from_secs(5);

@@ -19,9 +19,9 @@ use shortlink_core::{HostSet, NormalHost};
 
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
-use crate::db::{ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, Undone};
 use crate::edge::LinkChange;
 use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::{ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, Undone};
 
 /// Longest reason, in bytes.
 pub const MAX_REASON: usize = 1000;

@@ -21,9 +21,9 @@ use super::{open_secret, signature};
 use crate::app::{App, SharedApp};
 use crate::checker::probe::{system_tls, ProbeRules};
 use crate::config::WebhookConfig;
-use crate::db::{Attempt, Delivery, DueDelivery};
 use crate::links::LinkView;
 use crate::store::sqlite::unix_now;
+use crate::store::{Attempt, Delivery, DueDelivery};
 
 /// Seconds a claim outlives one attempt's timeout.
 const LEASE_MARGIN: i64 = 30;
@@ -223,7 +223,7 @@ mod tests {
             event: "link.created".into(),
             link_id: Some(7),
             payload: "{}".into(),
-            status: crate::db::DeliveryStatus::Pending,
+            status: crate::store::DeliveryStatus::Pending,
             attempts: 0,
             next_attempt_at: 1000,
             last_status: None,

@@ -1,6 +1,6 @@
 //! Webhooks: a team's subscriptions to link events, delivered as signed
 //! JSON `POST`s from a durable outbox. The link writes queue deliveries in
-//! their own transaction (`crate::db::WebhookStore`); [`dispatch`] claims
+//! their own transaction (`crate::store::WebhookStore`); [`dispatch`] claims
 //! the due ones, sends them (`send`, signed by `signature`) with bounded
 //! concurrency, and retries failures with exponential backoff for
 //! `webhooks.give_up_after`. Nothing on the API or edge path waits for a
@@ -15,8 +15,8 @@ pub mod signature;
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
 use crate::checker::probe::is_private;
-use crate::db::{Delivery, NewWebhook, UnknownEvent, Webhook, WebhookEvent};
 use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::{Delivery, NewWebhook, UnknownEvent, Webhook, WebhookEvent};
 use crate::teams::{self, TeamError};
 
 /// Longest receiver URL, in bytes.

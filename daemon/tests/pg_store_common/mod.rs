@@ -5,9 +5,9 @@
 
 use shortlink_core::DeploymentKey;
 use shortlinkd::config::Config;
-use shortlinkd::db::{ImportLink, LinkEdit, NewLink};
 use shortlinkd::store::postgres::backend::PgStore;
 use shortlinkd::store::sqlite::links::Link;
+use shortlinkd::store::{ImportLink, LinkEdit, NewLink};
 use testpg::PgCluster;
 
 pub async fn open(config: &Config) -> PgStore {

@@ -17,9 +17,9 @@ use super::loops::AliasTarget;
 use super::ops::{created, new_link, Links};
 use super::rules::Prepared;
 use crate::codes::{self, CodeRef};
-use crate::db::{ImportLink, Imported};
 use crate::edge::{EdgeKeys, LinkChange};
 use crate::store::sqlite::{unix_now, StoreResult};
+use crate::store::{ImportLink, Imported};
 
 /// Most rows in one import call.
 pub const MAX_IMPORT: usize = 50_000;

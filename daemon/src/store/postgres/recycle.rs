@@ -1,4 +1,4 @@
-//! The SQL of id recycling on PostgreSQL (`crate::db::RecycleStore` states
+//! The SQL of id recycling on PostgreSQL (`crate::store::RecycleStore` states
 //! the rules; SQLite's twin is `store::recycle`). Several nodes sweep and
 //! claim at once: each locks the `id_ranges` rows it works on with
 //! `FOR UPDATE SKIP LOCKED`, so two nodes never purge or take the same
@@ -9,7 +9,7 @@ use std::ops::Range;
 use deadpool_postgres::GenericClient;
 
 use super::PgError;
-use crate::db::{IdRange, IdRanges, Purged, RangeState};
+use crate::store::{IdRange, IdRanges, Purged, RangeState};
 
 /// Records that link `id` was deleted at `now`, in the caller's transaction.
 pub async fn tombstone(tx: &impl GenericClient, id: i64, now: i64) -> Result<(), PgError> {

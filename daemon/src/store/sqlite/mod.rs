@@ -5,7 +5,7 @@
 //! [`SqliteStore`] is a cheap cloneable handle. Work is sent to the threads as
 //! closures over a `rusqlite::Connection`; no lock is ever held across an
 //! `.await`. The rest of the daemon does not send closures: it calls the
-//! store interface (`crate::db`), which `backend/` implements with these
+//! store interface (`crate::store`), which `backend/` implements with these
 //! threads and the SQL helpers of the files here.
 
 pub mod backup;

@@ -1,13 +1,13 @@
 //! The `id_ranges` and `link_tombstones` tables: every id range leased and
 //! when, deleted links' deletion times, and the SQL of recycling
-//! (`crate::db::RecycleStore` states the rules).
+//! (`crate::store::RecycleStore` states the rules).
 
 use std::ops::Range;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{changes, StoreResult};
-use crate::db::{IdRange, IdRanges, Purged, RangeState};
+use crate::store::{IdRange, IdRanges, Purged, RangeState};
 
 /// Records a fresh lease in the caller's transaction.
 pub fn record_lease(conn: &Connection, range: &Range<u64>, now: i64) -> StoreResult<()> {

@@ -11,10 +11,10 @@ use shortlink_core::ipc::ChangePosition;
 use tokio_postgres::IsolationLevel;
 
 use super::PgStore;
-use crate::db::{ChangeLog, Resume};
 use crate::store::postgres::changes::{self, Change};
 use crate::store::postgres::PgError;
 use crate::store::sqlite::StoreResult;
+use crate::store::{ChangeLog, Resume};
 
 /// How long a reader waits for rows committed before it asked to become
 /// final (another transaction, older than them, still runs): a daemon's

@@ -10,9 +10,9 @@ use tokio_postgres::Row;
 use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
-use crate::db::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
 use crate::store::postgres::changes;
 use crate::store::sqlite::{StoreError, StoreResult};
+use crate::store::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
 
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";
 

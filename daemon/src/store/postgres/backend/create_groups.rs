@@ -27,9 +27,9 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use super::links::counted;
 use super::plain::{self, MAX_GROUP};
 use super::rows::failed;
-use crate::db::{Inserted, NewLink};
 use crate::store::postgres::Pg;
 use crate::store::sqlite::{StoreError, StoreResult, StoreStats};
+use crate::store::{Inserted, NewLink};
 
 /// Most groups being written at once (each holds a pooled connection).
 /// One, as the SQLite writer: `bench/creates.py --pg`, 16 connections,
@@ -186,9 +186,9 @@ fn copy(e: &StoreError) -> StoreError {
 mod tests {
     use super::*;
     use crate::auth::DEFAULT_TEAM;
-    use crate::db::contract_teams::link_of as plain;
-    use crate::db::contract_webhooks::created_hook;
-    use crate::db::{LinkStore, TeamStore, WebhookStore};
+    use crate::store::contract_teams::link_of as plain;
+    use crate::store::contract_webhooks::created_hook;
+    use crate::store::{LinkStore, TeamStore, WebhookStore};
 
     async fn stored_ids(store: &super::super::PgStore) -> Vec<i64> {
         let client = store.pg().get().await.unwrap();
@@ -204,7 +204,7 @@ mod tests {
     /// webhook delivery.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn creates_sent_together_share_statements_and_each_is_answered() {
-        let (_cluster, store) = crate::db::contract::pg_store("groups").await;
+        let (_cluster, store) = crate::store::contract::pg_store("groups").await;
         let store = Arc::new(store);
         let sales = store.add_team("sales".into(), 1).await.unwrap().id;
         let hook = store.add_webhook(created_hook(DEFAULT_TEAM)).await.unwrap();
@@ -262,7 +262,7 @@ mod tests {
     /// is then tried alone: only the bad one fails.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_refused_group_fails_only_its_bad_create() {
-        let (_cluster, store) = crate::db::contract::pg_store("refused").await;
+        let (_cluster, store) = crate::store::contract::pg_store("refused").await;
         store
             .insert_links(vec![plain(5, DEFAULT_TEAM)], 1)
             .await

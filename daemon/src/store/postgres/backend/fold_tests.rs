@@ -6,7 +6,7 @@ use shortlink_core::country::UNKNOWN;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
-use crate::db::ClickStore;
+use crate::store::ClickStore;
 
 fn click(link_id: u64) -> ClickCount {
     ClickCount {
@@ -37,7 +37,7 @@ fn batches(first: u32, n: u32) -> Vec<ClickBatch> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fold_writes_each_link_once_per_transaction() {
-    let (_cluster, store) = crate::db::contract::pg_store("foldonce").await;
+    let (_cluster, store) = crate::store::contract::pg_store("foldonce").await;
     let client = store.pg().get().await.unwrap();
     // Every write of a link's totals leaves a row in `link_writes`.
     client

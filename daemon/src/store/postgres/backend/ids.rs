@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use super::links::counted;
 use super::rows::failed;
 use super::PgStore;
-use crate::db::IdStore;
 use crate::store::postgres::ids;
 use crate::store::sqlite::StoreResult;
+use crate::store::IdStore;
 
 /// The `id_alloc` row of link ids (the name SQLite uses too).
 pub(super) const LINK_IDS: &str = "links";

@@ -32,10 +32,10 @@ use super::new_link::{insert_columns, Values};
 use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
 use super::{list, name_locks, plain, webhooks, PgStore};
 use crate::codes::CodeRef;
-use crate::db::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 use crate::store::postgres::{changes, PgError};
 use crate::store::sqlite::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
 use crate::store::sqlite::{StoreError, StoreResult, StoreStats};
+use crate::store::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).
 const ALIAS_INDEX: &str = "links_alias_key";

@@ -1,5 +1,5 @@
 //! `PgStore`: the PostgreSQL implementation of the store interface
-//! (`crate::db`), one file per trait beside this one. Several daemons share
+//! (`crate::store`), one file per trait beside this one. Several daemons share
 //! one database; what one writes reaches the others through the change log
 //! (`super::changes`, `super::follow`).
 
@@ -38,8 +38,8 @@ use super::identity::{self, StoreIdentity};
 use super::{clicks as click_batches, connect, Pg, PgError};
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
-use crate::db::{Database, Store};
 use crate::store::sqlite::{LinkCache, StoreError, StoreResult, StoreStats};
+use crate::store::{Database, Store};
 
 /// One daemon's handle on the shared database.
 pub struct PgStore {

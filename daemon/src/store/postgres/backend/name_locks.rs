@@ -27,8 +27,8 @@ use deadpool_postgres::GenericClient;
 use sha2::{Digest, Sha256};
 
 use super::rows::failed;
-use crate::db::NewLink;
 use crate::store::sqlite::StoreResult;
+use crate::store::NewLink;
 
 /// The first key of every name lock ("sln" and a version byte).
 const CLASS: i32 = 0x736c_6e02;

@@ -10,9 +10,9 @@ use super::ids::LINK_IDS;
 use super::links::counted;
 use super::rows::{bigint, failed};
 use super::PgStore;
-use crate::db::{IdRanges, Purged, RecycleStore};
 use crate::store::postgres::recycle;
 use crate::store::sqlite::{unix_now, StoreResult};
+use crate::store::{IdRanges, Purged, RecycleStore};
 
 #[async_trait]
 impl RecycleStore for PgStore {

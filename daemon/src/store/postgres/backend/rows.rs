@@ -270,7 +270,7 @@ mod tests {
     /// ids, so every lookup was planned again).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lookups_are_planned_once_per_connection() {
-        let (_cluster, store) = crate::db::contract::pg_store("plans").await;
+        let (_cluster, store) = crate::store::contract::pg_store("plans").await;
         let client = store.pg().get().await.unwrap();
         // Enough links for the plans' costs to depend on how many are read.
         client

@@ -11,12 +11,12 @@ use tokio_postgres::Row;
 use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
-use crate::db::{
+use crate::store::postgres::changes;
+use crate::store::sqlite::{StoreError, StoreResult};
+use crate::store::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
     WebhookEvent,
 };
-use crate::store::postgres::changes;
-use crate::store::sqlite::{StoreError, StoreResult};
 
 /// The advisory lock every takedown and undo holds ("takedown" in ASCII).
 const TAKEDOWN_LOCK: i64 = 0x74616b65646f776e;

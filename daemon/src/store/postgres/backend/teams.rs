@@ -7,10 +7,10 @@ use tokio_postgres::Row;
 
 use super::users::conflict_or;
 use super::PgStore;
-use crate::db::TeamStore;
 use crate::store::postgres::PgError;
 use crate::store::sqlite::teams::Team;
 use crate::store::sqlite::{StoreError, StoreResult};
+use crate::store::TeamStore;
 
 fn team_row(r: &Row) -> Team {
     Team {

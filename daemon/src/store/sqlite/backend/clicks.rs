@@ -6,10 +6,10 @@ use async_trait::async_trait;
 use shortlink_core::ipc::ClickBatch;
 use tokio::sync::Notify;
 
-use crate::db::ClickStore;
 use crate::store::sqlite::clicks::{self, FoldOutcome, RangeStats, SiteStats};
 use crate::store::sqlite::links::{self as table, Link};
 use crate::store::sqlite::{SqliteStore, StoreResult};
+use crate::store::ClickStore;
 
 #[async_trait]
 impl ClickStore for SqliteStore {

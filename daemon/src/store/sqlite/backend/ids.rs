@@ -15,8 +15,8 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::db::IdStore;
 use crate::store::sqlite::{ids, SqliteStore, StoreResult};
+use crate::store::IdStore;
 
 #[async_trait]
 impl IdStore for SqliteStore {

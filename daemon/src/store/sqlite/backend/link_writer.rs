@@ -8,10 +8,10 @@
 
 use rusqlite::{CachedStatement, Connection};
 
-use crate::db::WebhookEvent;
 use crate::store::sqlite::links::{self as table, Link};
 use crate::store::sqlite::webhooks::Listeners;
 use crate::store::sqlite::StoreResult;
+use crate::store::WebhookEvent;
 
 pub(super) struct LinkWriter<'c> {
     pub(super) conn: &'c Connection,

@@ -1,4 +1,4 @@
-//! The SQLite implementation of the store interface (`crate::db`): each
+//! The SQLite implementation of the store interface (`crate::store`): each
 //! method sends one job to the writer or a reader thread, built from the
 //! SQL helpers of the files beside it.
 
@@ -16,10 +16,10 @@ mod webhooks;
 
 use async_trait::async_trait;
 
-use crate::db::Database;
 use crate::store::sqlite::{
     clicks as click_log, keys, LinkCache, SqliteStore, StoreResult, StoreStats,
 };
+use crate::store::Database;
 
 #[async_trait]
 impl Database for SqliteStore {
@@ -49,7 +49,7 @@ impl Database for SqliteStore {
     }
 }
 
-impl From<SqliteStore> for crate::db::Store {
+impl From<SqliteStore> for crate::store::Store {
     fn from(store: SqliteStore) -> Self {
         Self::new(std::sync::Arc::new(store))
     }

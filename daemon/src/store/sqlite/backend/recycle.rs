@@ -5,8 +5,8 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::db::{IdRanges, Purged, RecycleStore};
 use crate::store::sqlite::{recycle, unix_now, SqliteStore, StoreResult};
+use crate::store::{IdRanges, Purged, RecycleStore};
 
 #[async_trait]
 impl RecycleStore for SqliteStore {

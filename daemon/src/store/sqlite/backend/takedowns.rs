@@ -5,11 +5,11 @@
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::db::{
+use crate::store::sqlite::{changes, SqliteStore, StoreError, StoreResult};
+use crate::store::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
     WebhookEvent,
 };
-use crate::store::sqlite::{changes, SqliteStore, StoreError, StoreResult};
 
 const COLUMNS: &str = "id, kind, selector, reason, created_by, created_at, matched, disabled, \
                        undone_at, undone_by, restored";

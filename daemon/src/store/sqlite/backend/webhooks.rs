@@ -4,8 +4,8 @@
 
 use async_trait::async_trait;
 
-use crate::db::{Attempt, Delivery, DueDelivery, NewWebhook, Swept, Webhook, WebhookStore};
 use crate::store::sqlite::{webhooks as table, SqliteStore, StoreResult};
+use crate::store::{Attempt, Delivery, DueDelivery, NewWebhook, Swept, Webhook, WebhookStore};
 
 #[async_trait]
 impl WebhookStore for SqliteStore {

@@ -11,9 +11,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::aggregate::{Aggregate, RowKey};
 use super::late;
 use super::pending::{fold_generation, folded_through, PendingClicks};
-use crate::db::WebhookEvent;
 use crate::store::sqlite::error::StoreResult;
 use crate::store::sqlite::{changes, links, unix_now, webhooks};
+use crate::store::WebhookEvent;
 
 /// What a fold did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

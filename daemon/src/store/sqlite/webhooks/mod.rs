@@ -14,7 +14,7 @@ pub use sweep::sweep;
 
 use super::links::{self, Link};
 use super::StoreResult;
-use crate::db::{
+use crate::store::{
     events_from_stored, events_to_stored, link_payload, Attempt, Delivery, DeliveryStatus,
     DueDelivery, NewWebhook, Webhook, WebhookEvent,
 };

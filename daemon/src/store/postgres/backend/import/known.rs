@@ -12,10 +12,10 @@ use deadpool_postgres::GenericClient;
 
 use super::super::ids::LINK_IDS;
 use super::super::rows::{bigint, failed};
-use crate::db::{ImportLink, NewLink};
 use crate::store::postgres::ids;
 use crate::store::sqlite::links::Link;
 use crate::store::sqlite::StoreResult;
+use crate::store::{ImportLink, NewLink};
 
 /// The links a chunk's rows name, stored or made by the chunk.
 pub(super) struct Known {
@@ -204,7 +204,7 @@ async fn live_by_hash(
 mod tests {
     use super::super::super::bulk::generic_plans;
     use super::LIVE_BY_HASH;
-    use crate::db::contract::pg_store;
+    use crate::store::contract::pg_store;
 
     /// The plan PostgreSQL keeps for the import's dedupe read, made on an
     /// empty table (as the first chunk of an import into a new database

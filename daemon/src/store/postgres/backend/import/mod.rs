@@ -26,9 +26,9 @@ use super::links::{commit, counted};
 use super::name_locks;
 use super::rows::failed;
 use super::PgStore;
-use crate::db::{ImportLink, ImportStore, Imported, Inserted, KeptId};
 use crate::store::postgres::ids;
 use crate::store::sqlite::StoreResult;
+use crate::store::{ImportLink, ImportStore, Imported, Inserted, KeptId};
 use known::Known;
 
 /// What the rows did, and whether a change was logged.

@@ -14,12 +14,12 @@ use tokio_postgres::Row;
 
 use super::rows::{bigint, columns, failed, from_row};
 use super::PgStore;
-use crate::db::{
+use crate::store::sqlite::links::Link;
+use crate::store::sqlite::StoreResult;
+use crate::store::{
     events_from_stored, events_to_stored, link_payload, Attempt, Delivery, DeliveryStatus,
     DueDelivery, NewWebhook, Swept, Webhook, WebhookEvent, WebhookStore,
 };
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
 use sweep::sweep;
 
 const WEBHOOK_COLUMNS: &str = "id, team_id, url, secret, events, active, created_at, created_by";

@@ -1,6 +1,6 @@
 //! The store interface: every operation the daemon asks of its database,
 //! named by what it does, with plain Rust types in and out. SQLite
-//! (`crate::store`) is one implementation; callers hold a [`Store`] and
+//! (`crate::store::sqlite`) is one implementation; callers hold a [`Store`] and
 //! never see which.
 //!
 //! `async_trait` boxes each call's future so the traits work as `dyn`
@@ -23,7 +23,9 @@ mod credentials;
 mod ids;
 mod import;
 mod links;
+pub mod postgres;
 mod recycle;
+pub mod sqlite;
 mod takedowns;
 mod teams;
 mod users;

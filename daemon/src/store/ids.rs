@@ -12,7 +12,7 @@ pub trait IdStore: Send + Sync {
     /// Leases the next `size` ids at or above `floor`, in one transaction:
     /// two leases never overlap. `used_up` names (by their end) earlier
     /// leases of this store handle whose ids are all handed out or dropped:
-    /// a store that records live leases (for [`crate::db::ImportStore`]'s
+    /// a store that records live leases (for [`crate::store::ImportStore`]'s
     /// kept ids) forgets them.
     async fn lease_ids(&self, floor: u64, size: u64, used_up: Vec<u64>) -> StoreResult<Range<u64>>;
 

@@ -38,7 +38,7 @@ pub struct Recorded {
     pub failures: u32,
     /// The link turned broken or healthy at the edge with this probe
     /// (its id and alias, for the edge): the change is in the change log.
-    pub switched: Option<crate::db::ChangedLink>,
+    pub switched: Option<crate::store::ChangedLink>,
 }
 
 /// A link's last probe.

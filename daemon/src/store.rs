@@ -1,4 +1,0 @@
-//! Storage: SQLite ([`sqlite`]) and PostgreSQL ([`postgres`]).
-
-pub mod postgres;
-pub mod sqlite;
