@@ -38,9 +38,10 @@ use sha2::{Digest, Sha256};
 use shortlink_core::country::UNKNOWN;
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
-use shortlinkd::store::sqlite::clicks::{self, Aggregate, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
-use shortlinkd::store::sqlite::links::{self, Link};
-use shortlinkd::store::sqlite::{writer_connection, StoreResult};
+use shortlinkd::store::clicks::Aggregate;
+use shortlinkd::store::sqlite::clicks::{self, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
+use shortlinkd::store::sqlite::{links, writer_connection};
+use shortlinkd::store::{Link, StoreResult};
 
 /// Rows of a worker's page when it is sealed (`clicks::page::MAX_USED` in
 /// the module).

@@ -36,8 +36,8 @@ use std::time::Duration;
 use common::{arg, median, Spent};
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
-use shortlinkd::store::sqlite::links::{self, Link};
-use shortlinkd::store::sqlite::StoreResult;
+use shortlinkd::store::sqlite::links;
+use shortlinkd::store::{Link, StoreResult};
 
 const TARGET: &str =
     "https://www.example.com/campaigns/2026/spring/landing-page?utm_source=sms&utm_medium=bulk&id=";

@@ -17,8 +17,8 @@ use crate::links::{LinkRules, Links};
 use crate::metrics::Metrics;
 use crate::store::postgres::backend::PgStore;
 use crate::store::postgres::{Pg, PgError};
-use crate::store::sqlite::{SqliteStore, StoreError};
-use crate::store::Store;
+use crate::store::sqlite::SqliteStore;
+use crate::store::{Store, StoreError};
 
 pub(crate) mod files;
 

@@ -3,7 +3,7 @@
 use shortlink_core::alias::is_alias_shaped;
 use shortlink_core::Codec;
 
-use crate::store::sqlite::links::Link;
+use crate::store::Link;
 
 /// What a code or alias string refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]

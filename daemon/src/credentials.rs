@@ -8,8 +8,8 @@ use crate::auth::{
     self, parse_scopes, scopes_from_stored, scopes_to_string, AppSecret, AuthError, NewApiKey,
     Principal, Role, Scope, ScopeError,
 };
-use crate::store::sqlite::keys::{self, Owner};
-use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::{self, Owner, StoreError};
+use crate::timestamp::unix_now;
 
 /// Longest credential name, in bytes.
 const MAX_NAME: usize = 100;
@@ -97,8 +97,8 @@ pub struct CreatedApp {
     pub secret: AppSecret,
 }
 
-impl From<&keys::ApiKey> for KeyInfo {
-    fn from(k: &keys::ApiKey) -> Self {
+impl From<&store::ApiKey> for KeyInfo {
+    fn from(k: &store::ApiKey) -> Self {
         KeyInfo {
             id: k.id,
             name: k.name.clone(),
@@ -114,8 +114,8 @@ impl From<&keys::ApiKey> for KeyInfo {
     }
 }
 
-impl From<&keys::App> for AppInfo {
-    fn from(a: &keys::App) -> Self {
+impl From<&store::App> for AppInfo {
+    fn from(a: &store::App) -> Self {
         AppInfo {
             id: a.id,
             app_id: a.app_id.clone(),

@@ -19,8 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::store::sqlite::StoreResult;
-use crate::store::Store;
+use crate::store::{Store, StoreResult};
 
 /// The id allocator: several leased ranges held in memory.
 pub struct IdSegments {

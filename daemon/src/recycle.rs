@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::SharedApp;
 use crate::edge::{EdgeKeys, LinkChange};
-use crate::store::sqlite::{unix_now, StoreResult};
-use crate::store::Purged;
+use crate::store::{Purged, StoreResult};
+use crate::timestamp::unix_now;
 
 /// Ranges purged per transaction.
 const BATCH: u32 = 64;

@@ -16,7 +16,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::SharedApp;
 use crate::config::Config;
-use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::StoreError;
+use crate::timestamp::unix_now;
 use crate::users::ApiPeer;
 use crate::{api, ipc, spool, stats};
 

@@ -23,7 +23,8 @@ use tokio::sync::mpsc;
 
 use crate::app::App;
 use crate::stats;
-use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::StoreError;
+use crate::timestamp::unix_now;
 
 /// Batches handed from the reading thread to the store at a time.
 const CHUNK: usize = 256;

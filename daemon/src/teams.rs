@@ -5,8 +5,8 @@
 
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
-use crate::store::sqlite::teams::Team;
-use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::{StoreError, Team};
+use crate::timestamp::unix_now;
 
 /// Longest team name, in bytes.
 const MAX_NAME: usize = 64;

@@ -1,6 +1,7 @@
-//! Points in time on the wire. The store keeps Unix seconds; replies carry
-//! RFC 3339 in UTC (`2026-11-23T15:30:00Z`), and inputs (bodies, query
-//! parameters, CSV rows, old export files) may give either.
+//! Points in time: now ([`unix_now`]) and on the wire. The store keeps Unix
+//! seconds; replies carry RFC 3339 in UTC (`2026-11-23T15:30:00Z`), and
+//! inputs (bodies, query parameters, CSV rows, old export files) may give
+//! either.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
@@ -137,6 +138,14 @@ pub fn input_or_null_schema() -> Schema {
         .item(input_schema())
         .item(ObjectBuilder::new().schema_type(Type::Null))
         .into()
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

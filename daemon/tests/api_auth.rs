@@ -5,7 +5,7 @@ mod common;
 use common::{stdout, unix, Daemon};
 use serde_json::json;
 use shortlinkd::auth::{sign, signing_string};
-use shortlinkd::store::sqlite::unix_now;
+use shortlinkd::timestamp::unix_now;
 
 #[tokio::test]
 async fn api_keys_and_scopes() {

@@ -6,7 +6,7 @@ mod common;
 use common::{stdout, Daemon};
 use serde_json::json;
 use shortlinkd::auth::{sign, signing_string};
-use shortlinkd::store::sqlite::unix_now;
+use shortlinkd::timestamp::unix_now;
 
 #[tokio::test]
 async fn a_wrong_method_is_json_with_an_allow_header() {

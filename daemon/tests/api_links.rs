@@ -598,7 +598,7 @@ async fn batch_limit_is_ten_thousand() {
 #[tokio::test]
 async fn expiry_and_ttl_fields() {
     let d = Daemon::start().await;
-    let now = shortlinkd::store::sqlite::unix_now();
+    let now = shortlinkd::timestamp::unix_now();
     let v = d
         .create(json!({"url": "https://e.com/", "ttl": 3600}))
         .await;

@@ -13,7 +13,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 fn row(link_id: u64, country: Country, count: u32) -> ClickCount {
     ClickCount {
         link_id,
-        hour: (shortlinkd::store::sqlite::unix_now() / 3600) as u32,
+        hour: (shortlinkd::timestamp::unix_now() / 3600) as u32,
         device: DeviceClass::Mobile,
         bot: false,
         referrer: None,

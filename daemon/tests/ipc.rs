@@ -101,7 +101,7 @@ async fn lookups_found_not_found_and_gone() {
     let unused = d.codec().encode(3_000_000_000);
     assert_eq!(c.lookup(7, &unused).await, LookupResult::NotFound);
     let expires = unix(&expiring["expires_at"]);
-    while shortlinkd::store::sqlite::unix_now() <= expires {
+    while shortlinkd::timestamp::unix_now() <= expires {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
@@ -540,7 +540,7 @@ async fn max_visits_and_renew_on_access_invalidate_the_edge() {
     let (_, l) = d.req("GET", &format!("/api/v1/links/{r_code}"), None).await;
     assert!(unix(&l["expires_at"]) > first_expiry, "{l}");
     // Past the original expiry, still alive.
-    while shortlinkd::store::sqlite::unix_now() < first_expiry {
+    while shortlinkd::timestamp::unix_now() < first_expiry {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(matches!(c.lookup(9, &r_code).await, LookupResult::Found(_)));
@@ -750,7 +750,7 @@ async fn forged_click_batches_are_refused_and_never_exhaust_a_link() {
         v["id"].as_u64().unwrap(),
     );
     let mut c = d.ipc().await;
-    let now_hour = (shortlinkd::store::sqlite::unix_now() / 3600) as u32;
+    let now_hour = (shortlinkd::timestamp::unix_now() / 3600) as u32;
     let forged = |n: u8, f: &dyn Fn(&mut shortlink_core::ipc::ClickCount)| {
         let mut b = batch(n, id, 1, false);
         f(&mut b.clicks[0]);

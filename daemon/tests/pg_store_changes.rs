@@ -12,11 +12,10 @@ use pg_common::config_for;
 use pg_store_common::{edit, new_link, open};
 use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ChangePosition, ClickBatch, ClickCount};
-use shortlinkd::store::sqlite::StoreError;
-use shortlinkd::store::Store;
+use shortlinkd::store::{Store, StoreError};
 use testpg::PgCluster;
 
-fn logged(rows: &[shortlinkd::store::sqlite::changes::Change]) -> Vec<(u64, Option<String>)> {
+fn logged(rows: &[shortlinkd::store::Change]) -> Vec<(u64, Option<String>)> {
     rows.iter()
         .map(|c| (c.link_id, c.new_alias.clone()))
         .collect()

@@ -10,10 +10,8 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::DeploymentKey;
 use shortlinkd::store::postgres::backend::PgStore;
-use shortlinkd::store::sqlite::clicks::FoldOutcome;
-use shortlinkd::store::sqlite::links::Link;
 use shortlinkd::store::sqlite::SqliteStore;
-use shortlinkd::store::{ClickStore, NewLink, Store};
+use shortlinkd::store::{ClickStore, FoldOutcome, Link, NewLink, Store};
 use testpg::PgCluster;
 
 fn click(

@@ -8,9 +8,7 @@ use pg_common::config_for;
 use shortlink_core::DeploymentKey;
 use shortlinkd::auth::Role;
 use shortlinkd::store::postgres::backend::PgStore;
-use shortlinkd::store::sqlite::keys::Owner;
-use shortlinkd::store::sqlite::StoreError;
-use shortlinkd::store::{CredentialStore, UserStore};
+use shortlinkd::store::{CredentialStore, Owner, StoreError, UserStore};
 use testpg::PgCluster;
 
 const SECRET: &str = "5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7";

@@ -9,8 +9,7 @@ use pg_common::config_for;
 use pg_store_common::{change_rows, edit, import_row, new_link, open};
 use shortlinkd::codes::CodeRef;
 use shortlinkd::links::LinkError;
-use shortlinkd::store::sqlite::links::Link;
-use shortlinkd::store::{ImportStore, Inserted, LinkEdit, LinkStore, Updated};
+use shortlinkd::store::{ImportStore, Inserted, Link, LinkEdit, LinkStore, Updated};
 use testpg::PgCluster;
 
 fn ids(links: &[Option<Link>]) -> Vec<Option<u64>> {
@@ -322,7 +321,7 @@ async fn forward_query_is_kept_in_all_three_states() {
     row.new.link.forward_query = Some(true);
     store.import_links(vec![row], 0).await.unwrap();
     let page = store
-        .links_page(shortlinkd::store::sqlite::links::ListQuery {
+        .links_page(shortlinkd::store::ListQuery {
             limit: 100,
             ..Default::default()
         })

@@ -259,7 +259,7 @@ async fn an_expired_range_is_purged_told_to_the_edge_then_reused_and_a_live_one_
     old.count = 5;
     late.clicks.push(old);
     edge.clicks(4, late).await;
-    let from = shortlinkd::store::sqlite::unix_now() - 30 * 86_400;
+    let from = shortlinkd::timestamp::unix_now() - 30 * 86_400;
     let counted = || async {
         let (_, s) = d
             .req(

@@ -15,8 +15,7 @@ use shortlink_core::DeploymentKey;
 use shortlinkd::auth::Role;
 use shortlinkd::codes::CodeRef;
 use shortlinkd::store::postgres::{self, migrate};
-use shortlinkd::store::sqlite::links::ListQuery;
-use shortlinkd::store::Store;
+use shortlinkd::store::{ListQuery, Store};
 
 /// Keys made before teams: (prefix, scopes, the role they migrate to).
 const OLD_KEYS: [(&str, &str, &str); 3] = [

@@ -20,7 +20,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount, Reply, Request};
 fn row(link_id: u64, variant: u8, bot: bool, count: u32) -> ClickCount {
     ClickCount {
         link_id,
-        hour: (shortlinkd::store::sqlite::unix_now() / 3600) as u32,
+        hour: (shortlinkd::timestamp::unix_now() / 3600) as u32,
         device: DeviceClass::Desktop,
         bot,
         referrer: None,

@@ -88,7 +88,7 @@ fn verifies(secret: &str, header: &str, body: &[u8]) -> bool {
     let (Some(t), Some(v1)) = (t, v1) else {
         return false;
     };
-    let age = shortlinkd::store::sqlite::unix_now() - t.parse::<i64>().unwrap_or(0);
+    let age = shortlinkd::timestamp::unix_now() - t.parse::<i64>().unwrap_or(0);
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("{t}.").as_bytes());
     mac.update(body);

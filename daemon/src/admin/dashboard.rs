@@ -9,8 +9,8 @@ use super::charts;
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed};
 use crate::stats::{self, Granularity};
-use crate::store::sqlite::links::{LinkState, ListQuery};
-use crate::store::sqlite::unix_now;
+use crate::store::{LinkState, ListQuery};
+use crate::timestamp::unix_now;
 
 /// Links listed under "Most clicked".
 const TOP: usize = 10;

@@ -14,7 +14,8 @@ use super::{AdminError, AdminState, Authed, FormFields};
 use crate::auth::Scope;
 use crate::credentials::{self, CredentialError};
 use crate::links::parse_time;
-use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::StoreError;
+use crate::timestamp::unix_now;
 
 /// What a create form held, kept on errors.
 #[derive(Debug, Default, Clone)]

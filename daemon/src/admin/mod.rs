@@ -41,7 +41,7 @@ use crate::app::SharedApp;
 use crate::auth::{Principal, Role};
 use crate::base_url;
 use crate::links::LinkError;
-use crate::store::sqlite::StoreError;
+use crate::store::StoreError;
 use crate::users::{self as accounts, LoginThrottle};
 use session::{SessionInfo, Sessions};
 use usage::CredentialUse;

@@ -11,7 +11,7 @@ use super::session::Flash;
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
 use crate::auth::Role;
-use crate::store::sqlite::teams::Team;
+use crate::store::Team;
 use crate::teams::{self, TeamError};
 use crate::users;
 

@@ -16,7 +16,8 @@ use axum::response::Response;
 
 use crate::app::SharedApp;
 use crate::auth::key_prefix;
-use crate::store::sqlite::{unix_now, StoreResult};
+use crate::store::StoreResult;
+use crate::timestamp::unix_now;
 
 /// Stored times are refreshed after this many seconds.
 pub const WRITE_EVERY: i64 = 60;

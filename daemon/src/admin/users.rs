@@ -18,7 +18,7 @@ use super::teams::{role_select, team_select};
 use super::view::{self, FieldErrors, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
 use crate::auth::{Role, DEFAULT_TEAM};
-use crate::store::sqlite::StoreError;
+use crate::store::StoreError;
 use crate::teams;
 use crate::users::{self, UserError};
 

@@ -225,7 +225,7 @@ mod tests {
             assert_eq!(api.message, message);
         }
         // Store failures answer as everywhere else in the API.
-        let e = ApiError::from(AuthError::Store(crate::store::sqlite::StoreError::Closed));
+        let e = ApiError::from(AuthError::Store(crate::store::StoreError::Closed));
         assert_eq!((e.status.as_u16(), e.code), (503, "shutting_down"));
         let e = ApiError::from(AuthError::InsufficientScope(Scope::LinksWrite));
         assert_eq!(

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::links::LinkError;
-use crate::store::sqlite::StoreError;
+use crate::store::StoreError;
 
 /// Media type of every error reply (RFC 9457).
 pub const PROBLEM_JSON: &str = "application/problem+json";

@@ -388,7 +388,7 @@ pub async fn revoke_app(
 mod tests {
     use super::*;
     use crate::auth::{AuthError, ScopeError};
-    use crate::store::sqlite::StoreError;
+    use crate::store::StoreError;
 
     #[test]
     fn credential_errors_keep_their_statuses_codes_and_fields() {

@@ -13,7 +13,7 @@ use super::extract::ApiJson;
 use super::users::UserView;
 use crate::app::SharedApp;
 use crate::auth::{Principal, Role};
-use crate::store::sqlite::teams::Team;
+use crate::store::Team;
 use crate::teams::{self, TeamError};
 use crate::timestamp::Timestamp;
 use crate::users;

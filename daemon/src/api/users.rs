@@ -212,7 +212,7 @@ pub async fn delete(
 mod tests {
     use super::*;
     use crate::auth::{AuthError, Scope};
-    use crate::store::sqlite::StoreError;
+    use crate::store::StoreError;
 
     #[test]
     fn user_errors_keep_their_statuses_codes_and_fields() {

@@ -79,7 +79,7 @@ pub async fn verify_key(
     // Checked on every use, cached key or not.
     if let Some(at) = key
         .expires_at
-        .filter(|&at| at <= crate::store::sqlite::unix_now())
+        .filter(|&at| at <= crate::timestamp::unix_now())
     {
         return Err(AuthError::ExpiredApiKey(key.name, at));
     }

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::store::sqlite::keys::{ApiKey, App};
-use crate::store::sqlite::unix_now;
+use crate::store::{ApiKey, App};
+use crate::timestamp::unix_now;
 
 /// Verified credentials are re-read from the database after this long, so
 /// a revocation made by another process takes effect within it.

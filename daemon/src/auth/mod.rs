@@ -22,7 +22,7 @@ pub use role::{Role, RoleError, DEFAULT_TEAM};
 pub use scope::{parse_scopes, scopes_from_stored, scopes_to_string, Scope, ScopeError};
 pub use signature::{sign, signing_string, verify_signature, SignedRequest};
 
-use crate::store::sqlite::StoreError;
+use crate::store::StoreError;
 
 /// Why a request was not authenticated, or not allowed.
 #[derive(Debug, thiserror::Error)]

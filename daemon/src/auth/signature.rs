@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::app_secret::AppSecret;
 use super::{AuthCache, AuthError, Principal};
-use crate::store::sqlite::unix_now;
 use crate::store::Store;
+use crate::timestamp::unix_now;
 
 /// What verification reads from a signed request.
 #[derive(Debug, Clone, Copy)]

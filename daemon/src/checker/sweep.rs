@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use super::probe::{self, Outcome, ProbeRules};
 use crate::app::SharedApp;
 use crate::edge::LinkChange;
-use crate::store::sqlite::unix_now;
 use crate::store::{CheckResult, CheckTarget};
+use crate::timestamp::unix_now;
 
 /// Links read and claimed at a time.
 const PAGE: u32 = 200;

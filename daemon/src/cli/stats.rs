@@ -10,7 +10,7 @@ use super::output::Output;
 use super::table::{when, Table};
 use crate::api::stats::StatsParams;
 use crate::stats::Granularity;
-use crate::store::sqlite::unix_now;
+use crate::timestamp::unix_now;
 
 /// Prints the stats of `code`.
 pub async fn stats(

@@ -20,11 +20,7 @@ use shortlink_core::Codec;
 
 use crate::codes;
 use crate::events::EventHub;
-use crate::store::sqlite::cache::LinkCache;
-use crate::store::sqlite::changes::Change;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
-use crate::store::Store;
+use crate::store::{Change, Link, LinkCache, Store, StoreResult};
 
 /// How the edge knows one link: its generated code (from the id) and its
 /// alias.

@@ -9,7 +9,7 @@ use shortlink_core::ipc::{ClickBatch, Reply};
 
 use crate::app::App;
 use crate::stats;
-use crate::store::sqlite::unix_now;
+use crate::timestamp::unix_now;
 
 /// Checks and stores one batch; the reply for the worker that sent it
 /// (`pid`, for the logs).

@@ -402,7 +402,7 @@ fn encode_lookup(
     frames: &mut Vec<u8>,
     id: u32,
     code: &str,
-    result: Result<ipc::LookupResult, &crate::store::sqlite::StoreError>,
+    result: Result<ipc::LookupResult, &crate::store::StoreError>,
 ) {
     let reply = match result {
         Ok(result) => {

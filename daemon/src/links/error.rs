@@ -1,7 +1,7 @@
 //! Why a link operation failed; `api::error` maps it to HTTP statuses, the
 //! admin UI to messages next to the form fields.
 
-use crate::store::sqlite::StoreError;
+use crate::store::StoreError;
 
 /// Why a link operation failed.
 #[derive(Debug, thiserror::Error)]

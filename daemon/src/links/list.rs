@@ -10,9 +10,9 @@
 use super::ops::Links;
 use super::LinkError;
 use crate::codes::{self, CodeRef};
-use crate::store::sqlite::links::{ListQuery, ListSort};
-use crate::store::sqlite::unix_now;
 pub use crate::store::Page;
+use crate::store::{ListQuery, ListSort};
+use crate::timestamp::unix_now;
 
 /// The name of a sort in cursors and queries.
 pub fn sort_name(sort: ListSort) -> &'static str {

@@ -17,9 +17,8 @@ use shortlink_core::{Codec, RedirectStatus};
 
 use super::ops::Links;
 use crate::codes::{self, CodeRef};
-use crate::store::sqlite::links::{Link, LinkState};
-use crate::store::sqlite::{unix_now, LinkCache, StoreError, StoreResult};
-use crate::store::Store;
+use crate::store::{Link, LinkCache, LinkState, Store, StoreError, StoreResult};
+use crate::timestamp::unix_now;
 
 /// The edge's view of a link at `now`.
 pub fn edge_result(link: &Link, now: i64) -> LookupResult {

@@ -227,7 +227,7 @@ pub(crate) fn alias_target_error(t: &AliasTarget) -> LinkError {
 /// A link whose new alias is the code one of its own targets leads to.
 pub(crate) fn refuse_own_alias(
     served: &ServedBases,
-    link: &crate::store::sqlite::links::Link,
+    link: &crate::store::Link,
 ) -> Option<LinkError> {
     let alias = link.alias.as_deref()?;
     let t = &link.targets;

@@ -14,10 +14,8 @@ use crate::codes::{self, CodeRef};
 use crate::edge::{Edge, LinkChange};
 use crate::ids::IdSegments;
 use crate::metrics::Metrics;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::{unix_now, StoreError};
-use crate::store::Store;
-use crate::store::{Inserted, LinkEdit, NewLink, Updated};
+use crate::store::{Inserted, Link, LinkEdit, NewLink, Store, StoreError, Updated};
+use crate::timestamp::unix_now;
 
 /// What the link operations work with, borrowed from the daemon's state
 /// for one call (see `App::links`).

@@ -20,7 +20,7 @@ use super::rules::{
     both_expiries, check_expires_at, check_max_visits, check_redirect, check_tags, check_ttl,
     renew_needs_lifetime, LinkRules,
 };
-use crate::store::sqlite::links::Link;
+use crate::store::Link;
 
 /// What an edit does to renew-on-access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

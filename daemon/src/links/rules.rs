@@ -21,7 +21,7 @@ use super::input::{
 pub use super::input::{MAX_TAGS, MAX_TAG_LEN};
 use super::loops::{AliasTarget, ServedBases};
 use crate::config::Config;
-use crate::store::sqlite::links::Link;
+use crate::store::Link;
 
 /// What validation needs from the configuration and the key, built once at
 /// startup, so requests are judged without the daemon's whole state.

@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::auth::{Principal, DEFAULT_TEAM};
-use crate::store::sqlite::links::Link;
+use crate::store::Link;
 
 /// The team side of a [`Links`] call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,9 +9,8 @@ use utoipa::ToSchema;
 
 use super::input::{TargetsInput, VariantInput};
 use crate::codes;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::unix_now;
-use crate::timestamp::Timestamp;
+use crate::store::Link;
+use crate::timestamp::{unix_now, Timestamp};
 
 /// A link as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::{App, SharedApp};
 use crate::edge::LinkChange;
-use crate::store::sqlite::clicks::FoldOutcome;
-use crate::store::sqlite::{unix_now, StoreResult};
+use crate::store::{FoldOutcome, StoreResult};
+use crate::timestamp::unix_now;
 
 mod query;
 

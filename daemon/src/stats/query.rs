@@ -9,8 +9,7 @@ use utoipa::ToSchema;
 use crate::app::App;
 use crate::auth::{Principal, Scope};
 use crate::links::LinkError;
-use crate::store::sqlite::unix_now;
-use crate::timestamp::{self, Timestamp};
+use crate::timestamp::{self, unix_now, Timestamp};
 
 /// Most buckets one stats query returns.
 pub const MAX_BUCKETS: i64 = 24 * 400;

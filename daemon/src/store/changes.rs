@@ -4,8 +4,26 @@
 use async_trait::async_trait;
 use shortlink_core::ipc::ChangePosition;
 
-use crate::store::sqlite::changes::Change;
-use crate::store::sqlite::StoreResult;
+use crate::store::StoreResult;
+
+/// Rows kept: a worker away for fewer changes than this resumes where it
+/// left off.
+pub const KEEP: u64 = 200_000;
+
+/// One logged change: a link and its alias before and after the write
+/// (`None` before: it had none or did not exist; after: it has none or was
+/// deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Position of the change in the log.
+    pub seq: u64,
+    /// The link; its generated code is invalidated.
+    pub link_id: u64,
+    /// Alias before the write.
+    pub old_alias: Option<String>,
+    /// Alias after the write.
+    pub new_alias: Option<String>,
+}
 
 /// What a (re)subscribing worker is sent first.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::StoreResult;
+use crate::store::StoreResult;
 
 /// A link to probe.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use super::{Inserted, LinkEdit, NewLink, Store, Updated};
 use crate::codes::CodeRef;
 use crate::links::LinkError;
-use crate::store::sqlite::links::Link;
+use crate::store::Link;
 
 fn new_link(id: u64, alias: Option<&str>, url: &str, targets: &[&str]) -> NewLink {
     NewLink {

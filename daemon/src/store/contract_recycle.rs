@@ -7,8 +7,8 @@
 
 use super::{NewLink, RangeState, Store};
 use crate::codes::CodeRef;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::unix_now;
+use crate::store::Link;
+use crate::timestamp::unix_now;
 
 fn expiring(id: u64, expires_at: Option<i64>) -> NewLink {
     NewLink {

@@ -8,9 +8,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
 use super::{NewLink, Store};
 use crate::auth::{Role, DEFAULT_TEAM};
-use crate::store::sqlite::keys::Owner;
-use crate::store::sqlite::links::{Link, ListQuery};
-use crate::store::sqlite::StoreError;
+use crate::store::{Link, ListQuery, Owner, StoreError};
 
 /// A plain create of link `id` in team `team_id`.
 pub(crate) fn link_of(id: u64, team_id: i64) -> NewLink {

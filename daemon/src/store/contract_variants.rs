@@ -10,7 +10,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::variants::Variant;
 
 use super::{NewLink, Store};
-use crate::store::sqlite::links::Link;
+use crate::store::Link;
 
 fn link_of(id: u64, variants: usize) -> NewLink {
     NewLink {

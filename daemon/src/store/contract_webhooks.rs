@@ -13,8 +13,8 @@ use super::{
     Attempt, DeliveryStatus, ImportLink, LinkEdit, NewLink, NewWebhook, Store, WebhookEvent,
 };
 use crate::auth::DEFAULT_TEAM;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::unix_now;
+use crate::store::Link;
+use crate::timestamp::unix_now;
 
 fn link_of(id: u64, team_id: i64) -> Link {
     Link {
@@ -334,7 +334,7 @@ pub async fn check_webhooks(store: &Store) {
         .record_attempt(newest, now, Attempt::Delivered { status: 200 })
         .await
         .unwrap();
-    let far = now + crate::store::sqlite::webhooks::KEEP_LOG + 100;
+    let far = now + crate::store::webhooks::KEEP_LOG + 100;
     store.sweep_webhook_events(far, 1).await.unwrap();
     let after = store.deliveries(main.id, None, 100).await.unwrap();
     assert_eq!(after.len(), before.len() - 1);
@@ -346,7 +346,7 @@ pub async fn check_webhooks(store: &Store) {
     store.delete_link(6).await.unwrap();
     assert!(matches!(
         store.delete_team(sales).await,
-        Err(crate::store::sqlite::StoreError::InUse(m)) if m.contains("webhooks")
+        Err(crate::store::StoreError::InUse(m)) if m.contains("webhooks")
     ));
     store.delete_webhook(other.id).await.unwrap();
     store.delete_webhook(late.id).await.unwrap();

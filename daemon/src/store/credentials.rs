@@ -3,8 +3,62 @@
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::keys::{ApiKey, App, Owner};
-use crate::store::sqlite::StoreResult;
+use crate::auth::Role;
+use crate::store::{Owner, StoreResult};
+
+/// A stored API key (the secret itself is never stored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Row id, what the API and CLI revoke by.
+    pub id: i64,
+    /// What the key is for.
+    pub name: String,
+    /// Public part of the secret, used to find the row.
+    pub prefix: String,
+    /// SHA-256 of the whole secret.
+    pub hash: Vec<u8>,
+    /// Space-free comma-separated scopes.
+    pub scopes: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds, once revoked; the row stays for the record.
+    pub revoked_at: Option<i64>,
+    /// Unix seconds after which the key is refused; `None`: never.
+    pub expires_at: Option<i64>,
+    /// The user the key acts for; `None` for a key made before teams.
+    pub user_id: Option<i64>,
+    /// The team the key acts in: its user's, read with the key.
+    pub team_id: i64,
+    /// The most the key may do: its user's role, read with the key (so a
+    /// role change reaches the key when the cached row is re-read).
+    pub role: Role,
+}
+
+/// An app allowed to sign requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct App {
+    /// Row id, accepted by revoke like the app id.
+    pub id: i64,
+    /// Public identifier sent in `X-App-Id`.
+    pub app_id: String,
+    /// What the app is.
+    pub name: String,
+    /// The shared HMAC secret, opened when the app is read by its app id
+    /// (the database keeps it sealed; see
+    /// [`crate::auth::app_secret::AppSecret::from_stored`]); empty when apps
+    /// are listed or revoked.
+    pub secret: String,
+    /// Space-free comma-separated scopes.
+    pub scopes: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds, once revoked; the row stays for the record.
+    pub revoked_at: Option<i64>,
+    /// The team the app acts in.
+    pub team_id: i64,
+    /// The most the app may do.
+    pub role: Role,
+}
 
 /// Where credentials are kept.
 #[async_trait]

@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::StoreResult;
+use crate::store::StoreResult;
 
 /// Hands out ranges of ids no other lease (on any node) ever gets.
 #[async_trait]

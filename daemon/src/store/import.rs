@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 
 use super::links::{Inserted, NewLink};
-use crate::store::sqlite::StoreResult;
+use crate::store::StoreResult;
 
 /// One row of an import, judged by the link rules already.
 #[derive(Debug, Clone)]
@@ -52,7 +52,7 @@ pub enum KeptId {
 
 impl KeptId {
     /// The meaning of the id for a row to `url`, `stored` the link at it.
-    pub fn of(url: &str, stored: Option<&crate::store::sqlite::links::Link>) -> Self {
+    pub fn of(url: &str, stored: Option<&crate::store::Link>) -> Self {
         Self::at(url, stored.map(|old| old.url.as_str()))
     }
 

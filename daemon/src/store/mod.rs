@@ -6,9 +6,10 @@
 //! `async_trait` boxes each call's future so the traits work as `dyn`
 //! objects: the implementation is chosen at start-up, not at compile time.
 
-mod changes;
+mod cache;
+pub mod changes;
 mod checks;
-mod clicks;
+pub mod clicks;
 #[cfg(test)]
 pub(crate) mod contract;
 #[cfg(test)]
@@ -20,41 +21,46 @@ mod contract_variants;
 #[cfg(test)]
 pub(crate) mod contract_webhooks;
 mod credentials;
+mod error;
 mod ids;
 mod import;
-mod links;
+pub mod links;
 pub mod postgres;
 mod recycle;
 pub mod sqlite;
+mod stats;
 mod takedowns;
 mod teams;
 mod users;
-mod webhooks;
+pub mod webhooks;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use changes::{ChangeLog, Resume};
+pub use cache::LinkCache;
+pub use changes::{Change, ChangeLog, Resume};
 pub use checks::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
-pub use clicks::ClickStore;
-pub use credentials::CredentialStore;
+pub use clicks::{ClickStore, FoldOutcome, RangeStats, SiteStats};
+pub use credentials::{ApiKey, App, CredentialStore};
+pub use error::{StoreError, StoreResult};
 pub use ids::IdStore;
 pub use import::{ImportLink, ImportStore, Imported, KeptId};
-pub use links::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated};
+pub use links::{
+    Inserted, Link, LinkEdit, LinkState, LinkStore, ListQuery, ListSort, NewLink, Page, Updated,
+};
 pub use recycle::{IdRange, IdRanges, Purged, RangeState, RecycleStore};
+pub use stats::StoreStats;
 pub use takedowns::{
     ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
 };
-pub use teams::TeamStore;
-pub use users::UserStore;
+pub use teams::{Owner, Team, TeamStore};
+pub use users::{User, UserStore};
 pub use webhooks::{
     clicks_payload, events_from_stored, events_to_stored, link_payload, Attempt, ClickCount,
     Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, UnknownEvent, Webhook, WebhookEvent,
     WebhookStore,
 };
-
-use crate::store::sqlite::{LinkCache, StoreResult, StoreStats};
 
 /// Everything the daemon asks of a store, plus what every store shares.
 #[async_trait]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::StoreResult;
+use crate::store::StoreResult;
 
 /// Which links a takedown covers.
 #[derive(Clone)]

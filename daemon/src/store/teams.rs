@@ -2,8 +2,42 @@
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::teams::Team;
-use crate::store::sqlite::StoreResult;
+use crate::auth::Role;
+use crate::store::StoreResult;
+
+/// A team: a set of users and the links they made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Team {
+    /// Row id, what links, users and keys refer to.
+    pub id: i64,
+    /// Unique name, what the CLI and the admin UI show.
+    pub name: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+/// A credential's owner when it is made: a user (whose team and role the
+/// credential follows), or a team and role of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    /// The user it acts for, if any.
+    pub user_id: Option<i64>,
+    /// Its team (the user's, when there is a user).
+    pub team_id: i64,
+    /// Its role (the user's, when there is a user).
+    pub role: Role,
+}
+
+impl Owner {
+    /// A credential of its own in `team_id` with `role`, no user.
+    pub fn of_team(team_id: i64, role: Role) -> Self {
+        Self {
+            user_id: None,
+            team_id,
+            role,
+        }
+    }
+}
 
 /// Where teams are kept.
 #[async_trait]

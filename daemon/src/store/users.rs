@@ -3,8 +3,26 @@
 use async_trait::async_trait;
 
 use crate::auth::Role;
-use crate::store::sqlite::users::User;
-use crate::store::sqlite::StoreResult;
+use crate::store::StoreResult;
+
+/// An admin UI account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// Row id.
+    pub id: i64,
+    /// Sign-in name, unique.
+    pub name: String,
+    /// Argon2id PHC string.
+    pub password_hash: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds of the last password change.
+    pub updated_at: i64,
+    /// The team the user belongs to.
+    pub team_id: i64,
+    /// What the user (and every key made for them) may do.
+    pub role: Role,
+}
 
 /// Where user accounts are kept.
 #[async_trait]

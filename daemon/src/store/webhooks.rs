@@ -7,8 +7,10 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
+use crate::store::{Link, StoreResult};
+
+/// Seconds a delivered or given-up delivery stays in the log (30 days).
+pub const KEEP_LOG: i64 = 30 * 86_400;
 
 /// What a webhook can subscribe to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

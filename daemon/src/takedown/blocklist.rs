@@ -15,8 +15,8 @@ use shortlink_core::blocklist::{self, Blocklist};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::SharedApp;
-use crate::store::sqlite::unix_now;
 use crate::store::{Matcher, NewTakedown};
+use crate::timestamp::unix_now;
 
 /// How often the file is looked at.
 pub const POLL: Duration = Duration::from_secs(5);
@@ -47,7 +47,7 @@ pub enum BlocklistError {
     #[error("blocklist {path} is not UTF-8 text")]
     NotText { path: String },
     #[error("blocklist {path}: {0}", path = .1)]
-    Store(crate::store::sqlite::StoreError, String),
+    Store(crate::store::StoreError, String),
 }
 
 /// Reads and parses the file; the digest of its bytes.

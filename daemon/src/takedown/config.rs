@@ -10,8 +10,8 @@ use std::sync::Arc;
 use shortlink_core::NormalHost;
 
 use crate::app::App;
-use crate::store::sqlite::{unix_now, StoreResult};
-use crate::store::{Matcher, NewTakedown};
+use crate::store::{Matcher, NewTakedown, StoreResult};
+use crate::timestamp::unix_now;
 
 /// Who config takedowns are recorded as.
 pub const BY: &str = "config";

@@ -20,8 +20,8 @@ use shortlink_core::{HostSet, NormalHost};
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
 use crate::edge::LinkChange;
-use crate::store::sqlite::{unix_now, StoreError};
-use crate::store::{ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, Undone};
+use crate::store::{ChangedLink, Matcher, NewTakedown, StoreError, Takedown, TakedownLink, Undone};
+use crate::timestamp::unix_now;
 
 /// Longest reason, in bytes.
 pub const MAX_REASON: usize = 1000;

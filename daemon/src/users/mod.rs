@@ -17,8 +17,8 @@ pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Role, Scope};
-use crate::store::sqlite::users::User;
-use crate::store::sqlite::{unix_now, StoreError};
+use crate::store::{StoreError, User};
+use crate::timestamp::unix_now;
 
 /// Shortest accepted password, in characters.
 pub const MIN_PASSWORD: usize = 8;

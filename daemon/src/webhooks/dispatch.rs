@@ -22,8 +22,8 @@ use crate::app::{App, SharedApp};
 use crate::checker::probe::{system_tls, ProbeRules};
 use crate::config::WebhookConfig;
 use crate::links::LinkView;
-use crate::store::sqlite::unix_now;
 use crate::store::{Attempt, Delivery, DueDelivery};
+use crate::timestamp::unix_now;
 
 /// Seconds a claim outlives one attempt's timeout.
 const LEASE_MARGIN: i64 = 30;

@@ -15,9 +15,9 @@ pub mod signature;
 use crate::app::App;
 use crate::auth::{AuthError, Principal, Scope};
 use crate::checker::probe::is_private;
-use crate::store::sqlite::{unix_now, StoreError};
-use crate::store::{Delivery, NewWebhook, UnknownEvent, Webhook, WebhookEvent};
+use crate::store::{Delivery, NewWebhook, StoreError, UnknownEvent, Webhook, WebhookEvent};
 use crate::teams::{self, TeamError};
+use crate::timestamp::unix_now;
 
 /// Longest receiver URL, in bytes.
 pub const MAX_URL: usize = 2048;

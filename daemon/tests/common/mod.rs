@@ -627,7 +627,7 @@ pub fn batch(id_byte: u8, link_id: u64, count: u32, bot: bool) -> ipc::ClickBatc
         batch_id: ipc::BatchId(batch_id),
         clicks: vec![ipc::ClickCount {
             link_id,
-            hour: (shortlinkd::store::sqlite::unix_now() / 3600) as u32,
+            hour: (shortlinkd::timestamp::unix_now() / 3600) as u32,
             device: shortlink_core::device::DeviceClass::Desktop,
             bot,
             referrer: Some("news.example.com".into()),

@@ -8,7 +8,7 @@ use rusqlite_migration::{Migrations, M};
 use serde_json::{json, Value};
 use shortlink_core::DeploymentKey;
 use shortlinkd::auth::{sign, signing_string};
-use shortlinkd::store::sqlite::unix_now;
+use shortlinkd::timestamp::unix_now;
 
 use crate::common::{self, cli_in, eventually, http_unix, stderr, stdout};
 use crate::serve::{mode, set_mode, KillOnDrop, Serve};

@@ -6,8 +6,7 @@
 use shortlink_core::DeploymentKey;
 use shortlinkd::config::Config;
 use shortlinkd::store::postgres::backend::PgStore;
-use shortlinkd::store::sqlite::links::Link;
-use shortlinkd::store::{ImportLink, LinkEdit, NewLink};
+use shortlinkd::store::{ImportLink, Link, LinkEdit, NewLink};
 use testpg::PgCluster;
 
 pub async fn open(config: &Config) -> PgStore {

@@ -16,8 +16,8 @@ use super::super::{AdminError, AdminState, Authed};
 use crate::links::csv_format;
 use crate::links::import::formats::Format;
 use crate::links::{ImportError, ImportRow, LinkView, MAX_IMPORT};
-use crate::store::sqlite::links::{self as table, ListQuery};
-use crate::store::sqlite::unix_now;
+use crate::store::{Link, ListQuery};
+use crate::timestamp::unix_now;
 
 /// Links read per page of an export.
 const EXPORT_PAGE: u32 = 1000;
@@ -207,7 +207,7 @@ async fn export_page(
     admin: &AdminState,
     after: Option<u64>,
     team: Option<i64>,
-) -> Result<Vec<table::Link>, AdminError> {
+) -> Result<Vec<Link>, AdminError> {
     let query = ListQuery {
         limit: EXPORT_PAGE,
         after: after.map(|id| (id as i64, id)),

@@ -16,8 +16,8 @@ use crate::codes;
 use crate::links::LinkView;
 use crate::qr;
 use crate::stats::{self, Granularity, StatsView};
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::unix_now;
+use crate::store::Link;
+use crate::timestamp::unix_now;
 
 /// What a detail page shows beside the link itself: the clicks it charts
 /// (the last 48 hours by hour, the last 30 days by day) and who made it.

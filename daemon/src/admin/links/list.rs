@@ -10,8 +10,8 @@ use super::super::view::{self, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
 use crate::auth::Role;
 use crate::codes;
-use crate::store::sqlite::links::{Link, ListQuery};
-use crate::store::sqlite::unix_now;
+use crate::store::{Link, ListQuery};
+use crate::timestamp::unix_now;
 
 /// Links per list page.
 pub const PAGE_SIZE: u32 = 25;

@@ -16,7 +16,7 @@ use crate::app::SharedApp;
 use crate::auth::{Principal, Scope};
 use crate::codes;
 use crate::links::{self, CreateLink, Created, LinkError, LinkView};
-use crate::store::sqlite::links::Link;
+use crate::store::Link;
 
 /// Body of `POST /api/v1/links/batch`.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::MAX_PAGE;
 use crate::api::error::ApiError;
 use crate::links;
-use crate::store::sqlite::links::{LinkState, ListQuery, ListSort};
+use crate::store::{LinkState, ListQuery, ListSort};
 
 /// Page and search of `GET /api/v1/links`; its order and other filters are
 /// [`ListFilters`] (apart, so callers that only page and search stay as

@@ -18,8 +18,8 @@ use super::ops::{created, new_link, Links};
 use super::rules::Prepared;
 use crate::codes::{self, CodeRef};
 use crate::edge::{EdgeKeys, LinkChange};
-use crate::store::sqlite::{unix_now, StoreResult};
-use crate::store::{ImportLink, Imported};
+use crate::store::{ImportLink, Imported, StoreResult};
+use crate::timestamp::unix_now;
 
 /// Most rows in one import call.
 pub const MAX_IMPORT: usize = 50_000;

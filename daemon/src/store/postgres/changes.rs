@@ -50,7 +50,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::PgError;
-pub use crate::store::sqlite::changes::Change;
+pub use crate::store::Change;
 
 /// The channel `NOTIFY` wakes followers on.
 pub const CHANNEL: &str = "shortlink_changes";
@@ -61,7 +61,7 @@ pub const SEQUENCE_LOCK: i64 = 0x73686f7274736571;
 
 /// Versions kept: a follower or worker away for fewer changes than this
 /// resumes where it left off (as many as the SQLite log keeps).
-pub const KEEP: u64 = crate::store::sqlite::changes::KEEP;
+pub const KEEP: u64 = crate::store::changes::KEEP;
 
 /// Rows versioned per statement.
 const SEQUENCE_BATCH: i64 = 10_000;

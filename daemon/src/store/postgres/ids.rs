@@ -69,7 +69,7 @@ pub async fn lease(
                 &size,
                 &holder,
                 &used_up,
-                &crate::store::sqlite::unix_now(),
+                &crate::timestamp::unix_now(),
             ],
         )
         .await

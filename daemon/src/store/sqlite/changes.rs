@@ -9,26 +9,8 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use shortlink_core::ipc::ChangePosition;
 
-use super::StoreResult;
-
-/// Rows kept: a worker away for fewer changes than this resumes where it
-/// left off.
-pub const KEEP: u64 = 200_000;
-
-/// One logged change: a link and its alias before and after the write
-/// (`None` before: it had none or did not exist; after: it has none or was
-/// deleted).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
-    /// Position of the change in the log.
-    pub seq: u64,
-    /// The link; its generated code is invalidated.
-    pub link_id: u64,
-    /// Alias before the write.
-    pub old_alias: Option<String>,
-    /// Alias after the write.
-    pub new_alias: Option<String>,
-}
+use crate::store::changes::KEEP;
+use crate::store::{Change, StoreResult};
 
 /// Appends one change in the caller's transaction and prunes rows past
 /// [`KEEP`].
@@ -155,7 +137,7 @@ mod tests {
         let failed = store
             .write(|c| {
                 record(c, 9, None, Some("x"))?;
-                Err::<(), _>(crate::store::sqlite::StoreError::Conflict("test".into()))
+                Err::<(), _>(crate::store::StoreError::Conflict("test".into()))
             })
             .await;
         assert!(failed.is_err());

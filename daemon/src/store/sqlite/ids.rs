@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use rusqlite::{params, Connection};
 
-use super::StoreResult;
+use crate::store::StoreResult;
 
 /// Leases `size` ids starting at or above `floor`: `next = next + size` in
 /// the caller's transaction, so no two leases ever overlap, across restarts,
@@ -19,7 +19,7 @@ pub fn lease(conn: &Connection, floor: u64, size: u64) -> StoreResult<Range<u64>
     let end = start + size;
     conn.prepare_cached("UPDATE id_alloc SET next = ?1 WHERE name = 'links'")?
         .execute(params![end as i64])?;
-    super::recycle::record_lease(conn, &(start..end), super::unix_now())?;
+    super::recycle::record_lease(conn, &(start..end), crate::timestamp::unix_now())?;
     Ok(start..end)
 }
 

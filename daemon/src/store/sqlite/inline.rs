@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::error::StoreResult;
 use super::threads::{open_reader, panic_message};
 use crate::auth::app_secret::SecretSeal;
+use crate::store::StoreResult;
 
 /// Connections in the pool: one per runtime worker on the machines the
 /// daemon is sized for; a caller that finds none free uses the readers.
@@ -82,8 +82,7 @@ mod tests {
     use crate::codes::CodeRef;
     use crate::store::sqlite::clicks::tests::add_link;
     use crate::store::sqlite::tests::temp_store;
-    use crate::store::sqlite::StoreError;
-    use crate::store::LinkStore;
+    use crate::store::{LinkStore, StoreError};
 
     /// Reads go inline while a connection is free, and fall back (`None`)
     /// when the read fails, panics, finds the pool empty, or the store is

@@ -9,10 +9,9 @@
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use super::{StoreError, StoreResult};
 use crate::auth::app_secret::SecretSeal;
 use crate::auth::Role;
-pub use crate::store::sqlite::teams::Owner;
+use crate::store::{ApiKey, App, Owner, StoreError, StoreResult};
 
 /// Why the seal functions fail on a store opened without the key.
 const NO_SEAL: &str =
@@ -52,34 +51,6 @@ pub(crate) fn register_secret_functions(
                 .map_err(|e| user_error(e.to_string()))
         },
     )
-}
-
-/// A stored API key (the secret itself is never stored).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiKey {
-    /// Row id, what the API and CLI revoke by.
-    pub id: i64,
-    /// What the key is for.
-    pub name: String,
-    /// Public part of the secret, used to find the row.
-    pub prefix: String,
-    /// SHA-256 of the whole secret.
-    pub hash: Vec<u8>,
-    /// Space-free comma-separated scopes.
-    pub scopes: String,
-    /// Unix seconds.
-    pub created_at: i64,
-    /// Unix seconds, once revoked; the row stays for the record.
-    pub revoked_at: Option<i64>,
-    /// Unix seconds after which the key is refused; `None`: never.
-    pub expires_at: Option<i64>,
-    /// The user the key acts for; `None` for a key made before teams.
-    pub user_id: Option<i64>,
-    /// The team the key acts in: its user's, read with the key.
-    pub team_id: i64,
-    /// The most the key may do: its user's role, read with the key (so a
-    /// role change reaches the key when the cached row is re-read).
-    pub role: Role,
 }
 
 fn key_row(r: &Row<'_>) -> rusqlite::Result<ApiKey> {
@@ -163,31 +134,6 @@ pub fn revoke_key(conn: &Connection, id: i64, now: i64) -> StoreResult<ApiKey> {
     conn.query_row(&sql, [id], key_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound(format!("API key {id}")))
-}
-
-/// An app allowed to sign requests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct App {
-    /// Row id, accepted by revoke like the app id.
-    pub id: i64,
-    /// Public identifier sent in `X-App-Id`.
-    pub app_id: String,
-    /// What the app is.
-    pub name: String,
-    /// The shared HMAC secret, opened by [`app_by_app_id`] (the database
-    /// keeps it sealed; see [`crate::auth::app_secret::AppSecret::from_stored`]); empty
-    /// from [`list_apps`] and [`revoke_app`].
-    pub secret: String,
-    /// Space-free comma-separated scopes.
-    pub scopes: String,
-    /// Unix seconds.
-    pub created_at: i64,
-    /// Unix seconds, once revoked; the row stays for the record.
-    pub revoked_at: Option<i64>,
-    /// The team the app acts in.
-    pub team_id: i64,
-    /// The most the app may do.
-    pub role: Role,
 }
 
 fn app_row(r: &Row<'_>) -> rusqlite::Result<App> {

@@ -9,7 +9,6 @@
 //! threads and the SQL helpers of the files here.
 
 pub mod backup;
-pub mod cache;
 pub mod changes;
 pub mod clicks;
 pub mod files;
@@ -39,11 +38,10 @@ use rusqlite_migration::{Migrations, M};
 use shortlink_core::ipc::{ChangePosition, ClickBatch};
 use tokio::sync::Notify;
 
-pub use cache::LinkCache;
-use clicks::{ClickOverlay, FoldOutcome, PendingClicks};
-pub use error::{StoreError, StoreResult};
-pub use threads::StoreStats;
+use clicks::{ClickOverlay, PendingClicks};
 use threads::{Lane, ReadMsg, WriteMsg};
+
+use crate::store::{FoldOutcome, LinkCache, StoreError, StoreResult, StoreStats};
 
 /// What every clone of a [`SqliteStore`] shares.
 struct Inner {
@@ -395,14 +393,6 @@ impl SqliteStore {
             let _ = t.join();
         }
     }
-}
-
-/// Seconds since the Unix epoch.
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use std::ops::Range;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{changes, StoreResult};
-use crate::store::{IdRange, IdRanges, Purged, RangeState};
+use super::changes;
+use crate::store::{IdRange, IdRanges, Purged, RangeState, StoreResult};
 
 /// Records a fresh lease in the caller's transaction.
 pub fn record_lease(conn: &Connection, range: &Range<u64>, now: i64) -> StoreResult<()> {

@@ -9,7 +9,7 @@
 
 use rusqlite::Connection;
 
-use super::error::StoreResult;
+use crate::store::StoreResult;
 
 /// A read transaction on a connection in autocommit mode; ended when
 /// dropped.

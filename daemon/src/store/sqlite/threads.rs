@@ -6,8 +6,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -15,13 +14,14 @@ use crate::auth::app_secret::SecretSeal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::error::{StoreError, StoreResult};
 use super::keys::register_secret_functions;
 use super::watch::FileWatch;
+use crate::store::{StoreError, StoreResult};
 
 mod checkpoint;
 mod repeated;
 mod writer;
+use crate::store::StoreStats;
 use checkpoint::{checkpoint_loop, Restarts, WalLength, RESTART_FRAMES};
 use writer::{writer_loop, Writer};
 
@@ -83,64 +83,6 @@ pub(super) enum ReadMsg {
     Job(ReadJob),
     /// Stop (one per reader).
     Close,
-}
-
-/// Counters about the store, read by `/metrics`, and whether it can write,
-/// read by `/api/v1/health`.
-#[derive(Debug, Default)]
-pub struct StoreStats {
-    /// Write transactions committed.
-    pub transactions: AtomicU64,
-    /// Write jobs applied (several per transaction under load).
-    pub writes: AtomicU64,
-    /// Write jobs that failed and were rolled back to their savepoint.
-    pub write_errors: AtomicU64,
-    /// Why the last write transaction could not be stored (disk full, I/O
-    /// error); cleared by the next one that commits.
-    commit_error: Mutex<Option<String>>,
-    /// A database file was deleted or replaced under the daemon: writes
-    /// are refused until a restart.
-    lost_file: Mutex<Option<String>>,
-}
-
-impl StoreStats {
-    /// Why the store cannot durably write now, if it cannot.
-    pub fn problem(&self) -> Option<String> {
-        let lost = self.lost_file.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(lost) = lost.as_ref() {
-            return Some(lost.clone());
-        }
-        drop(lost);
-        self.commit_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// Notes the outcome of a write transaction. The error is logged once
-    /// per change of state (a full disk fails every write: one error line
-    /// says so, one more line when writes work again); the failures in
-    /// between are logged at debug level.
-    fn commit_outcome(&self, outcome: Option<String>) {
-        let mut last = self.commit_error.lock().unwrap_or_else(|e| e.into_inner());
-        match (&*last, &outcome) {
-            (None, Some(e)) => tracing::error!(
-                error = %e,
-                "the database cannot store writes: every write fails until a commit succeeds again"
-            ),
-            (Some(_), Some(e)) => tracing::debug!(error = %e, "write transaction failed to commit"),
-            (Some(_), None) => tracing::info!("the database stores writes again"),
-            (None, None) => {}
-        }
-        *last = outcome;
-    }
-
-    fn lost(&self) -> Option<String> {
-        self.lost_file
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
 }
 
 /// The running threads and the channels to them.

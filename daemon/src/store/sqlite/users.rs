@@ -3,27 +3,8 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{StoreError, StoreResult};
 use crate::auth::Role;
-
-/// An admin UI account.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
-    /// Row id.
-    pub id: i64,
-    /// Sign-in name, unique.
-    pub name: String,
-    /// Argon2id PHC string.
-    pub password_hash: String,
-    /// Unix seconds.
-    pub created_at: i64,
-    /// Unix seconds of the last password change.
-    pub updated_at: i64,
-    /// The team the user belongs to.
-    pub team_id: i64,
-    /// What the user (and every key made for them) may do.
-    pub role: Role,
-}
+use crate::store::{StoreError, StoreResult, User};
 
 /// Adds a user; a taken name is a [`StoreError::Conflict`], a team that
 /// does not exist a [`StoreError::NotFound`].

@@ -18,9 +18,7 @@ use super::new_link::{insert_columns, Values, COLUMNS, COLUMN_TYPES};
 use super::rows::failed;
 use super::webhooks;
 use crate::store::postgres::changes;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
-use crate::store::WebhookEvent;
+use crate::store::{Link, StoreResult, WebhookEvent};
 
 /// Makes the rest of the caller's transaction run each prepared statement
 /// on a generic plan that reads the links table by its indexes.

@@ -13,8 +13,7 @@ use tokio_postgres::IsolationLevel;
 use super::PgStore;
 use crate::store::postgres::changes::{self, Change};
 use crate::store::postgres::PgError;
-use crate::store::sqlite::StoreResult;
-use crate::store::{ChangeLog, Resume};
+use crate::store::{ChangeLog, Resume, StoreResult};
 
 /// How long a reader waits for rows committed before it asked to become
 /// final (another transaction, older than them, still runs): a daemon's

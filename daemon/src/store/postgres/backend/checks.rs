@@ -11,8 +11,9 @@ use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
 use crate::store::postgres::changes;
-use crate::store::sqlite::{StoreError, StoreResult};
-use crate::store::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
+use crate::store::{
+    CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded, StoreError, StoreResult,
+};
 
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";
 

@@ -11,10 +11,9 @@ use shortlink_core::country::Country;
 use tokio_postgres::IsolationLevel;
 
 use super::rows::{columns, from_row};
+use crate::store::clicks::{RangeTally, SiteTally};
 use crate::store::postgres::PgError;
-use crate::store::sqlite::clicks::{RangeStats, RangeTally, SiteStats, SiteTally};
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
+use crate::store::{Link, RangeStats, SiteStats, StoreResult};
 
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day
 /// buckets, the clicks and their split by variant read in one snapshot.

@@ -28,15 +28,16 @@ use tokio::sync::Notify;
 
 use super::click_stats;
 use super::PgStore;
+use crate::store::clicks::Aggregate;
 use crate::store::postgres::click_log;
 use crate::store::postgres::clicks::{
     add_deltas, claim_batch, BatchOutcome, ClickDelta, VariantDelta,
 };
 use crate::store::postgres::{changes, PgError};
-use crate::store::sqlite::clicks::{Aggregate, FoldOutcome, RangeStats, SiteStats};
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::{unix_now, StoreResult};
-use crate::store::{ClickStore, WebhookEvent};
+use crate::store::{
+    ClickStore, FoldOutcome, Link, RangeStats, SiteStats, StoreResult, WebhookEvent,
+};
+use crate::timestamp::unix_now;
 
 /// The clicks of one batch grouped per link and `clicks` row, the referrer
 /// normalised and the hour widened exactly as SQLite stores them (the same

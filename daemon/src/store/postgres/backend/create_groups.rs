@@ -28,8 +28,7 @@ use super::links::counted;
 use super::plain::{self, MAX_GROUP};
 use super::rows::failed;
 use crate::store::postgres::Pg;
-use crate::store::sqlite::{StoreError, StoreResult, StoreStats};
-use crate::store::{Inserted, NewLink};
+use crate::store::{Inserted, NewLink, StoreError, StoreResult, StoreStats};
 
 /// Most groups being written at once (each holds a pooled connection).
 /// One, as the SQLite writer: `bench/creates.py --pg`, 16 connections,

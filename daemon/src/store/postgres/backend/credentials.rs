@@ -11,9 +11,7 @@ use super::users::conflict_or;
 use super::PgStore;
 use crate::auth::Role;
 use crate::store::postgres::PgError;
-use crate::store::sqlite::keys::{ApiKey, App, Owner};
-use crate::store::sqlite::{StoreError, StoreResult};
-use crate::store::CredentialStore;
+use crate::store::{ApiKey, App, CredentialStore, Owner, StoreError, StoreResult};
 
 /// A key with its user's current team and role; a key whose user is gone
 /// reads as revoked (as on SQLite, `store/keys.rs`).

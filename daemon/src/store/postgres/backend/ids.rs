@@ -11,8 +11,7 @@ use super::links::counted;
 use super::rows::failed;
 use super::PgStore;
 use crate::store::postgres::ids;
-use crate::store::sqlite::StoreResult;
-use crate::store::IdStore;
+use crate::store::{IdStore, StoreResult};
 
 /// The `id_alloc` row of link ids (the name SQLite uses too).
 pub(super) const LINK_IDS: &str = "links";

@@ -32,10 +32,12 @@ use super::new_link::{insert_columns, Values};
 use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
 use super::{list, name_locks, plain, webhooks, PgStore};
 use crate::codes::CodeRef;
+use crate::store::links::{country_targets_to_stored, variants_to_stored};
 use crate::store::postgres::{changes, PgError};
-use crate::store::sqlite::links::{country_targets_to_stored, variants_to_stored, Link, ListQuery};
-use crate::store::sqlite::{StoreError, StoreResult, StoreStats};
-use crate::store::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
+use crate::store::{
+    Inserted, Link, LinkEdit, LinkStore, ListQuery, NewLink, Page, StoreError, StoreResult,
+    StoreStats, Updated, WebhookEvent,
+};
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).
 const ALIAS_INDEX: &str = "links_alias_key";
@@ -233,7 +235,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
     };
     changes::append(tx, id, old.alias.as_deref(), stored.alias.as_deref()).await?;
     let event = WebhookEvent::of_edit(&old, &stored);
-    webhooks::link_event(tx, event, &stored, crate::store::sqlite::unix_now()).await?;
+    webhooks::link_event(tx, event, &stored, crate::timestamp::unix_now()).await?;
     Ok(Updated::Done { old, new: stored })
 }
 
@@ -328,11 +330,11 @@ impl LinkStore for PgStore {
             crate::store::postgres::recycle::tombstone(
                 &tx,
                 bigint(id)?,
-                crate::store::sqlite::unix_now(),
+                crate::timestamp::unix_now(),
             )
             .await?;
             changes::append(&tx, id, link.alias.as_deref(), None).await?;
-            let now = crate::store::sqlite::unix_now();
+            let now = crate::timestamp::unix_now();
             webhooks::link_event(&tx, WebhookEvent::Deleted, &link, now).await?;
             commit(tx).await?;
             self.pg.wake(&client).await;

@@ -7,8 +7,7 @@ use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::types::ToSql;
 
 use super::rows::{columns, failed, from_row};
-use crate::store::sqlite::links::{Link, LinkState, ListQuery, ListSort};
-use crate::store::sqlite::StoreResult;
+use crate::store::{Link, LinkState, ListQuery, ListSort, StoreResult};
 
 /// [`Link::state`] in SQL at the Unix time `$6`: disabled, then expired,
 /// then exhausted.

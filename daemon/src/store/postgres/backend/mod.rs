@@ -38,8 +38,7 @@ use super::identity::{self, StoreIdentity};
 use super::{clicks as click_batches, connect, Pg, PgError};
 use crate::auth::app_secret::SecretSeal;
 use crate::config::Config;
-use crate::store::sqlite::{LinkCache, StoreError, StoreResult, StoreStats};
-use crate::store::{Database, Store};
+use crate::store::{Database, LinkCache, Store, StoreError, StoreResult, StoreStats};
 
 /// One daemon's handle on the shared database.
 pub struct PgStore {

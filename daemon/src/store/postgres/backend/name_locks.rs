@@ -27,8 +27,7 @@ use deadpool_postgres::GenericClient;
 use sha2::{Digest, Sha256};
 
 use super::rows::failed;
-use crate::store::sqlite::StoreResult;
-use crate::store::NewLink;
+use crate::store::{NewLink, StoreResult};
 
 /// The first key of every name lock ("sln" and a version byte).
 const CLASS: i32 = 0x736c_6e02;

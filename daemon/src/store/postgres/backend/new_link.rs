@@ -7,8 +7,8 @@ use shortlink_core::check_mode::CheckMode;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::rows::bigint;
-use crate::store::sqlite::links::{country_targets_to_stored, variants_to_stored, Link};
-use crate::store::sqlite::StoreResult;
+use crate::store::links::{country_targets_to_stored, variants_to_stored};
+use crate::store::{Link, StoreResult};
 
 /// The columns a new link is written with, as a literal for `concat!`;
 /// [`Values::params`] answers in this order.

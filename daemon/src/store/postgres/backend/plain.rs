@@ -20,8 +20,7 @@ use tokio_postgres::types::ToSql;
 use super::bulk::{self, NewRow};
 use super::new_link::{insert_columns, Values, COLUMNS};
 use super::rows::failed;
-use crate::store::sqlite::StoreResult;
-use crate::store::{link_payload, Inserted, NewLink, WebhookEvent};
+use crate::store::{link_payload, Inserted, NewLink, StoreResult, WebhookEvent};
 
 /// Whether `links` (one or more) are all plain creates.
 pub(super) fn all_plain(links: &[NewLink]) -> bool {

@@ -11,8 +11,8 @@ use super::links::counted;
 use super::rows::{bigint, failed};
 use super::PgStore;
 use crate::store::postgres::recycle;
-use crate::store::sqlite::{unix_now, StoreResult};
-use crate::store::{IdRanges, Purged, RecycleStore};
+use crate::store::{IdRanges, Purged, RecycleStore, StoreResult};
+use crate::timestamp::unix_now;
 
 #[async_trait]
 impl RecycleStore for PgStore {

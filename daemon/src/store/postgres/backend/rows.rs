@@ -8,9 +8,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::codes::CodeRef;
+use crate::store::links::{country_targets_from_stored, variants_from_stored};
 use crate::store::postgres::PgError;
-use crate::store::sqlite::links::{country_targets_from_stored, variants_from_stored, Link};
-use crate::store::sqlite::{StoreError, StoreResult};
+use crate::store::{Link, StoreError, StoreResult};
 
 /// The columns [`from_row`] reads, as a literal for `concat!`.
 macro_rules! columns {

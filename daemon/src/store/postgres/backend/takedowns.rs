@@ -12,10 +12,9 @@ use super::links::{commit, counted};
 use super::rows::failed;
 use super::PgStore;
 use crate::store::postgres::changes;
-use crate::store::sqlite::{StoreError, StoreResult};
 use crate::store::{
-    ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
-    WebhookEvent,
+    ChangedLink, Matcher, NewTakedown, StoreError, StoreResult, Takedown, TakedownLink,
+    TakedownStore, TakenDown, Undone, WebhookEvent,
 };
 
 /// The advisory lock every takedown and undo holds ("takedown" in ASCII).

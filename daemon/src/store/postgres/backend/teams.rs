@@ -8,9 +8,7 @@ use tokio_postgres::Row;
 use super::users::conflict_or;
 use super::PgStore;
 use crate::store::postgres::PgError;
-use crate::store::sqlite::teams::Team;
-use crate::store::sqlite::{StoreError, StoreResult};
-use crate::store::TeamStore;
+use crate::store::{StoreError, StoreResult, Team, TeamStore};
 
 fn team_row(r: &Row) -> Team {
     Team {

@@ -9,9 +9,7 @@ use tokio_postgres::Row;
 use super::PgStore;
 use crate::auth::Role;
 use crate::store::postgres::PgError;
-use crate::store::sqlite::users::User;
-use crate::store::sqlite::{StoreError, StoreResult};
-use crate::store::UserStore;
+use crate::store::{StoreError, StoreResult, User, UserStore};
 
 /// True when `e` is a unique-constraint violation.
 pub(super) fn is_unique_violation(e: &tokio_postgres::Error) -> bool {

@@ -4,11 +4,9 @@
 use async_trait::async_trait;
 use shortlink_core::ipc::ChangePosition;
 
-use crate::store::sqlite::changes::{self, Change};
-use crate::store::sqlite::links as table;
 use crate::store::sqlite::snapshot::ReadSnapshot;
-use crate::store::sqlite::{SqliteStore, StoreResult};
-use crate::store::{ChangeLog, Resume};
+use crate::store::sqlite::{changes, links as table, SqliteStore};
+use crate::store::{Change, ChangeLog, Resume, StoreResult};
 
 #[async_trait]
 impl ChangeLog for SqliteStore {

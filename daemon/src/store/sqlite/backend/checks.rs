@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, Row};
 use shortlink_core::check_mode::CheckMode;
 
-use crate::store::sqlite::{changes, SqliteStore, StoreResult};
-use crate::store::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
+use crate::store::sqlite::{changes, SqliteStore};
+use crate::store::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded, StoreResult};
 
 /// The columns [`check_row`] reads, `c` being `link_checks` and `l` links.
 const CHECK_COLUMNS: &str = "c.link_id, l.url, c.checked_at, c.status, c.error, c.failures";

@@ -6,10 +6,8 @@ use async_trait::async_trait;
 use shortlink_core::ipc::ClickBatch;
 use tokio::sync::Notify;
 
-use crate::store::sqlite::clicks::{self, FoldOutcome, RangeStats, SiteStats};
-use crate::store::sqlite::links::{self as table, Link};
-use crate::store::sqlite::{SqliteStore, StoreResult};
-use crate::store::ClickStore;
+use crate::store::sqlite::{clicks, links as table, SqliteStore};
+use crate::store::{ClickStore, FoldOutcome, Link, RangeStats, SiteStats, StoreResult};
 
 #[async_trait]
 impl ClickStore for SqliteStore {

@@ -4,11 +4,10 @@
 use async_trait::async_trait;
 
 use crate::auth::Role;
-use crate::store::sqlite::keys::{self, ApiKey, App, Owner};
-use crate::store::sqlite::teams::{self, Team};
-use crate::store::sqlite::users::{self, User};
-use crate::store::sqlite::{SqliteStore, StoreResult};
-use crate::store::{CredentialStore, TeamStore, UserStore};
+use crate::store::sqlite::{keys, teams, users, SqliteStore};
+use crate::store::{
+    ApiKey, App, CredentialStore, Owner, StoreResult, Team, TeamStore, User, UserStore,
+};
 
 #[async_trait]
 impl CredentialStore for SqliteStore {

@@ -15,8 +15,8 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::{ids, SqliteStore, StoreResult};
-use crate::store::IdStore;
+use crate::store::sqlite::{ids, SqliteStore};
+use crate::store::{IdStore, StoreResult};
 
 #[async_trait]
 impl IdStore for SqliteStore {

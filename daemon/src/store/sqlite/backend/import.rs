@@ -8,9 +8,8 @@ use rusqlite::Connection;
 
 use super::link_writer::LinkWriter;
 use super::links::insert_new;
-use crate::store::sqlite::links as table;
-use crate::store::sqlite::{changes, SqliteStore, StoreResult};
-use crate::store::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink};
+use crate::store::sqlite::{changes, links as table, SqliteStore};
+use crate::store::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink, StoreResult};
 
 /// The link a row was already imported as: one with the row's alias and
 /// URL (also when disabled), else a live link made from the same URL and

@@ -8,10 +8,9 @@
 
 use rusqlite::{CachedStatement, Connection};
 
-use crate::store::sqlite::links::{self as table, Link};
+use crate::store::sqlite::links as table;
 use crate::store::sqlite::webhooks::Listeners;
-use crate::store::sqlite::StoreResult;
-use crate::store::WebhookEvent;
+use crate::store::{Link, StoreResult, WebhookEvent};
 
 pub(super) struct LinkWriter<'c> {
     pub(super) conn: &'c Connection,

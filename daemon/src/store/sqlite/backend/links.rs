@@ -11,11 +11,13 @@ use rusqlite::Connection;
 use super::link_writer::LinkWriter;
 use crate::codes::CodeRef;
 use crate::store::sqlite::clicks::with_overlay;
-use crate::store::sqlite::links::{self as table, Link, ListQuery, ListSort};
 use crate::store::sqlite::snapshot::ReadSnapshot;
-use crate::store::sqlite::webhooks;
-use crate::store::sqlite::{unix_now, SqliteStore, StoreError, StoreResult};
-use crate::store::{Inserted, LinkEdit, LinkStore, NewLink, Page, Updated, WebhookEvent};
+use crate::store::sqlite::{links as table, webhooks, SqliteStore};
+use crate::store::{
+    Inserted, Link, LinkEdit, LinkStore, ListQuery, ListSort, NewLink, Page, StoreError,
+    StoreResult, Updated, WebhookEvent,
+};
+use crate::timestamp::unix_now;
 
 /// Batches of at least this many links go to the bulk connection (a
 /// transaction of their own, with a page cache that holds what they dirty)

@@ -16,10 +16,8 @@ mod webhooks;
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::{
-    clicks as click_log, keys, LinkCache, SqliteStore, StoreResult, StoreStats,
-};
-use crate::store::Database;
+use crate::store::sqlite::{clicks as click_log, keys, SqliteStore};
+use crate::store::{Database, LinkCache, StoreResult, StoreStats};
 
 #[async_trait]
 impl Database for SqliteStore {

@@ -5,8 +5,9 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::{recycle, unix_now, SqliteStore, StoreResult};
-use crate::store::{IdRanges, Purged, RecycleStore};
+use crate::store::sqlite::{recycle, SqliteStore};
+use crate::store::{IdRanges, Purged, RecycleStore, StoreResult};
+use crate::timestamp::unix_now;
 
 #[async_trait]
 impl RecycleStore for SqliteStore {

@@ -5,10 +5,10 @@
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::store::sqlite::{changes, SqliteStore, StoreError, StoreResult};
+use crate::store::sqlite::{changes, SqliteStore};
 use crate::store::{
-    ChangedLink, Matcher, NewTakedown, Takedown, TakedownLink, TakedownStore, TakenDown, Undone,
-    WebhookEvent,
+    ChangedLink, Matcher, NewTakedown, StoreError, StoreResult, Takedown, TakedownLink,
+    TakedownStore, TakenDown, Undone, WebhookEvent,
 };
 
 const COLUMNS: &str = "id, kind, selector, reason, created_by, created_at, matched, disabled, \

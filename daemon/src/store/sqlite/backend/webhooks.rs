@@ -4,8 +4,10 @@
 
 use async_trait::async_trait;
 
-use crate::store::sqlite::{webhooks as table, SqliteStore, StoreResult};
-use crate::store::{Attempt, Delivery, DueDelivery, NewWebhook, Swept, Webhook, WebhookStore};
+use crate::store::sqlite::{webhooks as table, SqliteStore};
+use crate::store::{
+    Attempt, Delivery, DueDelivery, NewWebhook, StoreResult, Swept, Webhook, WebhookStore,
+};
 
 #[async_trait]
 impl WebhookStore for SqliteStore {

@@ -9,9 +9,9 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{self, BatchId, ClickBatch, ClickCount};
 
 use super::*;
-use crate::store::sqlite::links::{self, Link};
 use crate::store::sqlite::tests::temp_store;
-use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite::{links, SqliteStore};
+use crate::store::{Link, RangeStats, SiteStats};
 
 fn row(link_id: u64, hour: u32, country: &str, count: u32) -> ClickCount {
     ClickCount {

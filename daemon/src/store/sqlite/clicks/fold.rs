@@ -8,25 +8,12 @@ use std::sync::Arc;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::aggregate::{Aggregate, RowKey};
 use super::late;
 use super::pending::{fold_generation, folded_through, PendingClicks};
-use crate::store::sqlite::error::StoreResult;
-use crate::store::sqlite::{changes, links, unix_now, webhooks};
-use crate::store::WebhookEvent;
-
-/// What a fold did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FoldOutcome {
-    /// Batches folded.
-    pub batches: u64,
-    /// Clicks added to the tables (items for unknown or deleted links are
-    /// dropped).
-    pub counted: u64,
-    /// Links whose edge view changed (reached max visits, expiry renewed):
-    /// id and alias, so the edge can be told to refetch.
-    pub changed: Vec<(u64, Option<String>)>,
-}
+use crate::store::clicks::{Aggregate, RowKey};
+use crate::store::sqlite::{changes, links, webhooks};
+use crate::store::{FoldOutcome, StoreResult, WebhookEvent};
+use crate::timestamp::unix_now;
 
 /// The fold of everything, inside a write transaction: seals the open
 /// aggregate, adds it to `links` and `clicks`, moves `folded_through` and

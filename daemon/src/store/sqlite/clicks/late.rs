@@ -17,8 +17,8 @@ use rusqlite::{Connection, OptionalExtension};
 use shortlink_core::clicks::{counts_for, is_late};
 use shortlink_core::ipc::ClickBatch;
 
-use super::aggregate::LinkAgg;
-use crate::store::sqlite::error::StoreResult;
+use crate::store::clicks::LinkAgg;
+use crate::store::StoreResult;
 
 /// When link `id` was created; `None` when there is no such link.
 fn created_at(conn: &Connection, id: u64) -> StoreResult<Option<i64>> {

@@ -10,7 +10,7 @@ use shortlink_core::ipc::{self, ClickBatch, FrameError, HEADER_LEN};
 
 use super::late;
 use super::pending::{folded_through, PendingClicks};
-use crate::store::sqlite::error::{StoreError, StoreResult};
+use crate::store::{StoreError, StoreResult};
 
 /// Records each batch id (a re-sent batch is a duplicate: `None`) and
 /// appends each new batch to `click_log`, less the late rows of recycled or

@@ -28,8 +28,8 @@ use std::path::Path;
 
 use rusqlite::{params, Connection};
 
-use crate::store::sqlite::error::{StoreError, StoreResult};
 use crate::store::sqlite::files::click_log;
+use crate::store::{StoreError, StoreResult};
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS clicklog.click_log (

@@ -17,7 +17,6 @@
 //! tables plus the in-memory aggregate, cut consistently by `folded_through`
 //! (see [`with_overlay`]).
 
-mod aggregate;
 mod fold;
 mod late;
 mod log;
@@ -26,12 +25,11 @@ mod pending;
 mod range;
 mod site;
 
-pub use aggregate::{Aggregate, LinkAgg, RowKey};
-pub use fold::{fold_job, fold_prompt_job, FoldOutcome, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
+pub use fold::{fold_job, fold_prompt_job, ADD_ROW, ADD_TOTALS, DELETE_FOLDED_LOG};
 pub use log::{append_batches, log_len, prune_batches, recover};
 pub use pending::{with_overlay, ClickOverlay, PendingClicks};
-pub use range::{range_stats, RangeStats, RangeTally};
-pub use site::{site_stats, SiteStats, SiteTally};
+pub use range::range_stats;
+pub use site::site_stats;
 
 #[cfg(test)]
 mod country_tests;
@@ -43,9 +41,9 @@ mod variant_tests;
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::store::sqlite::links::{self, Link};
     use crate::store::sqlite::tests::temp_store;
-    use crate::store::sqlite::SqliteStore;
+    use crate::store::sqlite::{links, SqliteStore};
+    use crate::store::{FoldOutcome, Link, RangeStats};
     use shortlink_core::device::DeviceClass;
     use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
@@ -170,7 +168,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn clicks_from_before_a_link_was_created_are_never_its() {
         let (_dir, store) = temp_store();
-        let now = crate::store::sqlite::unix_now();
+        let now = crate::timestamp::unix_now();
         let hour = (now / 3600) as u32;
         store
             .write(move |c| {

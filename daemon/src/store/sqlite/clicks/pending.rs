@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::Connection;
 use shortlink_core::ipc::ClickBatch;
 
-use super::aggregate::{Aggregate, LinkAgg, RowKey};
-use crate::store::sqlite::error::StoreResult;
-use crate::store::sqlite::links::Link;
+use crate::store::clicks::{Aggregate, LinkAgg, RowKey};
 use crate::store::sqlite::snapshot::ReadSnapshot;
+use crate::store::{Link, StoreResult};
 
 /// What [`PendingClicks`] guards: the open aggregate and the sealed one.
 #[derive(Debug, Default)]

@@ -5,6 +5,7 @@ use super::tests::{add_link, click, counted};
 use super::*;
 use crate::store::sqlite::links;
 use crate::store::sqlite::SqliteStore;
+use crate::store::FoldOutcome;
 use shortlink_core::ipc::{BatchId, ClickBatch};
 
 fn batch(n: u8, clicks: &[(u64, u32)]) -> ClickBatch {

@@ -10,9 +10,9 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use shortlink_core::variants::Variant;
 
 use super::*;
-use crate::store::sqlite::links::{self, Link};
 use crate::store::sqlite::tests::temp_store;
-use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite::{links, SqliteStore};
+use crate::store::{Link, RangeStats};
 
 fn row(link_id: u64, hour: u32, variant: u8, count: u32) -> ClickCount {
     ClickCount {

@@ -3,9 +3,10 @@
 
 use rusqlite::Connection;
 
-use super::{by_dedupe_hash, insert, Link};
+use super::{by_dedupe_hash, insert};
 use crate::store::sqlite::tests::temp_store;
 use crate::store::sqlite::SqliteStore;
+use crate::store::Link;
 
 fn link(id: u64) -> Link {
     Link {

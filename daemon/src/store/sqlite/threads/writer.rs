@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{JobOutcome, Lane, Restarts, StoreError, StoreStats, WriteJob, WriteMsg};
+use super::{JobOutcome, Lane, Restarts, StoreError, WriteJob, WriteMsg};
 use crate::store::sqlite::watch::FileWatch;
+use crate::store::StoreStats;
 
 /// Most jobs grouped into one write transaction.
 const MAX_GROUP: usize = 512;
@@ -294,7 +295,7 @@ mod tests {
 
     use super::Lane;
     use crate::store::sqlite::tests::temp_store;
-    use crate::store::sqlite::StoreError;
+    use crate::store::StoreError;
 
     #[tokio::test]
     async fn a_job_that_ends_the_transaction_fails_the_whole_group() {

@@ -12,15 +12,11 @@ mod sweep;
 
 pub use sweep::sweep;
 
-use super::links::{self, Link};
-use super::StoreResult;
+use super::links;
 use crate::store::{
     events_from_stored, events_to_stored, link_payload, Attempt, Delivery, DeliveryStatus,
-    DueDelivery, NewWebhook, Webhook, WebhookEvent,
+    DueDelivery, Link, NewWebhook, StoreResult, Webhook, WebhookEvent,
 };
-
-/// Seconds a delivered or given-up delivery stays in the log (30 days).
-pub const KEEP_LOG: i64 = 30 * 86_400;
 
 /// The columns [`webhook_row`] reads.
 const WEBHOOK_COLUMNS: &str = "id, team_id, url, secret, events, active, created_at, created_by";

@@ -5,10 +5,10 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{enqueue, link_event, subscribed, KEEP_LOG};
+use super::{enqueue, link_event, subscribed};
 use crate::store::sqlite::links;
-use crate::store::sqlite::StoreResult;
-use crate::store::{clicks_payload, ClickCount, Swept, WebhookEvent};
+use crate::store::webhooks::KEEP_LOG;
+use crate::store::{clicks_payload, ClickCount, StoreResult, Swept, WebhookEvent};
 
 /// Reads sweep `name`'s mark.
 fn sweep_mark(conn: &Connection, name: &str) -> StoreResult<i64> {

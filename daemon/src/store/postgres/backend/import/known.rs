@@ -13,9 +13,7 @@ use deadpool_postgres::GenericClient;
 use super::super::ids::LINK_IDS;
 use super::super::rows::{bigint, failed};
 use crate::store::postgres::ids;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
-use crate::store::{ImportLink, NewLink};
+use crate::store::{ImportLink, Link, NewLink, StoreResult};
 
 /// The links a chunk's rows name, stored or made by the chunk.
 pub(super) struct Known {

@@ -27,8 +27,7 @@ use super::name_locks;
 use super::rows::failed;
 use super::PgStore;
 use crate::store::postgres::ids;
-use crate::store::sqlite::StoreResult;
-use crate::store::{ImportLink, ImportStore, Imported, Inserted, KeptId};
+use crate::store::{ImportLink, ImportStore, Imported, Inserted, KeptId, StoreResult};
 use known::Known;
 
 /// What the rows did, and whether a change was logged.

@@ -14,11 +14,9 @@ use tokio_postgres::Row;
 
 use super::rows::{bigint, columns, failed, from_row};
 use super::PgStore;
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
 use crate::store::{
     events_from_stored, events_to_stored, link_payload, Attempt, Delivery, DeliveryStatus,
-    DueDelivery, NewWebhook, Swept, Webhook, WebhookEvent, WebhookStore,
+    DueDelivery, Link, NewWebhook, StoreResult, Swept, Webhook, WebhookEvent, WebhookStore,
 };
 use sweep::sweep;
 

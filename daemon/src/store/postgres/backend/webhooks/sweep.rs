@@ -7,9 +7,8 @@ use deadpool_postgres::GenericClient;
 
 use super::super::rows::{columns, failed, from_row};
 use super::{enqueue, link_event, subscribed};
-use crate::store::sqlite::webhooks::KEEP_LOG;
-use crate::store::sqlite::StoreResult;
-use crate::store::{clicks_payload, ClickCount, Swept, WebhookEvent};
+use crate::store::webhooks::KEEP_LOG;
+use crate::store::{clicks_payload, ClickCount, StoreResult, Swept, WebhookEvent};
 
 async fn sweep_mark(c: &impl GenericClient, name: &str) -> StoreResult<i64> {
     // Locked until the sweep commits: the other nodes' sweeps wait, then

@@ -1,11 +1,19 @@
 //! Links: create, read, edit, delete, list and count them.
 
+mod link;
+mod list;
+
 use async_trait::async_trait;
+
+pub use link::{
+    country_targets_from_stored, country_targets_to_stored, variants_from_stored,
+    variants_to_stored, Link, LinkState,
+};
+pub use list::{ListQuery, ListSort};
 
 use crate::codes::CodeRef;
 use crate::links::error::LinkError;
-use crate::store::sqlite::links::{Link, ListQuery};
-use crate::store::sqlite::StoreResult;
+use crate::store::StoreResult;
 
 /// A link to insert, judged by the link rules already.
 #[derive(Debug, Clone)]

@@ -1,13 +1,32 @@
 //! Clicks: durable ingest of batches, the fold into the tables, and the
 //! stats read back over a range.
 
+mod aggregate;
+mod range;
+mod site;
+
+pub use aggregate::{Aggregate, LinkAgg, RowKey};
+pub use range::{RangeStats, RangeTally};
+pub use site::{SiteStats, SiteTally};
+
 use async_trait::async_trait;
 use shortlink_core::ipc::ClickBatch;
 use tokio::sync::Notify;
 
-use crate::store::sqlite::clicks::{FoldOutcome, RangeStats, SiteStats};
-use crate::store::sqlite::links::Link;
-use crate::store::sqlite::StoreResult;
+use crate::store::{Link, StoreResult};
+
+/// What a fold did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FoldOutcome {
+    /// Batches folded.
+    pub batches: u64,
+    /// Clicks added to the tables (items for unknown or deleted links are
+    /// dropped).
+    pub counted: u64,
+    /// Links whose edge view changed (reached max visits, expiry renewed):
+    /// id and alias, so the edge can be told to refetch.
+    pub changed: Vec<(u64, Option<String>)>,
+}
 
 /// Where clicks go and are counted.
 #[async_trait]

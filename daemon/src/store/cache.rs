@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-use super::links::Link;
+use super::Link;
 
 /// Hot links by id and alias; misses fall through to SQLite.
 pub struct LinkCache {

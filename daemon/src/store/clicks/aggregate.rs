@@ -79,11 +79,11 @@ pub struct Aggregate {
     /// Per link id. Every acknowledged click passes here on the writer
     /// thread, so the hash is foldhash's (seeded per process), not SipHash,
     /// which was most of `add_batch`'s time (bench/profiles/hot.txt).
-    pub(super) links: HashMap<u64, LinkAgg, foldhash::fast::RandomState>,
+    pub(crate) links: HashMap<u64, LinkAgg, foldhash::fast::RandomState>,
     /// Batches added.
-    pub(super) batches: u64,
+    pub(crate) batches: u64,
     /// Distinct `clicks` rows over all links.
-    pub(super) rows: u64,
+    pub(crate) rows: u64,
 }
 
 /// A referrer as stored: lower case, at most [`MAX_REFERRER`] bytes.
