@@ -8,7 +8,8 @@ use shortlink_core::handshake::LinkAuth;
 use shortlink_core::spool::SpoolSeal;
 use shortlink_core::{Codec, DeploymentKey, Fingerprint};
 
-use crate::auth::{AuthCache, SecretSeal};
+use crate::app_secret::SecretSeal;
+use crate::auth::AuthCache;
 use crate::config::Config;
 use crate::edge::Edge;
 use crate::events::EventHub;

@@ -3,11 +3,10 @@
 //! credentials here, so names, scopes and cache invalidation follow one
 //! set of rules.
 
+use crate::access::{parse_scopes, scopes_from_stored, scopes_to_string, Role, Scope, ScopeError};
 use crate::app::App;
-use crate::auth::{
-    self, parse_scopes, scopes_from_stored, scopes_to_string, AppSecret, AuthError, NewApiKey,
-    Principal, Role, Scope, ScopeError,
-};
+use crate::app_secret::{new_app_id, AppSecret};
+use crate::auth::{AuthError, NewApiKey, Principal};
 use crate::store::{self, Owner, StoreError};
 use crate::timestamp::unix_now;
 
@@ -241,7 +240,7 @@ pub async fn create_app(
 ) -> Result<CreatedApp, CredentialError> {
     by.require(Scope::Admin)?;
     let (name, scopes) = check_new(name, scopes)?;
-    let app_id = auth::new_app_id();
+    let app_id = new_app_id();
     let secret = AppSecret::generate();
     let now = unix_now();
     let stored_scopes = scopes_to_string(&scopes);
@@ -296,6 +295,7 @@ pub async fn revoke_app(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth;
 
     #[test]
     fn new_credentials_are_checked() {

@@ -8,9 +8,11 @@
 //! the admin UI ([`admin`]). Callers are authenticated in [`auth`]; API
 //! keys, apps and admin users are managed in [`credentials`] and [`users`].
 
+pub mod access;
 pub mod admin;
 pub mod api;
 pub mod app;
+pub mod app_secret;
 pub mod auth;
 pub mod base_url;
 pub mod checker;

@@ -3,8 +3,9 @@
 //! admins manage teams. The API, the admin UI and the CLI all go through
 //! here.
 
+use crate::access::Scope;
 use crate::app::App;
-use crate::auth::{AuthError, Principal, Scope};
+use crate::auth::{AuthError, Principal};
 use crate::store::{StoreError, Team};
 use crate::timestamp::unix_now;
 

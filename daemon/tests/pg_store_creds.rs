@@ -6,7 +6,7 @@ mod pg_common;
 
 use pg_common::config_for;
 use shortlink_core::DeploymentKey;
-use shortlinkd::auth::Role;
+use shortlinkd::access::Role;
 use shortlinkd::store::postgres::backend::PgStore;
 use shortlinkd::store::{CredentialStore, Owner, StoreError, UserStore};
 use testpg::PgCluster;

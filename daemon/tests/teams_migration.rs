@@ -12,7 +12,7 @@ use rusqlite_migration::{Migrations, M};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use shortlink_core::DeploymentKey;
-use shortlinkd::auth::Role;
+use shortlinkd::access::Role;
 use shortlinkd::codes::CodeRef;
 use shortlinkd::store::postgres::{self, migrate};
 use shortlinkd::store::{ListQuery, Store};

@@ -47,7 +47,7 @@ async fn ids_line(
     app: &crate::app::App,
     p: &crate::auth::Principal,
 ) -> Result<Option<String>, AdminError> {
-    if p.require(crate::auth::Scope::Admin).is_err() {
+    if p.require(crate::access::Scope::Admin).is_err() {
         return Ok(None);
     }
     let r = &app.config.recycling;

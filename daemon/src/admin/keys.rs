@@ -11,7 +11,7 @@ use super::session::Flash;
 use super::usage::Credential;
 use super::view::{self, FieldErrors, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
-use crate::auth::Scope;
+use crate::access::Scope;
 use crate::credentials::{self, CredentialError};
 use crate::links::parse_time;
 use crate::store::StoreError;
@@ -356,7 +356,8 @@ pub async fn revoke_app(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, ScopeError};
+    use crate::access::ScopeError;
+    use crate::auth::AuthError;
 
     #[test]
     fn key_expiry_is_read_as_utc() {

@@ -37,8 +37,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
+use crate::access::Role;
 use crate::app::SharedApp;
-use crate::auth::{Principal, Role};
+use crate::auth::Principal;
 use crate::base_url;
 use crate::links::LinkError;
 use crate::store::StoreError;
@@ -318,7 +319,7 @@ impl Authed {
 
     /// 403 unless the user's role allows `scope` (a viewer changes no
     /// link; only admins manage keys, users and teams).
-    pub fn may(&self, scope: crate::auth::Scope) -> Result<(), AdminError> {
+    pub fn may(&self, scope: crate::access::Scope) -> Result<(), AdminError> {
         self.principal()
             .require(scope)
             .map_err(|e| AdminError::Status(StatusCode::FORBIDDEN, e.to_string()))

@@ -199,7 +199,8 @@ pub async fn undo(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, Scope};
+    use crate::access::Scope;
+    use crate::auth::AuthError;
 
     #[test]
     fn refused_takedowns_name_their_field() {

@@ -10,7 +10,7 @@ use maud::{html, Markup};
 use super::session::Flash;
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::Team;
 use crate::teams::{self, TeamError};
 use crate::users;
@@ -62,7 +62,7 @@ fn flash(admin: &AdminState, a: &Authed, title: String) {
 /// GET `/admin/teams`.
 pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, AdminError> {
     let p = a.principal();
-    p.require(crate::auth::Scope::Admin)
+    p.require(crate::access::Scope::Admin)
         .map_err(|e| AdminError::Status(axum::http::StatusCode::FORBIDDEN, e.to_string()))?;
     let flash = admin.sessions.take_flash(&a.token);
     let all = teams::list(&admin.app, &p).await?;
@@ -136,7 +136,7 @@ pub async fn set_membership(
     fields: FormFields,
 ) -> Result<Redirect, AdminError> {
     let p = a.principal();
-    p.require(crate::auth::Scope::Admin)
+    p.require(crate::access::Scope::Admin)
         .map_err(|e| AdminError::Status(axum::http::StatusCode::FORBIDDEN, e.to_string()))?;
     let team = teams::find(&admin.app, &fields.get("team")).await?;
     let role = Role::parse(&fields.get("role")).map_err(|e| {

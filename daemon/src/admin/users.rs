@@ -17,7 +17,8 @@ use super::session::Flash;
 use super::teams::{role_select, team_select};
 use super::view::{self, FieldErrors, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
-use crate::auth::{Role, DEFAULT_TEAM};
+use crate::access::Role;
+use crate::store::teams::DEFAULT_TEAM;
 use crate::store::StoreError;
 use crate::teams;
 use crate::users::{self, UserError};
@@ -272,7 +273,8 @@ pub async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, Scope};
+    use crate::access::Scope;
+    use crate::auth::AuthError;
 
     #[test]
     fn refused_users_name_their_field() {

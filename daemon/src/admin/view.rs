@@ -61,11 +61,11 @@ pub fn layout(
                         nav {
                             a.current[nav == Nav::Dashboard] href="/admin/dashboard" id="nav-dashboard" { "Dashboard" }
                             a.current[nav == Nav::Links] href="/admin/links" { "Links" }
-                            @if a.role != crate::auth::Role::Viewer {
+                            @if a.role != crate::access::Role::Viewer {
                                 a.current[nav == Nav::New] href="/admin/links/new" { "New link" }
                             }
                             a.current[nav == Nav::Webhooks] href="/admin/webhooks" id="nav-webhooks" { "Webhooks" }
-                            @if a.role == crate::auth::Role::Admin {
+                            @if a.role == crate::access::Role::Admin {
                                 a.current[nav == Nav::Keys] href="/admin/keys" { "API keys" }
                                 a.current[nav == Nav::Users] href="/admin/users" id="nav-users" { "Users" }
                                 a.current[nav == Nav::Teams] href="/admin/teams" id="nav-teams" { "Teams" }

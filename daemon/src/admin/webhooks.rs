@@ -12,7 +12,7 @@ use super::session::Flash;
 use super::teams::team_select;
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed, FormFields};
-use crate::auth::Scope;
+use crate::access::Scope;
 use crate::store::{DeliveryStatus, WebhookEvent};
 use crate::teams;
 use crate::webhooks::{self, AddWebhook, WebhookError};

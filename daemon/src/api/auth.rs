@@ -139,7 +139,7 @@ async fn authenticated(app: &App, mut req: Request) -> Result<Request, ApiError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Scope;
+    use crate::access::Scope;
 
     #[test]
     fn a_key_is_presented_as_x_api_key_or_a_bearer_token() {

@@ -11,8 +11,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
+use crate::access::Scope;
 use crate::app::SharedApp;
-use crate::auth::{Principal, Scope};
+use crate::auth::Principal;
 use crate::store::{IdRange, RangeState};
 use crate::timestamp::Timestamp;
 

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
 use super::extract::ApiJson;
+use crate::access::Scope;
 use crate::app::SharedApp;
-use crate::auth::{Principal, Scope};
+use crate::auth::Principal;
 use crate::links::{ImportOutcome, ImportRow};
 
 /// Body of `POST /api/v1/import`.

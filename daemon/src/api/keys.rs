@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
+use crate::access::{Role, Scope};
 use crate::app::SharedApp;
 use crate::auth::Principal;
-use crate::auth::{Role, Scope};
 use crate::credentials::{self, AppInfo, CredentialError, KeyInfo};
 use crate::timestamp::Timestamp;
 
@@ -64,7 +64,7 @@ pub struct NewApp {
     pub expires_at: Option<serde_json::Value>,
 }
 
-/// Scope names (`auth::parse_scopes`), at least one.
+/// Scope names (`access::parse_scopes`), at least one.
 fn scopes_schema() -> utoipa::openapi::schema::Schema {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
     let names: Vec<serde_json::Value> = Scope::ALL.iter().map(|s| s.as_str().into()).collect();
@@ -387,7 +387,8 @@ pub async fn revoke_app(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, ScopeError};
+    use crate::access::ScopeError;
+    use crate::auth::AuthError;
     use crate::store::StoreError;
 
     #[test]

@@ -9,8 +9,9 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
+use crate::access::Scope;
 use crate::app::SharedApp;
-use crate::auth::{Principal, Scope};
+use crate::auth::Principal;
 use crate::base_url;
 use crate::links::{self, CreateLink, Created, LinkView, UpdateLink};
 

@@ -13,8 +13,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::error::{ApiError, ErrorBody};
+use crate::access::Scope;
 use crate::app::{App, SharedApp};
-use crate::auth::{Principal, Scope};
+use crate::auth::Principal;
 use crate::metrics::PREFIX;
 
 /// What the OpenMetrics text format is served as.

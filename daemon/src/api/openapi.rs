@@ -49,7 +49,7 @@ use super::{
         takedowns::NewTakedownBody, takedowns::TakedownView, takedowns::TakedownList,
         takedowns::TakedownLinkView, takedowns::TakedownLinks,
         checks::CheckView, checks::CheckList,
-        teams::NewTeam, teams::TeamView, teams::TeamList, teams::Membership, crate::auth::Role,
+        teams::NewTeam, teams::TeamView, teams::TeamList, teams::Membership, crate::access::Role,
         webhooks::NewWebhookBody, webhooks::WebhookView, webhooks::CreatedWebhook,
         webhooks::WebhookList, webhooks::DeliveryView, webhooks::DeliveryList,
         health::Health,

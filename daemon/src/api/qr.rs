@@ -10,8 +10,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
+use crate::access::Scope;
 use crate::app::SharedApp;
-use crate::auth::{Principal, Scope};
+use crate::auth::Principal;
 use crate::base_url;
 use crate::codes;
 use crate::links::LinkView;

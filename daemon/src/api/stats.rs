@@ -8,8 +8,9 @@ use utoipa::IntoParams;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
+use crate::access::Scope;
 use crate::app::SharedApp;
-use crate::auth::{Principal, Scope};
+use crate::auth::Principal;
 use crate::links::parse_time;
 use crate::stats::{self, Granularity, SiteStatsView, StatsView, MAX_TOP};
 

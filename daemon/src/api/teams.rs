@@ -11,8 +11,9 @@ use utoipa::ToSchema;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::users::UserView;
+use crate::access::Role;
 use crate::app::SharedApp;
-use crate::auth::{Principal, Role};
+use crate::auth::Principal;
 use crate::store::Team;
 use crate::teams::{self, TeamError};
 use crate::timestamp::Timestamp;
@@ -173,7 +174,7 @@ pub async fn set_membership(
     Path(name): Path<String>,
     ApiJson(req): ApiJson<Membership>,
 ) -> Result<Json<UserView>, ApiError> {
-    p.require(crate::auth::Scope::Admin)?;
+    p.require(crate::access::Scope::Admin)?;
     let team = teams::find(&app, &req.team).await?;
     let user = users::set_membership(&app, &p, &name, team.id, req.role).await?;
     Ok(Json(UserView::new(user, team.name)))

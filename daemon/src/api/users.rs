@@ -9,8 +9,9 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
+use crate::access::{Role, Scope};
 use crate::app::SharedApp;
-use crate::auth::{Principal, Role, Scope};
+use crate::auth::Principal;
 use crate::teams;
 use crate::timestamp::Timestamp;
 use crate::users::{self, Account, UserError};
@@ -211,7 +212,8 @@ pub async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, Scope};
+    use crate::access::Scope;
+    use crate::auth::AuthError;
     use crate::store::StoreError;
 
     #[test]

@@ -139,7 +139,7 @@ mod tests {
             expires_at: None,
             user_id: None,
             team_id: 1,
-            role: crate::auth::Role::Admin,
+            role: crate::access::Role::Admin,
         };
         cache.keep_key(&key.prefix, key.clone());
         assert_eq!(cache.key("0123456789ab"), Some(key));

@@ -7,21 +7,16 @@
 //! API's middleware turns into 401 and 403 replies.
 
 mod api_key;
-pub mod app_secret;
 mod cache;
 mod principal;
-mod role;
-mod scope;
 mod signature;
 
 pub use api_key::{key_prefix, verify_key, NewApiKey};
-pub use app_secret::{new_app_id, AppSecret, SealError, SecretSeal, SEALED_PREFIX};
 pub use cache::AuthCache;
 pub use principal::Principal;
-pub use role::{Role, RoleError, DEFAULT_TEAM};
-pub use scope::{parse_scopes, scopes_from_stored, scopes_to_string, Scope, ScopeError};
 pub use signature::{sign, signing_string, verify_signature, SignedRequest};
 
+use crate::access::Scope;
 use crate::store::StoreError;
 
 /// Why a request was not authenticated, or not allowed.

@@ -1,9 +1,9 @@
 //! The principal: who is calling, which scopes they hold, their role and
 //! their team, decided once per request and checked by every operation.
 
-use super::role::{Role, DEFAULT_TEAM};
-use super::scope::{scopes_from_stored, Scope};
 use super::AuthError;
+use crate::access::{scopes_from_stored, Role, Scope};
+use crate::store::teams::DEFAULT_TEAM;
 
 /// Who is calling and what they may do; put in request extensions by the
 /// API's auth middleware (or by the control socket for the local CLI).
@@ -84,8 +84,8 @@ impl Principal {
 
 #[cfg(test)]
 mod tests {
-    use super::super::scope::{parse_scopes, scopes_to_string};
     use super::*;
+    use crate::access::{parse_scopes, scopes_to_string};
 
     #[test]
     fn scopes_parse_and_admin_implies_all() {

@@ -7,8 +7,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::app_secret::AppSecret;
 use super::{AuthCache, AuthError, Principal};
+use crate::app_secret::AppSecret;
 use crate::store::Store;
 use crate::timestamp::unix_now;
 

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::app::files::DB_MODE;
-use crate::auth::app_secret::SecretSeal;
+use crate::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::store::sqlite::backup as sqlite;
 use crate::store::sqlite::files::{file_set, with_suffix, DB_WAL};

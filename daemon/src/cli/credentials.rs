@@ -11,10 +11,10 @@ use super::client::Client;
 use super::output::Output;
 use super::password::read_password;
 use super::table::{when, Table};
+use crate::access::Role;
 use crate::api::keys::{KeyView, NewCredential};
 use crate::api::teams::Membership;
 use crate::api::users::{NewPassword, NewUser};
-use crate::auth::Role;
 
 /// Runs a `key` command; `create` prints only the secret.
 pub async fn key(client: &Client, command: KeyCommand, out: &mut Output) -> Result<()> {

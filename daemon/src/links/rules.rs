@@ -144,7 +144,7 @@ impl LinkRules {
             password_hash: None,
             variants,
             // Set to the creator's team with the id (`ops::new_link`).
-            team_id: crate::auth::DEFAULT_TEAM,
+            team_id: crate::store::teams::DEFAULT_TEAM,
             broken: false,
             check: req.check,
         };

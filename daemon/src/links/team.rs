@@ -5,7 +5,8 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::auth::{Principal, DEFAULT_TEAM};
+use crate::auth::Principal;
+use crate::store::teams::DEFAULT_TEAM;
 use crate::store::Link;
 
 /// The team side of a [`Links`] call.
@@ -55,7 +56,7 @@ impl TeamScope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Role;
+    use crate::access::Role;
 
     #[test]
     fn members_see_their_team_and_admins_every_team() {

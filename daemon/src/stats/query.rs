@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use shortlink_core::device::DeviceClass;
 use utoipa::ToSchema;
 
+use crate::access::Scope;
 use crate::app::App;
-use crate::auth::{Principal, Scope};
+use crate::auth::Principal;
 use crate::links::LinkError;
 use crate::timestamp::{self, unix_now, Timestamp};
 

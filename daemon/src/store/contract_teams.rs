@@ -7,7 +7,8 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
 use super::{NewLink, Store};
-use crate::auth::{Role, DEFAULT_TEAM};
+use crate::access::Role;
+use crate::store::teams::DEFAULT_TEAM;
 use crate::store::{Link, ListQuery, Owner, StoreError};
 
 /// A plain create of link `id` in team `team_id`.

@@ -12,7 +12,7 @@ use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 use super::{
     Attempt, DeliveryStatus, ImportLink, LinkEdit, NewLink, NewWebhook, Store, WebhookEvent,
 };
-use crate::auth::DEFAULT_TEAM;
+use crate::store::teams::DEFAULT_TEAM;
 use crate::store::Link;
 use crate::timestamp::unix_now;
 

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::{Owner, StoreResult};
 
 /// A stored API key (the secret itself is never stored).
@@ -45,7 +45,7 @@ pub struct App {
     pub name: String,
     /// The shared HMAC secret, opened when the app is read by its app id
     /// (the database keeps it sealed; see
-    /// [`crate::auth::app_secret::AppSecret::from_stored`]); empty when apps
+    /// [`crate::app_secret::AppSecret::from_stored`]); empty when apps
     /// are listed or revoked.
     pub secret: String,
     /// Space-free comma-separated scopes.

@@ -30,7 +30,7 @@ mod recycle;
 pub mod sqlite;
 mod stats;
 mod takedowns;
-mod teams;
+pub mod teams;
 mod users;
 pub mod webhooks;
 

@@ -2,8 +2,11 @@
 
 use async_trait::async_trait;
 
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::StoreResult;
+
+/// The team every link, user and key made before teams belongs to.
+pub const DEFAULT_TEAM: i64 = 1;
 
 /// A team: a set of users and the links they made.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::StoreResult;
 
 /// An admin UI account.

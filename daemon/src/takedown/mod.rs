@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use shortlink_core::{HostSet, NormalHost};
 
+use crate::access::Scope;
 use crate::app::App;
-use crate::auth::{AuthError, Principal, Scope};
+use crate::auth::{AuthError, Principal};
 use crate::edge::LinkChange;
 use crate::store::{ChangedLink, Matcher, NewTakedown, StoreError, Takedown, TakedownLink, Undone};
 use crate::timestamp::unix_now;

@@ -15,8 +15,9 @@ pub(crate) use password::hash_with;
 pub use password::{account_version, verify_password};
 pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
+use crate::access::{Role, Scope};
 use crate::app::App;
-use crate::auth::{AuthError, Principal, Role, Scope};
+use crate::auth::{AuthError, Principal};
 use crate::store::{StoreError, User};
 use crate::timestamp::unix_now;
 

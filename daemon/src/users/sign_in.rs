@@ -111,8 +111,8 @@ mod tests {
             &Principal::local(),
             "bob",
             "right password".into(),
-            crate::auth::DEFAULT_TEAM,
-            crate::auth::Role::Admin,
+            crate::store::teams::DEFAULT_TEAM,
+            crate::access::Role::Admin,
         )
         .await
         .unwrap();
@@ -158,8 +158,8 @@ mod tests {
             &Principal::local(),
             "bob",
             "right password".into(),
-            crate::auth::DEFAULT_TEAM,
-            crate::auth::Role::Admin,
+            crate::store::teams::DEFAULT_TEAM,
+            crate::access::Role::Admin,
         )
         .await
         .unwrap();

@@ -12,8 +12,9 @@ pub mod dispatch;
 pub mod send;
 pub mod signature;
 
+use crate::access::Scope;
 use crate::app::App;
-use crate::auth::{AuthError, Principal, Scope};
+use crate::auth::{AuthError, Principal};
 use crate::checker::probe::is_private;
 use crate::store::{Delivery, NewWebhook, StoreError, UnknownEvent, Webhook, WebhookEvent};
 use crate::teams::{self, TeamError};
@@ -21,7 +22,7 @@ use crate::timestamp::unix_now;
 
 /// Longest receiver URL, in bytes.
 pub const MAX_URL: usize = 2048;
-/// The seal context of webhook secrets (`auth::SecretSeal`).
+/// The seal context of webhook secrets (`app_secret::SecretSeal`).
 const SEAL_CONTEXT: &str = "webhook";
 
 /// Why a webhook operation was refused.

@@ -20,7 +20,7 @@ pub async fn edit(
     Path(code): Path<String>,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
-    a.may(crate::auth::Scope::LinksWrite)?;
+    a.may(crate::access::Scope::LinksWrite)?;
     let link = admin
         .app
         .links()
@@ -68,7 +68,7 @@ async fn set_disabled(
     code: &str,
     disabled: bool,
 ) -> Result<Redirect, AdminError> {
-    a.may(crate::auth::Scope::LinksWrite)?;
+    a.may(crate::access::Scope::LinksWrite)?;
     let patch = UpdateLink {
         disabled: Some(disabled),
         ..UpdateLink::default()
@@ -120,7 +120,7 @@ pub async fn delete(
     a: Authed,
     Path(code): Path<String>,
 ) -> Result<Redirect, AdminError> {
-    a.may(crate::auth::Scope::LinksWrite)?;
+    a.may(crate::access::Scope::LinksWrite)?;
     let link = admin
         .app
         .links()

@@ -146,7 +146,7 @@ pub async fn bulk_create(
     a: Authed,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
-    a.may(crate::auth::Scope::LinksWrite)?;
+    a.may(crate::access::Scope::LinksWrite)?;
     let text = fields.raw("lines");
     let lines = parse_lines(&text);
     if lines.is_empty() {

@@ -44,7 +44,7 @@ pub async fn create(
     a: Authed,
     fields: FormFields,
 ) -> Result<Response, AdminError> {
-    a.may(crate::auth::Scope::LinksWrite)?;
+    a.may(crate::access::Scope::LinksWrite)?;
     let form = LinkForm::from_fields(&fields);
     let req = match form.to_create() {
         Ok(r) => r,

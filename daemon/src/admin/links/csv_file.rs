@@ -162,7 +162,7 @@ pub async fn import_csv(
     a: Authed,
     form: Multipart,
 ) -> Result<Response, AdminError> {
-    a.may(crate::auth::Scope::LinksWrite)?;
+    a.may(crate::access::Scope::LinksWrite)?;
     let refused =
         |m: &str| Ok((StatusCode::UNPROCESSABLE_ENTITY, page(&a, None, Some(m))).into_response());
     let (file, data) = match upload(form).await {

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::super::creators::Creators;
 use super::super::view::{self, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
-use crate::auth::Role;
+use crate::access::Role;
 use crate::codes;
 use crate::store::{Link, ListQuery};
 use crate::timestamp::unix_now;

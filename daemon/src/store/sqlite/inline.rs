@@ -18,7 +18,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::threads::{open_reader, panic_message};
-use crate::auth::app_secret::SecretSeal;
+use crate::app_secret::SecretSeal;
 use crate::store::StoreResult;
 
 /// Connections in the pool: one per runtime worker on the machines the

@@ -9,8 +9,8 @@
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::auth::app_secret::SecretSeal;
-use crate::auth::Role;
+use crate::access::Role;
+use crate::app_secret::SecretSeal;
 use crate::store::{ApiKey, App, Owner, StoreError, StoreResult};
 
 /// Why the seal functions fail on a store opened without the key.
@@ -340,7 +340,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_v5_migration_seals_clear_secrets_which_still_verify() {
-        use crate::auth::app_secret::{AppSecret, SecretSeal, SEALED_PREFIX};
+        use crate::app_secret::{AppSecret, SecretSeal, SEALED_PREFIX};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shortlink.db");
         let secret = AppSecret::generate();

@@ -152,7 +152,7 @@ impl SqliteStore {
         path: &Path,
         readers: usize,
         cache_size: usize,
-        seal: Option<crate::auth::app_secret::SecretSeal>,
+        seal: Option<crate::app_secret::SecretSeal>,
     ) -> StoreResult<Self> {
         let mut writer_conn = threads::open_writer(path, &seal)?;
         migrations().to_latest(&mut writer_conn)?;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::auth::app_secret::SecretSeal;
+use crate::app_secret::SecretSeal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 

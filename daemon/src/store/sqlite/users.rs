@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::{StoreError, StoreResult, User};
 
 /// Adds a user; a taken name is a [`StoreError::Conflict`], a team that

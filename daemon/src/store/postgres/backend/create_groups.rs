@@ -184,9 +184,9 @@ fn copy(e: &StoreError) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::DEFAULT_TEAM;
     use crate::store::contract_teams::link_of as plain;
     use crate::store::contract_webhooks::created_hook;
+    use crate::store::teams::DEFAULT_TEAM;
     use crate::store::{LinkStore, TeamStore, WebhookStore};
 
     async fn stored_ids(store: &super::super::PgStore) -> Vec<i64> {

@@ -9,7 +9,7 @@ use tokio_postgres::Row;
 
 use super::users::conflict_or;
 use super::PgStore;
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::postgres::PgError;
 use crate::store::{ApiKey, App, CredentialStore, Owner, StoreError, StoreResult};
 

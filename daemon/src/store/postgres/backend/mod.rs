@@ -36,7 +36,7 @@ pub use changes::SETTLE;
 
 use super::identity::{self, StoreIdentity};
 use super::{clicks as click_batches, connect, Pg, PgError};
-use crate::auth::app_secret::SecretSeal;
+use crate::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::store::{Database, LinkCache, Store, StoreError, StoreResult, StoreStats};
 

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
 use super::PgStore;
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::postgres::PgError;
 use crate::store::{StoreError, StoreResult, User, UserStore};
 

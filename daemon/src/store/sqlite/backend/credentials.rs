@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use crate::auth::Role;
+use crate::access::Role;
 use crate::store::sqlite::{keys, teams, users, SqliteStore};
 use crate::store::{
     ApiKey, App, CredentialStore, Owner, StoreResult, Team, TeamStore, User, UserStore,

@@ -4,9 +4,6 @@
 
 use super::scope::Scope;
 
-/// The team every link, user and key made before teams belongs to.
-pub const DEFAULT_TEAM: i64 = 1;
-
 /// What a member of a team may do.
 #[derive(
     Debug,

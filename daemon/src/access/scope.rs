@@ -48,8 +48,8 @@ impl Scope {
         Scope::ALL.into_iter().find(|x| x.as_str() == s.trim())
     }
 
-    /// This scope's bit in a [`super::Principal`]'s grant.
-    pub(super) fn bit(self) -> u8 {
+    /// This scope's bit in a [`crate::auth::Principal`]'s grant.
+    pub(crate) fn bit(self) -> u8 {
         1 << (self as u8)
     }
 }
