@@ -3,18 +3,7 @@
 use shortlink_core::alias::is_alias_shaped;
 use shortlink_core::Codec;
 
-use crate::store::Link;
-
-/// What a code or alias string refers to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CodeRef {
-    /// A generated code: the id it decodes to.
-    Id(u64),
-    /// Not a generated code, but shaped like an alias.
-    Alias(String),
-    /// Neither: nothing can match.
-    Invalid,
-}
+use crate::store::{CodeRef, Link};
 
 /// Classifies `text`: a generated code first (no I/O), else an alias.
 pub fn resolve(codec: &Codec, text: &str) -> CodeRef {

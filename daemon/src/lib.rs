@@ -15,6 +15,7 @@ pub mod app;
 pub mod app_secret;
 pub mod auth;
 pub mod base_url;
+pub mod change_feed;
 pub mod checker;
 pub mod cli;
 pub mod codes;

@@ -294,13 +294,10 @@ pub async fn run(
     });
     // Several nodes on one PostgreSQL: changes from any node reach this
     // node's cache and workers.
-    let feed = app.shared.clone().map(|pg| {
-        tokio::spawn(crate::store::postgres::feed::run(
-            Arc::clone(&app),
-            pg,
-            token.clone(),
-        ))
-    });
+    let feed = app
+        .shared
+        .clone()
+        .map(|pg| tokio::spawn(crate::change_feed::run(Arc::clone(&app), pg, token.clone())));
 
     tracing::info!(
         ipc = %app.config.ipc_path().display(),

@@ -7,10 +7,9 @@ mod pg_store_common;
 
 use pg_common::config_for;
 use pg_store_common::{change_rows, import_row, new_link, open};
-use shortlinkd::codes::CodeRef;
 use shortlinkd::store::sqlite::SqliteStore;
 use shortlinkd::store::{
-    IdStore, ImportLink, ImportStore, Imported, Inserted, LinkStore, ListQuery,
+    CodeRef, IdStore, ImportLink, ImportStore, Imported, Inserted, LinkStore, ListQuery,
 };
 use testpg::PgCluster;
 

@@ -7,9 +7,9 @@ mod pg_store_common;
 
 use pg_common::config_for;
 use pg_store_common::{change_rows, edit, import_row, new_link, open};
-use shortlinkd::codes::CodeRef;
-use shortlinkd::links::LinkError;
-use shortlinkd::store::{ImportStore, Inserted, Link, LinkEdit, LinkStore, Updated};
+use shortlinkd::store::{
+    CodeRef, ImportStore, Inserted, Link, LinkEdit, LinkError, LinkStore, Updated,
+};
 use testpg::PgCluster;
 
 fn ids(links: &[Option<Link>]) -> Vec<Option<u64>> {

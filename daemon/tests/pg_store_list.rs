@@ -6,10 +6,9 @@ mod pg_store_common;
 
 use pg_common::config_for;
 use pg_store_common::{new_link, open};
-use shortlinkd::codes::CodeRef;
 use shortlinkd::store::postgres::backend::PgStore;
 use shortlinkd::store::sqlite::SqliteStore;
-use shortlinkd::store::{Inserted, LinkState, LinkStore, ListQuery, ListSort, NewLink};
+use shortlinkd::store::{CodeRef, Inserted, LinkState, LinkStore, ListQuery, ListSort, NewLink};
 use testpg::PgCluster;
 
 /// A link for the list test: created at `id * 10`.

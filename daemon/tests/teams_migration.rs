@@ -13,9 +13,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use shortlink_core::DeploymentKey;
 use shortlinkd::access::Role;
-use shortlinkd::codes::CodeRef;
 use shortlinkd::store::postgres::{self, migrate};
-use shortlinkd::store::{ListQuery, Store};
+use shortlinkd::store::{CodeRef, ListQuery, Store};
 
 /// Keys made before teams: (prefix, scopes, the role they migrate to).
 const OLD_KEYS: [(&str, &str, &str); 3] = [

@@ -105,7 +105,8 @@ pub async fn submit(
         .unwrap_or_default();
     let csrf = form.get("csrf");
 
-    let signed_in = users::sign_in(&admin.app, &admin.throttle, &name, password, &client).await;
+    let signed_in =
+        users::sign_in(&admin.app.store, &admin.throttle, &name, password, &client).await;
     let user = match signed_in {
         Ok(user) => user,
         Err(SignInError::LockedOut(wait)) => {

@@ -41,8 +41,7 @@ use crate::access::Role;
 use crate::app::SharedApp;
 use crate::auth::Principal;
 use crate::base_url;
-use crate::links::LinkError;
-use crate::store::StoreError;
+use crate::store::{LinkError, StoreError};
 use crate::users::{self as accounts, LoginThrottle};
 use session::{SessionInfo, Sessions};
 use usage::CredentialUse;
@@ -346,7 +345,7 @@ impl FromRequestParts<AdminState> for Authed {
             .get(token, Instant::now())
             .ok_or_else(to_login)?;
         // A password change (or a removed account) ends the session.
-        let account = accounts::find(&admin.app, &s.user)
+        let account = accounts::find(&admin.app.store, &s.user)
             .await
             .map_err(|e| AdminError::from(e).into_response())?;
         let Some(account) = account.filter(|a| a.version == s.account_version) else {

@@ -66,7 +66,7 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
         .map_err(|e| AdminError::Status(axum::http::StatusCode::FORBIDDEN, e.to_string()))?;
     let flash = admin.sessions.take_flash(&a.token);
     let all = teams::list(&admin.app, &p).await?;
-    let accounts = users::list(&admin.app, &p).await?;
+    let accounts = users::list(&admin.app.store, &p).await?;
     Ok(view::layout(
         "Teams",
         Some(&a),
@@ -142,7 +142,7 @@ pub async fn set_membership(
     let role = Role::parse(&fields.get("role")).map_err(|e| {
         AdminError::Status(axum::http::StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
     })?;
-    users::set_membership(&admin.app, &p, &name, team.id, role).await?;
+    users::set_membership(&admin.app.store, &admin.app.auth, &p, &name, team.id, role).await?;
     flash(
         &admin,
         &a,

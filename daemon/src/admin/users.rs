@@ -69,7 +69,7 @@ async fn render(
     forms: &FormState,
     flash: Option<&Flash>,
 ) -> Result<Page, AdminError> {
-    let accounts = users::list(&admin.app, &a.principal()).await?;
+    let accounts = users::list(&admin.app.store, &a.principal()).await?;
     let all_teams = admin.app.store.list_teams().await?;
     let none = FieldErrors::new();
     Ok(view::layout(
@@ -188,9 +188,16 @@ pub async fn add(
             .map_err(|e| AdminError::Status(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?,
     };
     let result = match password_twice(&fields) {
-        Ok(password) => users::create(&admin.app, &a.principal(), &name, password, team.id, role)
-            .await
-            .map_err(field_errors),
+        Ok(password) => users::create(
+            &admin.app.store,
+            &a.principal(),
+            &name,
+            password,
+            team.id,
+            role,
+        )
+        .await
+        .map_err(field_errors),
         Err(errors) => Err(Ok(errors)),
     };
     match result {
@@ -219,7 +226,7 @@ pub async fn reset_password(
     fields: FormFields,
 ) -> Result<Response, AdminError> {
     let result = match password_twice(&fields) {
-        Ok(password) => users::set_password(&admin.app, &a.principal(), &name, password)
+        Ok(password) => users::set_password(&admin.app.store, &a.principal(), &name, password)
             .await
             .map_err(field_errors),
         Err(errors) => Err(Ok(errors)),
@@ -261,7 +268,7 @@ pub async fn delete(
             ),
         ));
     }
-    users::delete(&admin.app, &a.principal(), &name).await?;
+    users::delete(&admin.app.store, &admin.app.auth, &a.principal(), &name).await?;
     flash(
         &admin,
         &a,

@@ -16,8 +16,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::links::LinkError;
-use crate::store::StoreError;
+use crate::store::{LinkError, StoreError};
 
 /// Media type of every error reply (RFC 9457).
 pub const PROBLEM_JSON: &str = "application/problem+json";

@@ -176,6 +176,6 @@ pub async fn set_membership(
 ) -> Result<Json<UserView>, ApiError> {
     p.require(crate::access::Scope::Admin)?;
     let team = teams::find(&app, &req.team).await?;
-    let user = users::set_membership(&app, &p, &name, team.id, req.role).await?;
+    let user = users::set_membership(&app.store, &app.auth, &p, &name, team.id, req.role).await?;
     Ok(Json(UserView::new(user, team.name)))
 }

@@ -117,7 +117,7 @@ pub async fn create(
     p.require(Scope::Admin)?;
     let team = teams::find(&app, req.team.as_deref().unwrap_or("default")).await?;
     let role = req.role.unwrap_or(Role::Admin);
-    let user = users::create(&app, &p, &req.name, req.password, team.id, role).await?;
+    let user = users::create(&app.store, &p, &req.name, req.password, team.id, role).await?;
     Ok((StatusCode::CREATED, Json(UserView::new(user, team.name))))
 }
 
@@ -143,7 +143,7 @@ pub async fn set_password(
     Path(name): Path<String>,
     ApiJson(req): ApiJson<NewPassword>,
 ) -> Result<StatusCode, ApiError> {
-    users::set_password(&app, &p, &name, req.password).await?;
+    users::set_password(&app.store, &p, &name, req.password).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -168,7 +168,7 @@ pub async fn list(
     State(app): State<SharedApp>,
     Extension(p): Extension<Principal>,
 ) -> Result<Json<UserList>, ApiError> {
-    let users = users::list(&app, &p).await?;
+    let users = users::list(&app.store, &p).await?;
     let teams = app.store.list_teams().await?;
     let name_of = |id: i64| {
         teams
@@ -205,7 +205,7 @@ pub async fn delete(
     Extension(p): Extension<Principal>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    users::delete(&app, &p, &name).await?;
+    users::delete(&app.store, &app.auth, &p, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

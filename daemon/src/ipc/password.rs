@@ -5,8 +5,9 @@
 use shortlink_core::ipc::{LookupResult, PasswordResult, Reply};
 
 use crate::app::App;
+use crate::links::edge_result;
 use crate::links::gate::Verdict;
-use crate::links::{edge_result, LinkError};
+use crate::store::LinkError;
 use crate::timestamp::unix_now;
 
 /// Checks `password` for the link behind `code`; the reply to request `id`.

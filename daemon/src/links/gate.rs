@@ -9,7 +9,7 @@
 use std::net::IpAddr;
 use std::time::Instant;
 
-use super::error::LinkError;
+use crate::store::LinkError;
 use crate::users::argon2_pool::{Argon2Pool, PoolError};
 use crate::users::client::ClientAddr;
 use crate::users::lockout::LoginThrottle;

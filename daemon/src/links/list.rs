@@ -8,10 +8,9 @@
 //! after the previous one even while links are added.
 
 use super::ops::Links;
-use super::LinkError;
-use crate::codes::{self, CodeRef};
+use crate::codes;
 pub use crate::store::Page;
-use crate::store::{ListQuery, ListSort};
+use crate::store::{CodeRef, LinkError, ListQuery, ListSort};
 use crate::timestamp::unix_now;
 
 /// The name of a sort in cursors and queries.

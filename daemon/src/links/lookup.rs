@@ -16,8 +16,8 @@ use shortlink_core::password_page::password_tag;
 use shortlink_core::{Codec, RedirectStatus};
 
 use super::ops::Links;
-use crate::codes::{self, CodeRef};
-use crate::store::{Link, LinkCache, LinkState, Store, StoreError, StoreResult};
+use crate::codes;
+use crate::store::{CodeRef, Link, LinkCache, LinkState, Store, StoreError, StoreResult};
 use crate::timestamp::unix_now;
 
 /// The edge's view of a link at `now`.

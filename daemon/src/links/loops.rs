@@ -13,8 +13,9 @@ use std::sync::{Arc, RwLock};
 
 use shortlink_core::{CheckedTarget, Codec, NormalHost};
 
-use super::error::{invalid, LinkError};
-use crate::codes::{self, CodeRef};
+use crate::codes;
+use crate::store::links::invalid;
+use crate::store::{CodeRef, LinkError};
 
 /// Most `X-Shortlink-Base` values remembered (nginx sets it, so a handful
 /// is usual; the bound keeps a misbehaving proxy from growing the set).

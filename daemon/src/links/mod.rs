@@ -8,7 +8,6 @@
 
 pub mod blocked;
 pub mod csv_format;
-pub mod error;
 pub mod gate;
 pub mod import;
 pub mod input;
@@ -22,7 +21,6 @@ pub mod rules;
 pub mod team;
 pub mod view;
 
-pub use error::LinkError;
 pub use import::{ImportError, ImportExtra, ImportOutcome, ImportRow, MAX_IMPORT};
 pub use input::MAX_VISITS;
 pub use input::{

@@ -5,16 +5,17 @@
 
 use std::sync::Arc;
 
-use super::error::LinkError;
 use super::input::{CreateLink, UpdateLink, MAX_BATCH};
 use super::loops::{alias_target_error, refuse_own_alias, AliasTarget};
 use super::rules::{LinkRules, Prepared};
 use super::team::TeamScope;
-use crate::codes::{self, CodeRef};
+use crate::codes;
 use crate::edge::{Edge, LinkChange};
 use crate::ids::IdSegments;
 use crate::metrics::Metrics;
-use crate::store::{Inserted, Link, LinkEdit, NewLink, Store, StoreError, Updated};
+use crate::store::{
+    CodeRef, Inserted, Link, LinkEdit, LinkError, NewLink, Store, StoreError, Updated,
+};
 use crate::timestamp::unix_now;
 
 /// What the link operations work with, borrowed from the daemon's state

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{invalid, LinkError};
+use crate::store::links::invalid;
+use crate::store::LinkError;
 use crate::users::argon2_pool::Argon2Pool;
 
 /// Longest link password, in bytes (argon2 hashes it whole).

@@ -13,14 +13,13 @@ use shortlink_core::country::CountryTargets;
 use shortlink_core::ipc::DeviceTargets;
 use shortlink_core::variants::Variant;
 
-use super::error::LinkError;
 use super::input::{RenewInput, UpdateLink};
 use super::loops::AliasTarget;
 use super::rules::{
     both_expiries, check_expires_at, check_max_visits, check_redirect, check_tags, check_ttl,
     renew_needs_lifetime, LinkRules,
 };
-use crate::store::Link;
+use crate::store::{Link, LinkError};
 
 /// What an edit does to renew-on-access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

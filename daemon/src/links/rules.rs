@@ -13,7 +13,6 @@ use shortlink_core::{
 };
 
 use super::blocked::BlockedHosts;
-use super::error::{invalid, LinkError};
 pub(crate) use super::input::MAX_TTL;
 use super::input::{
     max_visits_range, CreateLink, RenewInput, TargetsInput, TimeInput, VariantInput,
@@ -21,7 +20,8 @@ use super::input::{
 pub use super::input::{MAX_TAGS, MAX_TAG_LEN};
 use super::loops::{AliasTarget, ServedBases};
 use crate::config::Config;
-use crate::store::Link;
+use crate::store::links::invalid;
+use crate::store::{Link, LinkError};
 
 /// What validation needs from the configuration and the key, built once at
 /// startup, so requests are judged without the daemon's whole state.

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use crate::access::Scope;
 use crate::app::App;
 use crate::auth::Principal;
-use crate::links::LinkError;
+use crate::store::LinkError;
 use crate::timestamp::{self, unix_now, Timestamp};
 
 /// Most buckets one stats query returns.

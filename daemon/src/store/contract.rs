@@ -6,9 +6,7 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
 use super::{Inserted, LinkEdit, NewLink, Store, Updated};
-use crate::codes::CodeRef;
-use crate::links::LinkError;
-use crate::store::Link;
+use crate::store::{CodeRef, Link, LinkError};
 
 fn new_link(id: u64, alias: Option<&str>, url: &str, targets: &[&str]) -> NewLink {
     NewLink {
@@ -475,24 +473,8 @@ async fn sqlite_keeps_the_contract() {
 /// A fresh store on a private PostgreSQL cluster named `name` (the
 /// cluster goes when the returned guard drops).
 pub async fn postgres_store(name: &str) -> (testpg::PgCluster, Store) {
-    let (cluster, pg) = pg_store(name).await;
+    let (cluster, pg) = crate::store::postgres::backend::tests::pg_store(name).await;
     (cluster, Store::new(std::sync::Arc::new(pg)))
-}
-
-/// As [`postgres_store`], the PostgreSQL store itself.
-pub async fn pg_store(name: &str) -> (testpg::PgCluster, crate::store::postgres::backend::PgStore) {
-    let cluster = testpg::PgCluster::start(name);
-    let url = cluster.create_db(name);
-    let config = crate::config::Config {
-        database: Some(crate::config::DatabaseUrl::parse(&url).unwrap()),
-        database_password_file: Some(cluster.password_file()),
-        ..crate::config::Config::default()
-    };
-    let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
-    let pg = crate::store::postgres::backend::PgStore::open(&config, &key)
-        .await
-        .unwrap();
-    (cluster, pg)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,8 +6,7 @@
 //! once each.
 
 use super::{NewLink, RangeState, Store};
-use crate::codes::CodeRef;
-use crate::store::Link;
+use crate::store::{CodeRef, Link};
 use crate::timestamp::unix_now;
 
 fn expiring(id: u64, expires_at: Option<i64>) -> NewLink {

@@ -58,7 +58,7 @@ async fn scoped_lists(store: &Store, sales: i64) {
     ];
     store.insert_links(news, 0).await.unwrap();
     let stored = store
-        .find_link(crate::codes::CodeRef::Id(2))
+        .find_link(crate::store::CodeRef::Id(2))
         .await
         .unwrap()
         .unwrap();

@@ -47,7 +47,8 @@ pub use error::{StoreError, StoreResult};
 pub use ids::IdStore;
 pub use import::{ImportLink, ImportStore, Imported, KeptId};
 pub use links::{
-    Inserted, Link, LinkEdit, LinkState, LinkStore, ListQuery, ListSort, NewLink, Page, Updated,
+    CodeRef, Inserted, Link, LinkEdit, LinkError, LinkState, LinkStore, ListQuery, ListSort,
+    NewLink, Page, Updated,
 };
 pub use recycle::{IdRange, IdRanges, Purged, RangeState, RecycleStore};
 pub use stats::StoreStats;

@@ -16,9 +16,8 @@ pub use password::{account_version, verify_password};
 pub use sign_in::{sign_in, SignInError, BUSY_RETRY};
 
 use crate::access::{Role, Scope};
-use crate::app::App;
-use crate::auth::{AuthError, Principal};
-use crate::store::{StoreError, User};
+use crate::auth::{AuthCache, AuthError, Principal};
+use crate::store::{Store, StoreError, User};
 use crate::timestamp::unix_now;
 
 /// Shortest accepted password, in characters.
@@ -97,7 +96,7 @@ fn check_password(p: &str) -> Result<(), UserError> {
 /// Adds a user (name trimmed) to team `team_id` with `role`; a taken name
 /// is a [`StoreError::Conflict`].
 pub async fn create(
-    app: &App,
+    store: &Store,
     by: &Principal,
     name: &str,
     password: String,
@@ -111,8 +110,7 @@ pub async fn create(
     let hash = password::hash(password).await?;
     let now = unix_now();
     let version = account_version(&hash);
-    let id = app
-        .store
+    let id = store
         .add_user(name.clone(), hash, now, team_id, role)
         .await?;
     tracing::info!(user = %name, team = team_id, role = %role, by = %by.who, "user added");
@@ -130,18 +128,18 @@ pub async fn create(
 /// at their next request; their keys when the key is next read from the
 /// store (at most the auth cache's lifetime later, on every node).
 pub async fn set_membership(
-    app: &App,
+    store: &Store,
+    auth: &AuthCache,
     by: &Principal,
     name: &str,
     team_id: i64,
     role: Role,
 ) -> Result<Account, UserError> {
     by.require(Scope::Admin)?;
-    let user = app
-        .store
+    let user = store
         .set_user_membership(name.to_string(), team_id, role)
         .await?;
-    forget_keys_of(app, user.id).await?;
+    forget_keys_of(store, auth, user.id).await?;
     tracing::info!(user = %name, team = team_id, role = %role, by = %by.who, "user's team or role changed");
     Ok(Account::from(&user))
 }
@@ -149,16 +147,16 @@ pub async fn set_membership(
 /// Drops the keys of user `id` from this daemon's auth cache, so a change
 /// of their user takes effect here at once (other daemons within the
 /// cache's lifetime).
-async fn forget_keys_of(app: &App, id: i64) -> Result<(), UserError> {
-    for prefix in keys_of(app, id).await? {
-        app.auth.forget_key(&prefix);
+async fn forget_keys_of(store: &Store, auth: &AuthCache, id: i64) -> Result<(), UserError> {
+    for prefix in keys_of(store, id).await? {
+        auth.forget_key(&prefix);
     }
     Ok(())
 }
 
 /// The prefixes of user `id`'s keys.
-async fn keys_of(app: &App, id: i64) -> Result<Vec<String>, UserError> {
-    let keys = app.store.list_keys().await?;
+async fn keys_of(store: &Store, id: i64) -> Result<Vec<String>, UserError> {
+    let keys = store.list_keys().await?;
     Ok(keys
         .into_iter()
         .filter(|k| k.user_id == Some(id))
@@ -168,7 +166,7 @@ async fn keys_of(app: &App, id: i64) -> Result<Vec<String>, UserError> {
 
 /// Sets a user's password, which ends the sessions opened with the old one.
 pub async fn set_password(
-    app: &App,
+    store: &Store,
     by: &Principal,
     name: &str,
     password: String,
@@ -177,41 +175,44 @@ pub async fn set_password(
     check_password(&password)?;
     let hash = password::hash(password).await?;
     let now = unix_now();
-    app.store
-        .set_user_password(name.to_string(), hash, now)
-        .await?;
+    store.set_user_password(name.to_string(), hash, now).await?;
     tracing::info!(user = %name, by = %by.who, "password changed");
     Ok(())
 }
 
 /// Every account, by name.
-pub async fn list(app: &App, by: &Principal) -> Result<Vec<Account>, UserError> {
+pub async fn list(store: &Store, by: &Principal) -> Result<Vec<Account>, UserError> {
     by.require(Scope::Admin)?;
-    let all = app.store.list_users().await?;
+    let all = store.list_users().await?;
     Ok(all.iter().map(Account::from).collect())
 }
 
 /// Deletes an account and revokes its keys; its admin sessions end at
 /// their next request (the session check finds no account).
-pub async fn delete(app: &App, by: &Principal, name: &str) -> Result<(), UserError> {
+pub async fn delete(
+    store: &Store,
+    auth: &AuthCache,
+    by: &Principal,
+    name: &str,
+) -> Result<(), UserError> {
     by.require(Scope::Admin)?;
     // Their keys are found before the delete: PostgreSQL clears the
     // keys' user with it.
-    let keys = match app.store.user_by_name(name.to_string()).await? {
-        Some(user) => keys_of(app, user.id).await?,
+    let keys = match store.user_by_name(name.to_string()).await? {
+        Some(user) => keys_of(store, user.id).await?,
         None => Vec::new(),
     };
-    app.store.delete_user(name.to_string(), unix_now()).await?;
+    store.delete_user(name.to_string(), unix_now()).await?;
     for prefix in keys {
-        app.auth.forget_key(&prefix);
+        auth.forget_key(&prefix);
     }
     tracing::info!(user = %name, by = %by.who, "user deleted");
     Ok(())
 }
 
 /// The account named `name`, if there is one.
-pub async fn find(app: &App, name: &str) -> Result<Option<Account>, UserError> {
-    let user = app.store.user_by_name(name.to_string()).await?;
+pub async fn find(store: &Store, name: &str) -> Result<Option<Account>, UserError> {
+    let user = store.user_by_name(name.to_string()).await?;
     Ok(user.as_ref().map(Account::from))
 }
 

@@ -9,7 +9,7 @@ use super::client::ClientAddr;
 use super::lockout::LoginThrottle;
 use super::password::{self, CheckError};
 use super::{Account, UserError};
-use crate::app::App;
+use crate::store::Store;
 
 /// How long a client turned away while the password checkers are busy
 /// should wait before trying again.
@@ -40,7 +40,7 @@ pub enum SignInError {
 /// Checks `name` and `password`, coming from the client address `from`,
 /// against the lock-out and the stored hash.
 pub async fn sign_in(
-    app: &App,
+    store: &Store,
     throttle: &LoginThrottle,
     name: &str,
     password: String,
@@ -53,7 +53,7 @@ pub async fn sign_in(
             return Err(SignInError::LockedOut(wait));
         }
     };
-    let user = match app.store.user_by_name(name.to_string()).await {
+    let user = match store.user_by_name(name.to_string()).await {
         Ok(u) => u,
         Err(e) => {
             throttle.withdraw(attempt);
@@ -95,7 +95,9 @@ mod tests {
             ..crate::config::Config::default()
         };
         let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
-        App::with_key(config, &key, Some(100)).await.unwrap()
+        crate::app::App::with_key(config, &key, Some(100))
+            .await
+            .unwrap()
     }
 
     fn from(ip: &str) -> ClientAddr {
@@ -107,7 +109,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let app = app_in(dir.path()).await;
         let made = super::super::create(
-            &app,
+            &app.store,
             &Principal::local(),
             "bob",
             "right password".into(),
@@ -119,32 +121,39 @@ mod tests {
         let throttle = LoginThrottle::default();
         let addr = from("192.0.2.1");
 
-        let bob = sign_in(&app, &throttle, "bob", "right password".into(), &addr)
+        let bob = sign_in(&app.store, &throttle, "bob", "right password".into(), &addr)
             .await
             .unwrap();
         assert_eq!(bob, made);
         // Unknown names and wrong passwords look the same.
         for (name, pw) in [("nobody", "right password"), ("bob", "wrong")] {
             assert!(matches!(
-                sign_in(&app, &throttle, name, pw.into(), &addr).await,
+                sign_in(&app.store, &throttle, name, pw.into(), &addr).await,
                 Err(SignInError::Rejected { locked_for: None })
             ));
         }
         for _ in 2..USER_FREE {
-            let r = sign_in(&app, &throttle, "bob", "wrong".into(), &addr).await;
+            let r = sign_in(&app.store, &throttle, "bob", "wrong".into(), &addr).await;
             assert!(matches!(r, Err(SignInError::Rejected { locked_for: None })));
         }
-        let r = sign_in(&app, &throttle, "bob", "wrong".into(), &addr).await;
+        let r = sign_in(&app.store, &throttle, "bob", "wrong".into(), &addr).await;
         assert!(matches!(
             r,
             Err(SignInError::Rejected { locked_for: Some(d) }) if d == BASE_DELAY
         ));
         // Locked: even the right password is refused unchecked...
-        let r = sign_in(&app, &throttle, "bob", "right password".into(), &addr).await;
+        let r = sign_in(&app.store, &throttle, "bob", "right password".into(), &addr).await;
         assert!(matches!(r, Err(SignInError::LockedOut(_))));
         // ...from that address; bob elsewhere signs in.
         let elsewhere = from("198.51.100.2");
-        let r = sign_in(&app, &throttle, "bob", "right password".into(), &elsewhere).await;
+        let r = sign_in(
+            &app.store,
+            &throttle,
+            "bob",
+            "right password".into(),
+            &elsewhere,
+        )
+        .await;
         assert_eq!(r.unwrap(), made);
         app.store.close();
     }
@@ -154,7 +163,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let app = app_in(dir.path()).await;
         super::super::create(
-            &app,
+            &app.store,
             &Principal::local(),
             "bob",
             "right password".into(),
@@ -171,7 +180,7 @@ mod tests {
             } else {
                 "right password"
             };
-            sign_in(&app, &throttle, "bob", pw.to_string(), &addr)
+            sign_in(&app.store, &throttle, "bob", pw.to_string(), &addr)
         });
         let mut checked = 0;
         for r in futures_join(attempts).await {

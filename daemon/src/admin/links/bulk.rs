@@ -12,7 +12,8 @@ use maud::{html, Markup};
 use super::super::view::{self, Nav, Page};
 use super::super::{AdminError, AdminState, Authed, FormFields};
 use crate::codes;
-use crate::links::{CreateLink, LinkError, MAX_BATCH};
+use crate::links::{CreateLink, MAX_BATCH};
+use crate::store::LinkError;
 
 /// One non-empty line of the form.
 #[derive(Debug, Clone)]
@@ -235,7 +236,7 @@ mod tests {
     fn refusals_read_as_the_api_words_them() {
         let e = LinkError::AliasTaken("bee".into());
         assert_eq!(refusal(&e), "alias \"bee\" is already taken");
-        let e = crate::links::error::invalid("url", "invalid_url", "url must be http or https");
+        let e = crate::store::links::invalid("url", "invalid_url", "url must be http or https");
         assert_eq!(refusal(&e), "url must be http or https");
     }
 }

@@ -8,8 +8,8 @@ use shortlink_core::RedirectStatus;
 
 use super::super::view::{self, FieldErrors};
 use super::super::{AdminError, FormFields};
-use crate::links::{CreateLink, LinkError, LinkPassword, TargetsInput, TimeInput, UpdateLink};
-use crate::store::Link;
+use crate::links::{CreateLink, LinkPassword, TargetsInput, TimeInput, UpdateLink};
+use crate::store::{Link, LinkError};
 
 /// What the create and edit forms hold, as typed (kept on errors).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

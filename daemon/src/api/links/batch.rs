@@ -16,8 +16,8 @@ use crate::access::Scope;
 use crate::app::SharedApp;
 use crate::auth::Principal;
 use crate::codes;
-use crate::links::{self, CreateLink, Created, LinkError, LinkView};
-use crate::store::Link;
+use crate::links::{self, CreateLink, Created, LinkView};
+use crate::store::{Link, LinkError};
 
 /// Body of `POST /api/v1/links/batch`.
 #[derive(Debug, Deserialize, ToSchema)]

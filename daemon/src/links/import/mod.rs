@@ -11,14 +11,13 @@ use std::collections::{HashMap, HashSet};
 
 pub use row::{ImportError, ImportExtra, ImportOutcome, ImportRow};
 
-use super::error::LinkError;
 use super::input::{parse_time, CreateLink, TimeInput};
 use super::loops::AliasTarget;
 use super::ops::{created, new_link, Links};
 use super::rules::Prepared;
-use crate::codes::{self, CodeRef};
+use crate::codes;
 use crate::edge::{EdgeKeys, LinkChange};
-use crate::store::{ImportLink, Imported, StoreResult};
+use crate::store::{CodeRef, ImportLink, Imported, LinkError, StoreResult};
 use crate::timestamp::unix_now;
 
 /// Most rows in one import call.

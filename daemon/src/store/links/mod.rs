@@ -1,19 +1,32 @@
 //! Links: create, read, edit, delete, list and count them.
 
+mod error;
 mod link;
 mod list;
 
 use async_trait::async_trait;
 
+pub(crate) use error::invalid;
+pub use error::LinkError;
 pub use link::{
     country_targets_from_stored, country_targets_to_stored, variants_from_stored,
     variants_to_stored, Link, LinkState,
 };
 pub use list::{ListQuery, ListSort};
 
-use crate::codes::CodeRef;
-use crate::links::error::LinkError;
 use crate::store::StoreResult;
+
+/// What a code or alias string refers to: the key a link is looked up by
+/// (`crate::codes::resolve` reads it from what a client typed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CodeRef {
+    /// A generated code: the id it decodes to.
+    Id(u64),
+    /// Not a generated code, but shaped like an alias.
+    Alias(String),
+    /// Neither: nothing can match.
+    Invalid,
+}
 
 /// A link to insert, judged by the link rules already.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //! migrations safe to run from several daemons at once ([`migrate`]), the
 //! store's identity and deployment-key check ([`identity`]), id leasing
 //! ([`ids`]), the cross-node change log and its follower ([`changes`],
-//! [`follow`], applied to this node's edge by [`feed`]), idempotent click
+//! [`follow`], applied to this node's edge by `crate::change_feed`), idempotent click
 //! batches ([`clicks`]) and the store built on them ([`backend::PgStore`]),
 //! opened by `app::open_store` when `database` is set.
 
@@ -11,7 +11,6 @@ pub mod backend;
 pub mod changes;
 pub mod click_log;
 pub mod clicks;
-pub mod feed;
 pub mod follow;
 pub mod identity;
 pub mod ids;

@@ -79,10 +79,9 @@ impl InlineReaders {
 
 #[cfg(test)]
 mod tests {
-    use crate::codes::CodeRef;
     use crate::store::sqlite::clicks::tests::add_link;
     use crate::store::sqlite::tests::temp_store;
-    use crate::store::{LinkStore, StoreError};
+    use crate::store::{CodeRef, LinkStore, StoreError};
 
     /// Reads go inline while a connection is free, and fall back (`None`)
     /// when the read fails, panics, finds the pool empty, or the store is

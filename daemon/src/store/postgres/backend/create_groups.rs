@@ -203,7 +203,7 @@ mod tests {
     /// webhook delivery.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn creates_sent_together_share_statements_and_each_is_answered() {
-        let (_cluster, store) = crate::store::contract::pg_store("groups").await;
+        let (_cluster, store) = crate::store::postgres::backend::tests::pg_store("groups").await;
         let store = Arc::new(store);
         let sales = store.add_team("sales".into(), 1).await.unwrap().id;
         let hook = store.add_webhook(created_hook(DEFAULT_TEAM)).await.unwrap();
@@ -261,7 +261,7 @@ mod tests {
     /// is then tried alone: only the bad one fails.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_refused_group_fails_only_its_bad_create() {
-        let (_cluster, store) = crate::store::contract::pg_store("refused").await;
+        let (_cluster, store) = crate::store::postgres::backend::tests::pg_store("refused").await;
         store
             .insert_links(vec![plain(5, DEFAULT_TEAM)], 1)
             .await

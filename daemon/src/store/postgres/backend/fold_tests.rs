@@ -37,7 +37,7 @@ fn batches(first: u32, n: u32) -> Vec<ClickBatch> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fold_writes_each_link_once_per_transaction() {
-    let (_cluster, store) = crate::store::contract::pg_store("foldonce").await;
+    let (_cluster, store) = crate::store::postgres::backend::tests::pg_store("foldonce").await;
     let client = store.pg().get().await.unwrap();
     // Every write of a link's totals leaves a row in `link_writes`.
     client

@@ -31,12 +31,11 @@ use tokio_postgres::error::SqlState;
 use super::new_link::{insert_columns, Values};
 use super::rows::{bigint, by_alias, by_code, by_codes, by_dedupe_hash, columns, failed, from_row};
 use super::{list, name_locks, plain, webhooks, PgStore};
-use crate::codes::CodeRef;
 use crate::store::links::{country_targets_to_stored, variants_to_stored};
 use crate::store::postgres::{changes, PgError};
 use crate::store::{
-    Inserted, Link, LinkEdit, LinkStore, ListQuery, NewLink, Page, StoreError, StoreResult,
-    StoreStats, Updated, WebhookEvent,
+    CodeRef, Inserted, Link, LinkEdit, LinkStore, ListQuery, NewLink, Page, StoreError,
+    StoreResult, StoreStats, Updated, WebhookEvent,
 };
 
 /// The unique index on `links.alias` (see `pg/schema_v1.sql`).

@@ -188,3 +188,23 @@ impl From<PgError> for StoreError {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::PgStore;
+
+    /// A fresh PostgreSQL store on a private cluster named `name` (the
+    /// cluster goes when the returned guard drops).
+    pub async fn pg_store(name: &str) -> (testpg::PgCluster, PgStore) {
+        let cluster = testpg::PgCluster::start(name);
+        let url = cluster.create_db(name);
+        let config = crate::config::Config {
+            database: Some(crate::config::DatabaseUrl::parse(&url).unwrap()),
+            database_password_file: Some(cluster.password_file()),
+            ..crate::config::Config::default()
+        };
+        let key = shortlink_core::DeploymentKey::from_bytes([7; 32]);
+        let pg = PgStore::open(&config, &key).await.unwrap();
+        (cluster, pg)
+    }
+}

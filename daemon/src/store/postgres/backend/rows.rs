@@ -7,10 +7,9 @@ use shortlink_core::ipc::DeviceTargets;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use crate::codes::CodeRef;
 use crate::store::links::{country_targets_from_stored, variants_from_stored};
 use crate::store::postgres::PgError;
-use crate::store::{Link, StoreError, StoreResult};
+use crate::store::{CodeRef, Link, StoreError, StoreResult};
 
 /// The columns [`from_row`] reads, as a literal for `concat!`.
 macro_rules! columns {
@@ -270,7 +269,7 @@ mod tests {
     /// ids, so every lookup was planned again).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lookups_are_planned_once_per_connection() {
-        let (_cluster, store) = crate::store::contract::pg_store("plans").await;
+        let (_cluster, store) = crate::store::postgres::backend::tests::pg_store("plans").await;
         let client = store.pg().get().await.unwrap();
         // Enough links for the plans' costs to depend on how many are read.
         client

@@ -9,12 +9,11 @@ use async_trait::async_trait;
 use rusqlite::Connection;
 
 use super::link_writer::LinkWriter;
-use crate::codes::CodeRef;
 use crate::store::sqlite::clicks::with_overlay;
 use crate::store::sqlite::snapshot::ReadSnapshot;
 use crate::store::sqlite::{links as table, webhooks, SqliteStore};
 use crate::store::{
-    Inserted, Link, LinkEdit, LinkStore, ListQuery, ListSort, NewLink, Page, StoreError,
+    CodeRef, Inserted, Link, LinkEdit, LinkStore, ListQuery, ListSort, NewLink, Page, StoreError,
     StoreResult, Updated, WebhookEvent,
 };
 use crate::timestamp::unix_now;

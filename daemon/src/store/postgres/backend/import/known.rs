@@ -202,7 +202,7 @@ async fn live_by_hash(
 mod tests {
     use super::super::super::bulk::generic_plans;
     use super::LIVE_BY_HASH;
-    use crate::store::contract::pg_store;
+    use crate::store::postgres::backend::tests::pg_store;
 
     /// The plan PostgreSQL keeps for the import's dedupe read, made on an
     /// empty table (as the first chunk of an import into a new database

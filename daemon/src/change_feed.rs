@@ -1,17 +1,18 @@
-//! The daemon's end of the shared change log: follows it (`super::follow`)
-//! for as long as the server runs and applies what it reads to this node's
-//! edge (`crate::edge::Edge::followed`): the daemon's cached links are
-//! dropped and the subscribed nginx workers told, whichever node made the
-//! change.
+//! The daemon's end of PostgreSQL's shared change log: follows it
+//! (`store::postgres::follow`) for as long as the server runs and applies
+//! what it reads to this node's edge (`crate::edge::Edge::followed`): the
+//! daemon's cached links are dropped and the subscribed nginx workers
+//! told, whichever node made the change. It drives the edge, so it lives
+//! beside the store, not in it.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::follow::{follow, FollowOptions, Followed};
-use super::Pg;
 use crate::app::SharedApp;
+use crate::store::postgres::follow::{follow, FollowOptions, Followed};
+use crate::store::postgres::Pg;
 
 /// Batches waiting between the follower and the edge.
 const QUEUE: usize = 16;

@@ -1,5 +1,7 @@
 //! Why a link operation failed; `api::error` maps it to HTTP statuses, the
-//! admin UI to messages next to the form fields.
+//! admin UI to messages next to the form fields. It belongs to the store
+//! interface because an edit's own refusal travels through the store's
+//! write (`Updated::Refused`).
 
 use crate::store::StoreError;
 
