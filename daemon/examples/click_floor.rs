@@ -1,9 +1,9 @@
 //! The floor of counting clicks in `make bench`'s `hot` scenario on this
 //! machine: SQLite alone doing the writes the daemon does for them, with the
 //! daemon's own schema (its migrations), its log append
-//! (`store::clicks::append_batches`: the batch id, the framed batch), its
+//! (`store::sqlite::clicks::append_batches`: the batch id, the framed batch), its
 //! pending aggregate (`store::clicks::Aggregate`) and its fold statements
-//! (`store::clicks::ADD_TOTALS`, `ADD_ROW`), on one thread with the
+//! (`store::sqlite::clicks::ADD_TOTALS`, `ADD_ROW`), on one thread with the
 //! writer's settings, and nothing else: no IPC, no nginx, no thread hop.
 //!
 //! `cargo run --release --example click_floor -- [LINKS] [CLICKS] [RUNS]`

@@ -2,7 +2,7 @@
 //! like `make bench`'s import into the daemon's own schema, with the
 //! writer's settings (WAL, `synchronous=FULL`, the bulk connection's page
 //! cache, CHUNK rows per transaction, 20,000 as `shortlinkd import`'s) and
-//! the daemon's own statements and binding code (`store::links::INSERT`
+//! the daemon's own statements and binding code (`store::sqlite::links::INSERT`
 //! through `insert_with`, the dedupe probe through `by_dedupe_hash_with`),
 //! prepared once per connection, and nothing else: no CSV, no validation, no
 //! IPC, no thread hop.

@@ -113,7 +113,7 @@ pub struct App {
     /// When the process started, for `/api/v1/health`.
     pub started: Instant,
     /// The shared PostgreSQL database when the store is PostgreSQL: the
-    /// server follows its change log (`pg::feed`). `None` on SQLite.
+    /// server follows its change log (`change_feed`). `None` on SQLite.
     pub shared: Option<Pg>,
     /// Checks of protected links' passwords: bounded and throttled.
     pub link_passwords: crate::links::gate::PasswordGate,

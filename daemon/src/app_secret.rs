@@ -7,7 +7,8 @@
 //! key, a random nonce per secret, the app id as associated data (a sealed
 //! secret moved to another app's row does not open). A copy of the
 //! database alone hands out no secret; the store seals on insert and opens
-//! on read (`store::keys`), so the rest of the daemon sees clear secrets.
+//! on read (`store::sqlite::keys`), so the rest of the daemon sees clear
+//! secrets.
 
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};

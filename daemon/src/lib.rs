@@ -1,12 +1,14 @@
 //! shortlinkd: the daemon that owns shortlink's data.
 //!
-//! It stores links in SQLite ([`store`]), judges and changes them
-//! ([`links`]), hands out ids from leased segments ([`ids`]), tells the
-//! nginx workers what changed ([`edge`], [`events`]), serves the HTTP API
-//! ([`api`]) and the IPC protocol the nginx module speaks ([`ipc`]), counts
-//! clicks ([`stats`], [`spool`]) and carries the command line ([`cli`]) and
-//! the admin UI ([`admin`]). Callers are authenticated in [`auth`]; API
-//! keys, apps and admin users are managed in [`credentials`] and [`users`].
+//! It stores links in SQLite or PostgreSQL behind one interface
+//! ([`store`]), judges and changes them ([`links`]), hands out ids from
+//! leased segments ([`ids`]), tells the nginx workers what changed
+//! ([`edge`], [`events`]), serves the HTTP API ([`api`]) and the IPC
+//! protocol the nginx module speaks ([`ipc`]), counts clicks ([`stats`],
+//! [`spool`]) and carries the command line ([`cli`]) and the admin UI
+//! ([`admin`]). Callers are authenticated in [`auth`] and held to what
+//! their role and scopes allow ([`access`]); API keys, apps and admin users
+//! are managed in [`credentials`] and [`users`].
 
 pub mod access;
 pub mod admin;

@@ -28,7 +28,7 @@ use crate::timestamp::unix_now;
 const BATCH: u32 = 64;
 
 /// How long a release waits after the purge on a shared PostgreSQL: many
-/// times the followers' poll (`pg::feed::POLL`), so every node has pushed
+/// times the followers' poll (`change_feed::POLL`), so every node has pushed
 /// the purge to its workers first.
 pub const FOLLOWER_SETTLE: Duration = Duration::from_secs(5);
 

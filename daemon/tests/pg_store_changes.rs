@@ -1,5 +1,5 @@
 //! `PgStore`'s change log through the store interface, as the SQLite
-//! contract checks it (`db/contract.rs`), plus what only a shared database
+//! contract checks it (`store/contract.rs`), plus what only a shared database
 //! has: positions that survive a daemon restart, and a daemon's own write
 //! waiting briefly for an older transaction so it reaches its own nginx.
 

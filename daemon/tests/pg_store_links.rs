@@ -1,5 +1,5 @@
 //! `PgStore`'s links on a real PostgreSQL, with the answers the SQLite
-//! store gives (db/contract.rs): inserts, edits, deletes and finds, the
+//! store gives (store/contract.rs): inserts, edits, deletes and finds, the
 //! change-log rows and wake-ups they make, and edits from two nodes.
 
 mod pg_common;

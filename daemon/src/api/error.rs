@@ -119,7 +119,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         // An unreachable database is logged once for the whole outage
-        // (`pg::reach`), not once per request refused during it.
+        // (`store::postgres::reach`), not once per request refused during it.
         if self.status.is_server_error() && self.code != "database_unavailable" {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }

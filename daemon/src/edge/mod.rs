@@ -11,7 +11,7 @@
 //! outage is replayed the log from its position ([`Edge::replay`]).
 //!
 //! On PostgreSQL the log is shared by every node: each daemon follows it
-//! (`pg::feed`) and hands what it reads to [`Edge::followed`], which drops
+//! (`change_feed`) and hands what it reads to [`Edge::followed`], which drops
 //! the daemon's cached copies and pushes what was not pushed yet by the
 //! same path, so a change made on any node reaches every node's workers.
 

@@ -41,7 +41,7 @@ const WRITE_QUEUE: usize = 1024;
 /// Most lookups answered by one task (one database read job).
 const LOOKUP_BATCH: usize = 256;
 /// Most missed lookups read on the connection's own task (see
-/// `store::inline`): a few µs each, so the task is held well under the
+/// `store::sqlite::inline`): a few µs each, so the task is held well under the
 /// 100 µs an async task should run between awaits.
 const INLINE_MISSES: usize = 16;
 /// Time a client has to finish the handshake.

@@ -1,4 +1,4 @@
-//! In-memory LRU of hot links, in front of the reader threads.
+//! In-memory LRU of hot links, in front of either store's reads.
 //!
 //! Keyed by link id, with a second small LRU from alias to id. Every change
 //! to a link goes through [`LinkCache::forget`] right after its commit.

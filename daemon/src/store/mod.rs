@@ -1,7 +1,16 @@
 //! The store interface: every operation the daemon asks of its database,
 //! named by what it does, with plain Rust types in and out. SQLite
-//! (`crate::store::sqlite`) is one implementation; callers hold a [`Store`] and
-//! never see which.
+//! ([`sqlite`]) and PostgreSQL ([`postgres`]) implement it; callers hold a
+//! [`Store`] and never see which (`app.rs` opens one at start-up).
+//!
+//! The files here are the interface and what both stores share: one trait
+//! per concern with its types, the error, the write counters, the cache of
+//! hot links, the click aggregate and the stats tallies. They import
+//! neither store (but for the contract tests, which open both); the stores
+//! import them and never each other. The types in and out of the traits are
+//! re-exported here; what the two implementations share beyond them is
+//! reached through its module (`clicks::Aggregate`,
+//! `links::variants_to_stored`, `changes::KEEP`, `webhooks::KEEP_LOG`).
 //!
 //! `async_trait` boxes each call's future so the traits work as `dyn`
 //! objects: the implementation is chosen at start-up, not at compile time.

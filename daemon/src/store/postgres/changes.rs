@@ -3,7 +3,7 @@
 //! once the row is final it gets a version ([`sequence`]), and every daemon
 //! reads the versions after its position ([`read_after`]) and invalidates
 //! its cache and its nginx zone, woken by a payload-free `NOTIFY` sent
-//! after the commit ([`notify`]) or by a poll (`pg::follow`).
+//! after the commit ([`notify`]) or by a poll (`postgres::follow`).
 //!
 //! # The ordering rule
 //!
@@ -44,7 +44,7 @@
 //! read them again", never as a value to apply. And a long-running writing
 //! transaction anywhere in the cluster delays every version after its xid
 //! until it ends: every pooled connection sets
-//! `idle_in_transaction_session_timeout` (`pg::open`).
+//! `idle_in_transaction_session_timeout` (`postgres::open`).
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;

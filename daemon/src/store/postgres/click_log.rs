@@ -1,7 +1,7 @@
 //! The `click_log` on PostgreSQL: the clicks of a batch for links without a
 //! visit limit or renew-on-access, appended whole (one row, whatever the
 //! number of links in it) in the transaction that claims the batch id, and
-//! folded later into the tables by any node (`store/clicks.rs`).
+//! folded later into the tables by any node (`backend/clicks.rs`).
 //!
 //! A fold locks the oldest log rows (in seq order), adds their clicks to
 //! the tables and deletes them in one transaction: a row is in the tables

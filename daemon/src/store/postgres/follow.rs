@@ -1,6 +1,6 @@
 //! Following the change log: a task that gives final changes their
 //! versions and hands every versioned change to the daemon exactly once,
-//! in version order (`pg::changes`), however the connection to PostgreSQL
+//! in version order (`postgres::changes`), however the connection to PostgreSQL
 //! comes and goes.
 //!
 //! `LISTEN` is lossy: notifications sent while the session is down are
@@ -57,7 +57,7 @@ impl Default for FollowOptions {
 
 /// Follows the log from version `from` until `stop` is cancelled or the
 /// receiver of `out` is dropped; returns the last version handed over.
-/// An outage is logged once, and the recovery once, by `pg::reach`.
+/// An outage is logged once, and the recovery once, by `postgres::reach`.
 pub async fn follow(
     pg: Pg,
     mut from: u64,

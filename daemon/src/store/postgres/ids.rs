@@ -7,7 +7,7 @@
 //! its own range; none fails on a conflict, none retries.
 //!
 //! The same statement records the range in `id_ranges` with the time, for
-//! recycling (`pg::recycle`), and in `id_leases` under the daemon's
+//! recycling (`postgres::recycle`), and in `id_leases` under the daemon's
 //! holder number, until the daemon reports it used up with a later lease.
 //! An import that keeps exported ids checks them there ([`live_leases`]): an id
 //! inside another node's live lease gets a new code instead, so that node

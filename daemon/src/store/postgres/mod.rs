@@ -38,7 +38,7 @@ pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
 /// done, and none carries the password.
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    /// `pg::connect` was called without a `database` setting.
+    /// `postgres::connect` was called without a `database` setting.
     #[error("no database URL is configured (--database postgres://USER@HOST:PORT/DB)")]
     NotConfigured,
     /// The password file could not be read.

@@ -1,5 +1,5 @@
 //! The SQL of id recycling on PostgreSQL (`crate::store::RecycleStore` states
-//! the rules; SQLite's twin is `store::recycle`). Several nodes sweep and
+//! the rules; SQLite's twin is `store::sqlite::recycle`). Several nodes sweep and
 //! claim at once: each locks the `id_ranges` rows it works on with
 //! `FOR UPDATE SKIP LOCKED`, so two nodes never purge or take the same
 //! range, and none waits on another.
@@ -33,7 +33,7 @@ fn range(start: i64, stop: i64) -> Range<u64> {
 /// Takes the lowest available range at or above `floor` for `holder`, in
 /// the caller's transaction (see `RecycleStore::claim_recycled_ids`); the
 /// range is recorded as the holder's live lease too, as a fresh one is
-/// (`pg::ids`), so an import does not keep ids in it.
+/// (`postgres::ids`), so an import does not keep ids in it.
 pub async fn claim(
     tx: &impl GenericClient,
     name: &str,

@@ -1,5 +1,5 @@
 //! [`ChangeLog`] on PostgreSQL: the shared, versioned log of
-//! `pg::changes`. A position is `ChangePosition { store: the database's
+//! `postgres::changes`. A position is `ChangePosition { store: the database's
 //! store id, seq: a version }`: the same on every node and across daemon
 //! restarts, so a worker resumes from it exactly as on SQLite.
 

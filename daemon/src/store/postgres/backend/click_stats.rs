@@ -1,5 +1,5 @@
 //! Click stats on PostgreSQL, answering exactly as the SQLite store
-//! (`store/clicks/range.rs`, `store/clicks/site.rs`): the same buckets,
+//! (`store/sqlite/clicks/range.rs`, `store/sqlite/clicks/site.rs`): the same buckets,
 //! device counts, countries, variants, referrers and top links, read from
 //! the `clicks` and `variant_clicks` tables alone (every acknowledged batch
 //! is in them already).

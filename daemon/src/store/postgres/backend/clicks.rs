@@ -5,7 +5,7 @@
 //! that same transaction. Clicks of links with a visit limit or
 //! renew-on-access move the link totals and per-hour rows there and then
 //! (through [`add_deltas`]); a link with `renew_ttl` has its expiry renewed
-//! exactly as the SQLite fold renews it (`store/clicks/fold.rs`), and a link
+//! exactly as the SQLite fold renews it (`store/sqlite/clicks/fold.rs`), and a link
 //! that reached `max_visits` or was renewed gets a change-log row, so every
 //! node's edge refetches it. The other clicks are appended to `click_log`
 //! as one row ([`click_log`]): a batch costs O(1) rows whatever the number
@@ -132,7 +132,7 @@ const FOLD_CHUNK: i64 = 100;
 /// transaction runs: the log rows stay locked until it commits, so a read
 /// on another node that folds first waits for all of it (as it waited for
 /// one of 100 rows before), and its xid holds back the change log's
-/// horizon meanwhile (`pg::changes`: edge changes made after it start
+/// horizon meanwhile (`postgres::changes`: edge changes made after it start
 /// reach the edges once it ends), as every fold transaction's did. One
 /// read past the bound is at most [`FOLD_CHUNK`] batches of at most
 /// `ipc::MAX_FRAME` bytes each, the most a fold held at once before.

@@ -14,7 +14,7 @@ use crate::store::postgres::PgError;
 use crate::store::{ApiKey, App, CredentialStore, Owner, StoreError, StoreResult};
 
 /// A key with its user's current team and role; a key whose user is gone
-/// reads as revoked (as on SQLite, `store/keys.rs`).
+/// reads as revoked (as on SQLite, `store/sqlite/keys.rs`).
 const KEY_COLUMNS: &str = "k.id, k.name, k.prefix, k.hash, k.scopes, k.created_at, \
      CASE WHEN k.user_id IS NOT NULL AND u.id IS NULL THEN coalesce(k.revoked_at, 0) \
      ELSE k.revoked_at END, k.expires_at, k.user_id, coalesce(u.team_id, k.team_id), \

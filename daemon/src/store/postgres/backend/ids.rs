@@ -1,5 +1,5 @@
 //! [`IdStore`] over PostgreSQL: each lease is one statement on the shared
-//! `id_alloc` row (`pg::ids::lease`), so leases taken by every node never
+//! `id_alloc` row (`postgres::ids::lease`), so leases taken by every node never
 //! overlap, and each is recorded under this handle's holder number until
 //! it is used up.
 

@@ -2,9 +2,9 @@
 //! implementation (`crate::store::sqlite::backend::links`): each write is one
 //! transaction; an aliased item of a batch is tried under a savepoint so a
 //! taken alias refuses that item alone; every change the edges must hear
-//! about is appended to the shared change log (`pg::changes::append`) in
+//! about is appended to the shared change log (`postgres::changes::append`) in
 //! the write's transaction, and followers are woken
-//! (`pg::changes::notify`) after the commit.
+//! (`postgres::changes::notify`) after the commit.
 //!
 //! There is no pending-click overlay here: clicks of links with a visit
 //! limit or renew-on-access are counted in their batch's transaction, the
@@ -38,7 +38,7 @@ use crate::store::{
     StoreResult, StoreStats, Updated, WebhookEvent,
 };
 
-/// The unique index on `links.alias` (see `pg/schema_v1.sql`).
+/// The unique index on `links.alias` (see `postgres/schema_v1.sql`).
 const ALIAS_INDEX: &str = "links_alias_key";
 
 /// The first of `aliases` that is `own_alias` or an existing alias.

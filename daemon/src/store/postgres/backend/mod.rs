@@ -67,7 +67,7 @@ pub struct PgStore {
     /// The change-log version when the store was opened: the live feed to
     /// the workers starts after it.
     opened_at: u64,
-    /// This handle's number on the id leases it records (`pg::ids`).
+    /// This handle's number on the id leases it records (`postgres::ids`).
     holder: i64,
 }
 

@@ -1,5 +1,5 @@
 //! [`RecycleStore`] over PostgreSQL: each step one transaction on the
-//! shared `id_ranges` (`pg::recycle`), its rows locked, so nodes sweeping
+//! shared `id_ranges` (`postgres::recycle`), its rows locked, so nodes sweeping
 //! and claiming at once never share a range.
 
 use std::ops::Range;

@@ -1,5 +1,5 @@
 //! [`TeamStore`] on PostgreSQL: the `teams` table, with the answers of
-//! SQLite's `store/teams.rs` (a taken name a conflict, a team still in use
+//! SQLite's `store/sqlite/teams.rs` (a taken name a conflict, a team still in use
 //! refused).
 
 use async_trait::async_trait;

@@ -20,7 +20,7 @@
 //!
 //! The main file keeps its own (empty) `click_log` and `click_batches`
 //! from before: a backup carries the unfolded rows in them
-//! (`store::backup`), and [`adopt`] moves any rows found there into this
+//! (`store::sqlite::backup`), and [`adopt`] moves any rows found there into this
 //! file at open.
 
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};

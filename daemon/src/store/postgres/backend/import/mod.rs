@@ -4,14 +4,14 @@
 //! code or alias with the same URL, or a live link of the same URL and
 //! options) is `Present`, so importing a file twice stores it once; a row
 //! keeps its exported code's id when that id is free and no running
-//! daemon's recorded lease holds it (`pg::ids::live_leases`; the importing
+//! daemon's recorded lease holds it (`postgres::ids::live_leases`; the importing
 //! daemon took the kept ids out of its own first). The id allocator is
 //! moved past every id kept in the same transaction
-//! (`pg::ids::advance_past`), so no node leases a kept id from then on.
+//! (`postgres::ids::advance_past`), so no node leases a kept id from then on.
 //!
 //! Restored click totals are written as given: there is no pending-click
 //! overlay on PostgreSQL (clicks are applied per batch,
-//! `pg::clicks::record_batch`), so stored totals are current.
+//! `postgres::clicks::record_batch`), so stored totals are current.
 
 mod known;
 
