@@ -38,7 +38,7 @@ async fn targets_on_the_configured_base_are_refused() {
     let escaped: String = code.bytes().map(|b| format!("%{b:02X}")).collect();
     for (url, leads_to) in [
         (format!("https://s.example/{code}"), code.as_str()),
-        (format!("http://S.EXAMPLE.:8443//{code}?utm=x#top"), &code),
+        (format!("http://S.EXAMPLE.//{code}?utm=x#top"), &code),
         (format!("https://s.example/{escaped}"), &code),
         (format!("https://s.example/{unused}"), unused),
     ] {
@@ -67,6 +67,8 @@ async fn targets_on_the_configured_base_are_refused() {
     for url in [
         format!("https://other.example/{code}"),
         format!("https://www.s.example/{code}"),
+        format!("https://s.example:8443/{code}"),
+        format!("http://127.0.0.1:9000/{code}"),
         format!("https://s.example/x/{code}"),
         "https://s.example/nobody-has-this".to_string(),
         "https://s.example/".to_string(),
