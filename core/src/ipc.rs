@@ -39,7 +39,9 @@ use crate::variants::Variant;
 /// `protected`, [`Request::CheckPassword`], [`Reply::Password`]); version
 /// 7 the link's A/B `variants` in [`EdgeLink`]; version 8 the variant a
 /// click went to in [`ClickCount`]; version 9 [`EdgeLink`]'s
-/// `password_tag` in place of `protected`.
+/// `password_tag` in place of `protected`, its `max_visits` and the visit
+/// leases ([`Request::LeaseVisits`], [`Request::ReturnVisits`],
+/// [`Reply::Visits`]).
 pub const PROTOCOL_VERSION: u16 = 9;
 /// Longest password the edge sends to be checked (the daemon refuses
 /// longer ones at the API too).
@@ -84,6 +86,15 @@ pub enum Request {
         password: String,
         client: String,
     },
+    /// Visits of the limited link `link_id` for this node's zone to spend
+    /// (at least `want`, the visitors waiting, if the link has that many
+    /// left); answered with [`Reply::Visits`].
+    LeaseVisits { id: u32, link_id: u64, want: u32 },
+    /// Visits of `link_id` leased to this node and never spent (the zone
+    /// dropped them: the link changed, or their slot was needed): the
+    /// daemon may lease them again. Answered with [`Reply::Visits`]
+    /// granting 0.
+    ReturnVisits { id: u32, link_id: u64, count: u32 },
 }
 
 /// [`Request::Lookup`] encoded from a borrowed code, byte for byte the
@@ -155,6 +166,10 @@ pub enum Reply {
     },
     /// Answer to [`Request::CheckPassword`].
     Password { id: u32, result: PasswordResult },
+    /// Answer to [`Request::LeaseVisits`] (and [`Request::ReturnVisits`]):
+    /// how many visits the node may spend; 0 when the link has none left
+    /// to lease (it is used up, or other nodes hold the rest).
+    Visits { id: u32, granted: u32 },
 }
 
 /// Result of a password check.
@@ -222,6 +237,10 @@ pub struct EdgeLink {
     /// replace `target`; country and device targets win
     /// ([`crate::choice`]).
     pub variants: Vec<Variant>,
+    /// The link's visit limit: each redirect of a person spends one visit
+    /// the edge leased from the daemon ([`Request::LeaseVisits`]), so no
+    /// node, nor all of them together, redirects more than this.
+    pub max_visits: Option<u64>,
 }
 
 impl EdgeLink {
@@ -530,6 +549,22 @@ mod tests {
                 },
                 6,
             ),
+            (
+                Request::LeaseVisits {
+                    id: 4,
+                    link_id: 9,
+                    want: 3,
+                },
+                7,
+            ),
+            (
+                Request::ReturnVisits {
+                    id: 5,
+                    link_id: 9,
+                    count: 2,
+                },
+                8,
+            ),
         ];
         for (req, i) in reqs {
             assert_eq!(index(frame(&req).unwrap()), i, "{req:?}");
@@ -565,6 +600,7 @@ mod tests {
                 },
                 10,
             ),
+            (Reply::Visits { id: 4, granted: 3 }, 11),
         ];
         for (reply, i) in replies {
             assert_eq!(index(frame(&reply).unwrap()), i, "{reply:?}");

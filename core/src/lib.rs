@@ -28,6 +28,7 @@ pub mod redirect;
 pub mod spool;
 pub mod target;
 pub mod variants;
+pub mod visit_slots;
 pub mod zone_hash;
 
 pub use alias::{validate_alias, AliasError};

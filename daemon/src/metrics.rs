@@ -58,6 +58,8 @@ pub struct Metrics {
     pub ipc_lookups_not_found: Counter,
     /// IPC lookups answered `Gone`.
     pub ipc_lookups_gone: Counter,
+    /// Visits of limited links leased to the edges.
+    pub visits_leased: Counter,
     /// Click batches received (IPC and spool), duplicates included.
     pub click_batches: Counter,
     /// Click batches that had been counted before.
@@ -149,6 +151,7 @@ impl Default for Metrics {
             ipc_lookups_found: result("found"),
             ipc_lookups_not_found: result("not_found"),
             ipc_lookups_gone: result("gone"),
+            visits_leased: Counter::default(),
             click_batches: Counter::default(),
             click_batches_duplicate: Counter::default(),
             clicks: Counter::default(),
@@ -202,6 +205,11 @@ impl Metrics {
                 "ipc_lookups",
                 "Lookups received over IPC",
                 &self.ipc_lookups,
+            ),
+            (
+                "visits_leased",
+                "Visits of limited links leased to the edges",
+                &self.visits_leased,
             ),
             (
                 "click_batches",

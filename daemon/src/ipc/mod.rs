@@ -18,6 +18,7 @@ mod clicks;
 mod handshake;
 mod password;
 mod subscription;
+mod visits;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -301,6 +302,18 @@ impl Conn {
             } => {
                 self.answer_in_task(move |app| async move {
                     password::check(&app, id, code, password, client).await
+                })
+                .await;
+            }
+            Request::LeaseVisits { id, link_id, want } => {
+                self.answer_in_task(move |app| async move {
+                    visits::lease(&app, id, link_id, want).await
+                })
+                .await;
+            }
+            Request::ReturnVisits { id, link_id, count } => {
+                self.answer_in_task(move |app| async move {
+                    visits::give_back(&app, id, link_id, count).await
                 })
                 .await;
             }

@@ -38,6 +38,7 @@ pub fn edge_result(link: &Link, now: i64) -> LookupResult {
             created_at: link.created_at,
             country_targets: link.country_targets.clone(),
             password_tag: link.password_hash.as_deref().map(password_tag),
+            max_visits: link.max_visits.map(|m| m.max(0) as u64),
             variants: link.variants.clone(),
         }),
         _ => LookupResult::Gone,

@@ -41,6 +41,7 @@ mod stats;
 mod takedowns;
 pub mod teams;
 mod users;
+pub mod visits;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -66,6 +67,7 @@ pub use takedowns::{
 };
 pub use teams::{Owner, Team, TeamStore};
 pub use users::{User, UserStore};
+pub use visits::VisitStore;
 pub use webhooks::{
     clicks_payload, events_from_stored, events_to_stored, link_payload, Attempt, ClickCount,
     Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, UnknownEvent, Webhook, WebhookEvent,
@@ -87,6 +89,7 @@ pub trait Database:
     + TakedownStore
     + CheckStore
     + WebhookStore
+    + VisitStore
 {
     /// The cache of hot links in front of the store.
     fn cache(&self) -> &LinkCache;

@@ -37,6 +37,7 @@ pub struct Front {
     /// A password link: the request path shows the form unless the
     /// visitor's cookie passes, wherever the link came from.
     password_tag: Option<u32>,
+    max_visits: Option<u64>,
     created_day: u16,
     target: Vec<u8>,
 }
@@ -50,6 +51,7 @@ impl Front {
             disabled: false,
             forward_query: None,
             password_tag: None,
+            max_visits: None,
             created_day: 0,
             target: Vec::new(),
         }
@@ -63,6 +65,7 @@ impl Front {
         self.disabled = link.disabled();
         self.forward_query = link.forward_query();
         self.password_tag = link.password_tag();
+        self.max_visits = link.max_visits();
         self.created_day = link.created_day();
         self.target.clear();
         self.target
@@ -93,6 +96,10 @@ impl LinkView for Front {
 
     fn password_tag(&self) -> Option<u32> {
         self.password_tag
+    }
+
+    fn max_visits(&self) -> Option<u64> {
+        self.max_visits
     }
 
     fn created_day(&self) -> u16 {

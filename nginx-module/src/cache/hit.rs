@@ -40,6 +40,8 @@ pub struct Hit {
     /// Set when visitors must give the password first (or hold the link's
     /// cookie): the tag of the password, which the cookie must carry.
     pub password_tag: Option<u32>,
+    /// The link's visit limit: a person's redirect spends a leased visit.
+    pub max_visits: Option<u64>,
 }
 
 extern "C" {
@@ -64,6 +66,8 @@ pub trait LinkView {
     fn forward_query(&self) -> Option<bool>;
     /// Set when visitors must give a password first: its tag.
     fn password_tag(&self) -> Option<u32>;
+    /// The link's visit limit.
+    fn max_visits(&self) -> Option<u64>;
     /// Days since 1970-01-01 when the link was made.
     fn created_day(&self) -> u16;
     /// The target kept for exactly `class` (`Other`: the main target);
@@ -171,6 +175,7 @@ impl Hit {
             forward_query: link.forward_query(),
             created_day: link.created_day(),
             password_tag: link.password_tag(),
+            max_visits: link.max_visits(),
         })
     }
 }
@@ -198,6 +203,10 @@ impl LinkView for EdgeLink {
 
     fn password_tag(&self) -> Option<u32> {
         self.password_tag
+    }
+
+    fn max_visits(&self) -> Option<u64> {
+        self.max_visits
     }
 
     fn created_day(&self) -> u16 {

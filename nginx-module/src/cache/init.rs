@@ -125,6 +125,7 @@ fn adopt(lock: &Locked, zone: &ngx_shm_zone_t, conf: &ZoneConf) -> Result<(), Zo
     if lock.shared().fingerprint != conf.fingerprint.0 {
         links::purge_locked(lock);
         super::aliases::clear_locked(lock);
+        lock.shared().visits.clear();
         lock.shared().fingerprint = conf.fingerprint.0;
         // Another key may mean another daemon and database.
         lock.shared().position_known = false;

@@ -29,7 +29,8 @@ use shortlink_core::RedirectStatus;
 use super::front;
 use super::hit::{Hit, LinkView};
 use super::node::{
-    forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK, PROTECTED, VARIANTS,
+    forward_bits, forward_of, LinkNode, COUNTRIES, DISABLED, KIND_MASK, LIMITED, PROTECTED,
+    VARIANTS,
 };
 use super::zone::{purge_stripe, purges_of, Locked, Shared};
 use super::{CacheError, Cached, LinkCache};
@@ -39,9 +40,9 @@ use super::{CacheError, Cached, LinkCache};
 /// empty, so one eviction is not always enough.
 const MAX_EVICTIONS: usize = 512;
 
-const KIND_FOUND: u8 = 0;
-const KIND_NOT_FOUND: u8 = 1;
-const KIND_GONE: u8 = 2;
+const KIND_FOUND: u16 = 0;
+const KIND_NOT_FOUND: u16 = 1;
+const KIND_GONE: u16 = 2;
 
 /// Targets in `LinkNode::lens` order, which is `DeviceClass as usize`:
 /// `Other` is the link's main target.
@@ -77,7 +78,8 @@ impl Node {
         // struct, then the country table when COUNTRIES is set and the
         // variant table when VARIANTS is set (each one's length read from
         // its own head), then 4 bytes of password tag when PROTECTED is
-        // set; callers stay inside those.
+        // set and 8 of visit limit when LIMITED is; callers stay inside
+        // those.
         unsafe {
             let base = self.0.cast::<u8>().add(size_of::<LinkNode>());
             core::slice::from_raw_parts(base.add(skip), len)
@@ -122,15 +124,35 @@ impl Node {
         }
     }
 
+    /// Where the password tag would start: past the variant table.
+    fn tag_at(&self) -> usize {
+        self.tables_at() + self.countries().size() + self.variants().size()
+    }
+
     /// The password's tag (`PROTECTED`): four bytes past the variant
     /// table.
     fn tag(&self) -> Option<u32> {
         if self.get().flags & PROTECTED == 0 {
             return None;
         }
-        let at = self.tables_at() + self.countries().size() + self.variants().size();
-        let b = self.bytes(at, 4);
+        let b = self.bytes(self.tag_at(), 4);
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The visit limit (`LIMITED`): eight bytes past the password tag.
+    fn limit(&self) -> Option<u64> {
+        if self.get().flags & LIMITED == 0 {
+            return None;
+        }
+        let at = self.tag_at()
+            + if self.get().flags & PROTECTED == 0 {
+                0
+            } else {
+                4
+            };
+        let mut b = [0u8; 8];
+        b.copy_from_slice(self.bytes(at, 8));
+        Some(u64::from_le_bytes(b))
     }
 
     /// The answer depends on the visitor or the visit (device or country
@@ -146,7 +168,10 @@ impl LinkView for Node {
     }
 
     fn status(&self) -> Option<RedirectStatus> {
-        RedirectStatus::from_code(self.get().status)
+        match self.get().status {
+            0 => None,
+            s => RedirectStatus::from_code(200 + u16::from(s)),
+        }
     }
 
     fn expires_at(&self) -> Option<i64> {
@@ -164,6 +189,10 @@ impl LinkView for Node {
 
     fn password_tag(&self) -> Option<u32> {
         self.tag()
+    }
+
+    fn max_visits(&self) -> Option<u64> {
+        self.limit()
     }
 
     fn created_day(&self) -> u16 {
@@ -292,12 +321,16 @@ impl LinkCache {
         let tag = link
             .and_then(|l| l.password_tag)
             .map_or(Vec::new(), |t| t.to_le_bytes().to_vec());
+        let limit = link
+            .and_then(|l| l.max_visits)
+            .map_or(Vec::new(), |m| m.to_le_bytes().to_vec());
         let size = size_of::<LinkNode>()
             + code.len()
             + fields.iter().map(|f| f.len()).sum::<usize>()
             + countries.len()
             + variants.len()
-            + tag.len();
+            + tag.len()
+            + limit.len();
 
         let h = self.hash(code);
         let lock = self.lock();
@@ -319,7 +352,10 @@ impl LinkCache {
             touched: now,
             id: link.map_or(0, |l| l.id),
             expires_at: link.and_then(|l| l.expires_at).unwrap_or(i64::MIN),
-            status: link.and_then(|l| l.status).map_or(0, RedirectStatus::code),
+            // Every redirect status is 301 to 308.
+            status: link
+                .and_then(|l| l.status)
+                .map_or(0, |s| (s.code() - 200) as u8),
             flags: kind
                 | if link.is_some_and(|l| l.disabled) {
                     DISABLED
@@ -328,6 +364,7 @@ impl LinkCache {
                 }
                 | forward_bits(link.and_then(|l| l.forward_query))
                 | if tag.is_empty() { 0 } else { PROTECTED }
+                | if limit.is_empty() { 0 } else { LIMITED }
                 | if countries.is_empty() { 0 } else { COUNTRIES }
                 | if variants.is_empty() { 0 } else { VARIANTS },
             code_len: code.len() as u8,
@@ -337,17 +374,17 @@ impl LinkCache {
         let shared = lock.shared();
         // SAFETY: `mem` is a fresh allocation of `size` bytes, aligned by the
         // slab allocator for any node type: the struct, then the code and
-        // the targets, the two tables and the password tag. The bucket array has bucket_mask + 1 heads; we hold
+        // the targets, the two tables, the password tag and the limit. The bucket array has bucket_mask + 1 heads; we hold
         // the lock while linking the node into its chain and the LRU.
         unsafe {
             ptr::write(node, value);
             let mut at = mem.add(size_of::<LinkNode>());
-            for part in
-                [code]
-                    .into_iter()
-                    .chain(fields)
-                    .chain([&countries[..], &variants[..], &tag[..]])
-            {
+            for part in [code].into_iter().chain(fields).chain([
+                &countries[..],
+                &variants[..],
+                &tag[..],
+                &limit[..],
+            ]) {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());
             }

@@ -15,6 +15,8 @@
 //! * `figures.rs`: the counters `shortlink_status` answers, a row per worker.
 //! * `hit.rs`: [`Hit`], what the request path answers with, made by one
 //!   function from a zone entry, a front slot or a daemon answer.
+//! * The header also holds the visits this node leased for limited links
+//!   (`shortlink_core::visit_slots`), spent under the zone's lock.
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
@@ -22,6 +24,7 @@ use core::sync::atomic::Ordering;
 use nginx_sys::{ngx_msec_t, ngx_shm_zone_t, ngx_slab_pool_t, ngx_str_t};
 use shortlink_core::country::Country;
 use shortlink_core::device::DeviceClass;
+use shortlink_core::visit_slots::Returned;
 
 mod aliases;
 mod figures;
@@ -118,6 +121,19 @@ impl LinkCache {
             return Cached::Miss;
         };
         links::lookup(&self.lock(), code, h, now, device, country, kept, copy)
+    }
+
+    /// Spends one visit this node leased for link `id` under the limit
+    /// `limit`: true when there was one. Visits leased under another limit
+    /// come back to be returned to the daemon.
+    pub fn spend_visit(&self, id: u64, limit: u64) -> (bool, Option<Returned>) {
+        self.lock().shared().visits.spend(id, limit)
+    }
+
+    /// Keeps `count` visits leased for link `id` under `limit` for any
+    /// worker to spend; what that displaces comes back to be returned.
+    pub fn deposit_visits(&self, id: u64, limit: u64, count: u32) -> Option<Returned> {
+        self.lock().shared().visits.deposit(id, limit, count)
     }
 
     /// The figures `shortlink_status` answers: atomics, read and written

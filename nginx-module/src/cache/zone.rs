@@ -9,6 +9,7 @@ use nginx_sys::{
     ngx_msec_t, ngx_queue_t, ngx_rbtree_node_t, ngx_rbtree_t, ngx_shm_zone_t,
     ngx_slab_alloc_locked, ngx_slab_pool_t,
 };
+use shortlink_core::visit_slots::VisitSlots;
 use shortlink_core::zone_hash::ZoneHashKey;
 use shortlink_core::Fingerprint;
 
@@ -72,6 +73,8 @@ pub struct Shared {
     pub position_known: bool,
     /// The figures `shortlink_status` answers (`status/rows.rs`).
     pub status: Rows,
+    /// Visits of limited links this node was leased and has not spent.
+    pub visits: VisitSlots,
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).

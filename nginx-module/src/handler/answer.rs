@@ -12,7 +12,7 @@ use super::edge_cookies::kept_variant;
 use super::reply::{respond, Outcome, Reply};
 use super::Step;
 use crate::cache::Hit;
-use crate::conf::LocConf;
+use crate::conf::{LocConf, MainConf};
 use crate::guard::guard;
 use crate::net::Answer;
 use crate::pool::pool_copy;
@@ -33,6 +33,7 @@ pub fn deliver(r: *mut ngx_http_request_t, answer: Answer) {
         ctx.answer = Some(answer);
         ctx.waiting = false;
         ctx.checking = false;
+        ctx.awaiting_visit = false;
         (*r).read_event_handler = Some(nginx_sys::ngx_http_block_reading);
         (*r).write_event_handler = Some(resume);
         let c = (*r).connection;
@@ -69,6 +70,7 @@ fn hit_of(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, link: &EdgeLink) -> 
 /// What to answer with the daemon's answer.
 pub(super) fn arrived(
     r: &mut Request,
+    main: &MainConf,
     lcf: &LocConf,
     ctx: &mut RequestCtx,
     answer: Answer,
@@ -113,6 +115,13 @@ pub(super) fn arrived(
         }
         Answer::NotFound => Outcome::NotFound,
         Answer::Gone => Outcome::Gone,
+        // A visit was spent for this request: answer it as a first visit
+        // would, without spending another.
+        Answer::Admitted => {
+            ctx.visit_paid = true;
+            return super::first_visit::run(r, main, lcf, ctx);
+        }
+        Answer::Exhausted => Outcome::Gone,
         // The link refused the daemon's target and logged why.
         Answer::Refused => return Step::Reply(Reply::Error),
         Answer::TimedOut | Answer::Unavailable => Outcome::Unavailable,

@@ -11,7 +11,9 @@
 //!   shared zone; on a miss, the request is suspended on the worker's daemon
 //!   link;
 //! * answer arrived (`answer.rs`): the link posted the daemon's answer and
-//!   the phases run again.
+//!   the phases run again;
+//! * a person's redirect of a limited link spends a visit leased to the
+//!   node, or waits for a lease (`visits.rs`).
 //!
 //! Both end in an [`reply::Outcome`], turned into the response by `reply.rs`
 //! once the ctx is no longer held.
@@ -29,6 +31,7 @@ mod edge_cookies;
 mod first_visit;
 mod password;
 mod reply;
+mod visits;
 
 pub use answer::deliver;
 
@@ -74,8 +77,15 @@ fn handle(r: &mut Request) -> ngx_int_t {
         return NGX_DECLINED as ngx_int_t;
     };
     let step = match ctx.answer.take() {
-        Some(answer) => answer::arrived(r, lcf, ctx, answer),
+        Some(answer) => answer::arrived(r, main, lcf, ctx, answer),
         None => first_visit::run(r, main, lcf, ctx),
+    };
+    let step = match step {
+        Step::Reply(reply::Reply::NeedVisits { link, limit }) => visits::wait(r, ctx, link, limit)
+            .unwrap_or_else(|| {
+                Step::Reply(reply::respond(r, lcf, ctx, reply::Outcome::Unavailable))
+            }),
+        step => step,
     };
     match step {
         Step::Declined => NGX_DECLINED as ngx_int_t,

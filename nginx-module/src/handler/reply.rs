@@ -79,6 +79,9 @@ pub(super) enum Reply {
     },
     /// 405 with `Allow: GET, HEAD`.
     NotAllowed,
+    /// A limited link has no visit left on this node: not sent, the
+    /// request waits for a lease (`visits.rs`) instead.
+    NeedVisits { link: u64, limit: u64 },
     /// 500: nothing usable to answer with (logged where it was found).
     Error,
 }
@@ -121,6 +124,19 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
             };
             let header_only =
                 r.header_only() || r.as_ref().method as u32 == nginx_sys::NGX_HTTP_HEAD;
+            // A person's redirect of a limited link spends a visit leased
+            // to this node; a bot's, or a HEAD, spends none.
+            if let Some(limit) = hit.max_visits {
+                if !header_only && !ctx.visit_paid && !ctx.visitor(r).bot {
+                    if !super::visits::spend(r, hit.id, limit) {
+                        return Reply::NeedVisits {
+                            link: hit.id,
+                            limit,
+                        };
+                    }
+                    ctx.visit_paid = true;
+                }
+            }
             if lcf.clicks == 1 && !header_only {
                 let v = ctx.visitor(r);
                 let country = country_of(r, lcf);
@@ -158,7 +174,8 @@ pub(super) fn respond(r: &Request, lcf: &LocConf, ctx: &mut RequestCtx, outcome:
                 location,
                 // A protected link's redirect is never kept by a browser
                 // or a proxy: the next visit must show the cookie again.
-                cacheable: hit.password_tag.is_none(),
+                // Nor a limited link's: each visit is counted here.
+                cacheable: hit.password_tag.is_none() && hit.max_visits.is_none(),
                 by_device: hit.by_device,
                 cookie,
                 variant_cookie,
@@ -310,6 +327,8 @@ impl Reply {
                 NGX_HTTP_NOT_ALLOWED as ngx_int_t
             }
             Reply::Error => NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
+            // `handle` turns it into a wait; never sent.
+            Reply::NeedVisits { .. } => NGX_HTTP_SERVICE_UNAVAILABLE as ngx_int_t,
         }
     }
 }

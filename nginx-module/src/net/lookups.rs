@@ -132,6 +132,13 @@ impl DaemonLink {
                 );
                 return self.password_failed(id);
             }
+            Some(Inflight::Visits(link, _)) => {
+                error!(
+                    self.log,
+                    "shortlink: daemon error while leasing visits of link {}: {}", link, message
+                );
+                return self.visits_failed(link);
+            }
             _ => {
                 error!(self.log, "shortlink: daemon error: {}", message);
                 return;
@@ -151,6 +158,7 @@ impl DaemonLink {
     /// Ends every lookup with `answer` (the link went down or the worker exits).
     pub(super) fn fail_lookups(&mut self, answer: Answer) {
         self.fail_password_checks(answer.clone());
+        self.fail_visit_waits(answer.clone());
         let waits: Vec<Box<LookupWait>> = self.lookups.drain().map(|(_, w)| w).collect();
         for mut wait in waits {
             self.finish(&mut wait, answer.clone());

@@ -14,6 +14,7 @@
 //! * `sync.rs`: answers and pushed events into the shared zone.
 //! * `flush.rs`: click batches to the daemon, or to the spool.
 //! * `password.rs`: password checks of protected links, one per request.
+//! * `visits.rs`: visit leases of limited links, shared per link.
 
 use core::ptr;
 use core::sync::atomic::Ordering::Relaxed;
@@ -41,9 +42,11 @@ mod password;
 mod session;
 mod socket;
 mod sync;
+mod visits;
 
 use lookups::{CodeBuf, LookupWait};
 use password::PasswordWait;
+use visits::VisitWait;
 
 thread_local! {
     static LINK: RefCell<Option<Box<DaemonLink>>> = const { RefCell::new(None) };
@@ -154,6 +157,11 @@ pub enum Answer {
     Throttled(u32),
     /// The daemon's password checks are all taken: try again shortly.
     PasswordBusy,
+    /// A leased visit of the limited link was spent for this request:
+    /// answer it again from the zone, the visit paid.
+    Admitted,
+    /// The limited link has no visit left to lease: it is used up here.
+    Exhausted,
 }
 
 impl From<LookupResult> for Answer {
@@ -230,6 +238,8 @@ enum Inflight {
     Clicks(PageKey, BatchId),
     /// A password check, waiting in `password_checks` under the same id.
     Password,
+    /// A visit lease of this link, asked under this limit.
+    Visits(u64, u64),
     Other,
 }
 
@@ -293,6 +303,8 @@ pub struct DaemonLink {
     waiting: usize,
     /// Password checks by request id.
     password_checks: HashMap<u32, Box<PasswordWait>>,
+    /// Visit leases by link id (ids are the daemon's, not the visitor's).
+    visit_waits: FxHashMap<u64, Box<VisitWait>>,
     /// Alias snapshot in progress: its generation and whether all fitted.
     snapshot: Option<(u64, bool)>,
     /// The generation of the last snapshot begun, for aliases added live.
@@ -341,6 +353,7 @@ impl DaemonLink {
             lookups: HashMap::default(),
             waiting: 0,
             password_checks: HashMap::new(),
+            visit_waits: FxHashMap::default(),
             snapshot: None,
             alias_generation: 0,
         });

@@ -124,6 +124,7 @@ impl DaemonLink {
             }
             Reply::Event(event) => self.apply(event),
             Reply::Password { id, result } => self.password_answered(id, result),
+            Reply::Visits { id, granted } => self.visits_granted(id, granted),
         }
     }
 

@@ -91,6 +91,10 @@ pub struct RequestCtx {
     pub checking: bool,
     /// The daemon granted the password: the redirect sets the cookie.
     pub granted: bool,
+    /// A leased visit of the limited link was spent for this request.
+    pub visit_paid: bool,
+    /// Waiting for a visit lease of the link `id` (forgotten on drop).
+    pub awaiting_visit: bool,
     /// The request this belongs to, for `waiting` cleanup.
     request: *mut ngx_http_request_t,
     /// The `Location` sent, for `$shortlink_target`.
@@ -113,6 +117,10 @@ impl Drop for RequestCtx {
         if self.checking {
             let r = self.request;
             crate::net::with_link(|l| l.forget_password(r));
+        }
+        if self.awaiting_visit {
+            let (link, r) = (self.id, self.request);
+            crate::net::with_link(|l| l.forget_visit(link, r));
         }
     }
 }
@@ -191,6 +199,8 @@ impl RequestCtx {
             body_read: false,
             checking: false,
             granted: false,
+            visit_paid: false,
+            awaiting_visit: false,
             request: r.as_mut(),
             target: ngx_str_t::default(),
             visitor: None,

@@ -105,6 +105,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v19.sql"),
     include_str!("schema_v20.sql"),
     include_str!("schema_v21.sql"),
+    include_str!("schema_v22.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

@@ -24,6 +24,7 @@ mod rows;
 mod takedowns;
 mod teams;
 mod users;
+mod visits;
 mod webhooks;
 
 use std::sync::atomic::AtomicU64;

@@ -12,6 +12,7 @@ mod link_writer;
 mod links;
 mod recycle;
 mod takedowns;
+mod visits;
 mod webhooks;
 
 use async_trait::async_trait;
