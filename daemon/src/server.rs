@@ -281,6 +281,10 @@ pub async fn run(
     let folds = tokio::spawn(stats::fold_loop(Arc::clone(&app), token.clone()));
     let checker = tokio::spawn(crate::checker::sweep::run(Arc::clone(&app), token.clone()));
     let recycling = tokio::spawn(crate::recycle::run(Arc::clone(&app), token.clone()));
+    let taken_down = tokio::spawn(crate::takedown::keep_hosts_current(
+        Arc::clone(&app),
+        token.clone(),
+    ));
     let webhooks = tokio::spawn(crate::webhooks::dispatch::run(
         Arc::clone(&app),
         token.clone(),
@@ -324,6 +328,7 @@ pub async fn run(
         }
         let _ = checker.await;
         let _ = recycling.await;
+        let _ = taken_down.await;
         let _ = webhooks.await;
     };
     if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {

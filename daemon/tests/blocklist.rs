@@ -85,7 +85,7 @@ async fn the_file_flags_then_disables_the_links_it_lists() {
     );
     let code = phish["code"].as_str().unwrap();
     let (_, got) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
-    assert_eq!(got["disabled"], false, "flag mode leaves it on: {got}");
+    assert_eq!(got["taken_down"], false, "flag mode leaves it on: {got}");
 
     // With blocklist_disable the same file switches them off, and a new
     // link to a listed host is refused.
@@ -105,12 +105,12 @@ async fn the_file_flags_then_disables_the_links_it_lists() {
         "{t}"
     );
     let (_, got) = d.req("GET", &format!("/api/v1/links/{code}"), None).await;
-    assert_eq!(got["disabled"], true, "{got}");
+    assert_eq!(got["taken_down"], true, "{got}");
     let fine_code = fine["code"].as_str().unwrap();
     let (_, got) = d
         .req("GET", &format!("/api/v1/links/{fine_code}"), None)
         .await;
-    assert_eq!(got["disabled"], false, "{got}");
+    assert_eq!(got["taken_down"], false, "{got}");
     let (s, e) = d
         .req(
             "POST",

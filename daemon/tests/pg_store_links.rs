@@ -182,11 +182,19 @@ async fn inserts_refuse_items_alone_and_edits_log_their_changes() {
         ]
     );
     let taken = store
-        .aliases_taken(vec!["taken".into(), "six".into(), "nope".into()])
+        .aliases_taken(vec!["taken".into(), "six".into(), "nope".into()], None)
         .await
         .unwrap();
     assert_eq!(taken.len(), 1);
-    assert_eq!(taken["taken"], "https://e.com/1");
+    assert_eq!(taken["taken"].as_deref(), Some("https://e.com/1"));
+    let hidden = store
+        .aliases_taken(vec!["taken".into()], Some(999))
+        .await
+        .unwrap();
+    assert_eq!(
+        hidden["taken"], None,
+        "another team's holder: taken, URL unsaid"
+    );
 }
 
 /// Each kind of write wakes a listening follower at once: `NOTIFY` is sent

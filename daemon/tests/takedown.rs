@@ -74,7 +74,7 @@ async fn a_host_takedown_reaches_the_edge_and_its_undo_brings_the_links_back() {
     }
     assert!(found(&ipc.lookup(4, &code(&good)).await));
     let (_, link) = d.req("GET", "/api/v1/links/ev1", None).await;
-    assert_eq!(link["disabled"], true, "{link}");
+    assert_eq!(link["taken_down"], true, "{link}");
 
     let id = t["id"].as_i64().unwrap();
     let (s, listed) = d.req("GET", "/api/v1/takedowns", None).await;
@@ -210,9 +210,9 @@ async fn a_creator_takedown_takes_only_that_creators_links_from_the_cli() {
     let (_, page) = d.req("GET", "/api/v1/links?limit=10", None).await;
     for l in page["links"].as_array().unwrap() {
         let spam = l["url"].as_str().unwrap().contains("spam");
-        assert_eq!(l["disabled"], spam, "{l}");
+        assert_eq!(l["taken_down"], spam, "{l}");
     }
-    assert_eq!(mine["disabled"], false);
+    assert_eq!(mine["taken_down"], false);
 
     let out = d.cli(&["takedown", "list"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -260,11 +260,11 @@ async fn changed_lists_switch_off_the_stored_links_they_refuse_at_start() {
     let (_, got) = d
         .req("GET", &format!("/api/v1/links/{}", code(&evil)), None)
         .await;
-    assert_eq!(got["disabled"], true, "{got}");
+    assert_eq!(got["taken_down"], true, "{got}");
     let (_, got) = d
         .req("GET", &format!("/api/v1/links/{}", code(&fine)), None)
         .await;
-    assert_eq!(got["disabled"], false, "{got}");
+    assert_eq!(got["taken_down"], false, "{got}");
 
     // The same lists again: applied already, nothing new recorded.
     d.restart_with(&[]).await;
@@ -306,7 +306,7 @@ async fn the_admin_page_takes_down_lists_and_undoes() {
         )
         .await;
     assert_eq!(s, 303);
-    assert_eq!(d.req("GET", &path, None).await.1["disabled"], true);
+    assert_eq!(d.req("GET", &path, None).await.1["taken_down"], true);
     let (s, _, page) = common::admin::send(
         &d,
         "GET",
@@ -328,7 +328,7 @@ async fn the_admin_page_takes_down_lists_and_undoes() {
         .post(&d, &format!("/admin/takedowns/{id}/undo"), &[])
         .await;
     assert_eq!(s, 303);
-    assert_eq!(d.req("GET", &path, None).await.1["disabled"], false);
+    assert_eq!(d.req("GET", &path, None).await.1["taken_down"], false);
 }
 
 #[tokio::test]
@@ -376,4 +376,125 @@ async fn a_users_takedown_covers_the_links_of_their_keys() {
         (&json!(2), &json!(2)),
         "{t}"
     );
+}
+
+/// A takedown is a state of its own: neither the link's owner nor an
+/// admin switches it back on with an edit (409, the edge still answers
+/// gone), a new link to the host is refused while it is in force, and its
+/// undo lifts it without switching on what the owner had switched off.
+#[tokio::test]
+async fn only_the_undo_lifts_a_takedown() {
+    let d = Daemon::start().await;
+    let (s, v) = d
+        .req("POST", "/api/v1/teams", Some(json!({"name": "alpha"})))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let body = json!({"name": "mia", "password": "correct horse battery",
+                      "team": "alpha", "role": "member"});
+    let (s, v) = d.req("POST", "/api/v1/users", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let body = json!({"name": "mia's key", "scopes": ["links:write", "links:read"], "user": "mia"});
+    let (s, v) = d.req("POST", "/api/v1/keys", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let member = v["secret"].as_str().unwrap().to_string();
+    let as_member = |method: &'static str, path: String, body: Option<Value>| {
+        let (d, member) = (&d, member.clone());
+        async move {
+            let (s, _, v) = d
+                .req_with(method, &path, &[("x-api-key", &member)], body)
+                .await;
+            (s, v)
+        }
+    };
+    let (s, v) = as_member(
+        "POST",
+        "/api/v1/links".into(),
+        Some(json!({"url": "https://bad.example/m", "alias": "mia-bad"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = as_member(
+        "POST",
+        "/api/v1/links".into(),
+        Some(json!({"url": "https://bad.example/off", "alias": "mia-off", "disabled": true})),
+    )
+    .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, t) = d
+        .req(
+            "POST",
+            "/api/v1/takedowns",
+            Some(json!({"host": "bad.example", "reason": "phishing"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{t}");
+    let mut ipc = d.ipc().await;
+
+    let enable = json!({"disabled": false});
+    let (s, v) = as_member(
+        "PATCH",
+        "/api/v1/links/mia-bad".into(),
+        Some(enable.clone()),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str(), v["error"]["field"].as_str()),
+        (409, Some("taken_down"), Some("disabled")),
+        "{v}"
+    );
+    let (s, v) = d
+        .req("PATCH", "/api/v1/links/mia-bad", Some(enable.clone()))
+        .await;
+    assert_eq!(s, 409, "an admin's edit does not lift it either: {v}");
+    assert_eq!(ipc.lookup(1, "mia-bad").await, LookupResult::Gone);
+    let (_, link) = d.req("GET", "/api/v1/links/mia-bad", None).await;
+    assert_eq!(
+        (&link["state"], &link["taken_down"]),
+        (&json!("taken_down"), &json!(true))
+    );
+
+    for body in [
+        json!({"url": "https://www.bad.example/new"}),
+        json!({"url": "https://ok.example/", "targets": {"ios": "https://bad.example/app"}}),
+    ] {
+        let (s, v) = as_member("POST", "/api/v1/links".into(), Some(body.clone())).await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (422, Some("host_taken_down")),
+            "{body}: {v}"
+        );
+    }
+    let (s, v) = as_member(
+        "PATCH",
+        "/api/v1/links/mia-off".into(),
+        Some(json!({"url": "https://bad.example/moved"})),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (422, Some("host_taken_down")),
+        "{v}"
+    );
+
+    let id = t["id"].as_i64().unwrap();
+    let (s, v) = d
+        .req("POST", &format!("/api/v1/takedowns/{id}/undo"), None)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert!(found(&ipc.lookup(2, "mia-bad").await));
+    let (_, off) = d.req("GET", "/api/v1/links/mia-off", None).await;
+    assert_eq!(
+        (&off["state"], &off["disabled"], &off["taken_down"]),
+        (&json!("disabled"), &json!(true), &json!(false)),
+        "the owner's switch-off stays: {off}"
+    );
+    let (s, v) = as_member(
+        "POST",
+        "/api/v1/links".into(),
+        Some(json!({"url": "https://www.bad.example/new"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = as_member("PATCH", "/api/v1/links/mia-off".into(), Some(enable)).await;
+    assert_eq!((s, &v["state"]), (200, &json!("active")), "{v}");
 }

@@ -22,6 +22,7 @@ async fn team_states(app: &crate::app::App, team: i64) -> Result<Vec<(String, u6
     let mut out = Vec::new();
     for state in [
         LinkState::Active,
+        LinkState::TakenDown,
         LinkState::Disabled,
         LinkState::Expired,
         LinkState::Exhausted,
@@ -93,7 +94,7 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
             h1 { "Dashboard" }
             section.cards id="dash-states" {
                 div.card { span.n id="dash-total" { (total) } span { "links" } }
-                @for state in ["active", "disabled", "expired", "exhausted"] {
+                @for state in ["active", "taken_down", "disabled", "expired", "exhausted"] {
                     div.card {
                         span.n id=(format!("dash-{state}")) { (count(state)) }
                         span { (view::state_badge(state)) }

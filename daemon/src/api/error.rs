@@ -196,6 +196,9 @@ impl From<LinkError> for ApiError {
                 e.to_string(),
             )
             .field("links"),
+            e @ LinkError::TakenDown => {
+                ApiError::new(StatusCode::CONFLICT, "taken_down", e.to_string()).field("disabled")
+            }
             LinkError::Hashing(m) => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "password_hashing",

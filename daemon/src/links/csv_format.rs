@@ -175,6 +175,7 @@ mod tests {
                 ..TargetsInput::default()
             },
             disabled: true,
+            taken_down: false,
             broken: false,
             tags: vec!["x".into(), "y".into()],
             state: "disabled".into(),

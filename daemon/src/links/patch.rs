@@ -224,6 +224,11 @@ impl CheckedPatch {
             link.tags = tags;
         }
         if let Some(d) = self.disabled {
+            // Switching on a link a takedown covers would not make it
+            // answer: say so instead of storing a switch that does nothing.
+            if !d && link.taken_down {
+                return Err(LinkError::TakenDown);
+            }
             link.disabled = d;
         }
         if let Some(f) = self.forward_query {

@@ -43,6 +43,10 @@ pub struct LinkRules {
     /// The blocklist file's hosts, refused when `blocklist_disable` is on
     /// (the watcher keeps the set in force; empty otherwise).
     pub blocked: BlockedHosts,
+    /// The hosts of the host takedowns in force: a new target on one is
+    /// refused, so a takedown is not undone by linking the host again
+    /// (`crate::takedown::refresh_hosts` keeps the set).
+    pub taken_down: BlockedHosts,
 }
 
 /// A create request that passed validation.
@@ -69,6 +73,7 @@ impl LinkRules {
             default_ttl: config.default_ttl,
             served: ServedBases::new(&config.base_url),
             blocked: BlockedHosts::default(),
+            taken_down: BlockedHosts::default(),
         }
     }
 
@@ -147,6 +152,7 @@ impl LinkRules {
             team_id: crate::store::teams::DEFAULT_TEAM,
             broken: false,
             check: req.check,
+            taken_down: false,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),
@@ -182,6 +188,13 @@ impl LinkRules {
                 url.host.name
             );
             return Err(invalid(field, "invalid_url", message));
+        }
+        if self.taken_down.lists(&url.host) {
+            let message = format!(
+                "{field}: url host \"{}\" is taken down; an admin's undo of the takedown lifts it",
+                url.host.name
+            );
+            return Err(invalid(field, "host_taken_down", message));
         }
         Ok(url)
     }

@@ -41,15 +41,18 @@ pub struct LinkView {
     pub redirect: Option<u16>,
     /// Device-specific targets.
     pub targets: TargetsInput,
-    /// Switched off by an operator.
+    /// Switched off by its owner (or an operator).
     pub disabled: bool,
+    /// Covered by a takedown in force: gone whatever `disabled` says; only
+    /// an admin's undo of the takedown lifts it.
+    pub taken_down: bool,
     /// The link checker found the target failing `checker.fallback_after`
     /// probes in a row: the edge sends visitors to the fallback until it
     /// recovers.
     pub broken: bool,
     /// Free-form labels.
     pub tags: Vec<String>,
-    /// `active`, `disabled`, `expired` or `exhausted`.
+    /// `active`, `taken_down`, `disabled`, `expired` or `exhausted`.
     pub state: String,
     /// All clicks, bots included.
     pub clicks: i64,
@@ -113,6 +116,7 @@ impl LinkView {
                 android: link.targets.android.clone(),
             },
             disabled: link.disabled,
+            taken_down: link.taken_down,
             broken: link.broken,
             tags: link.tags.clone(),
             state: link.state(unix_now()).as_str().into(),

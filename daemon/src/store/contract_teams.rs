@@ -197,12 +197,80 @@ async fn team_deletion(store: &Store, sales: i64) {
     assert_eq!(left, ["default"]);
 }
 
+/// An import sees only its team: another team's link is never "present"
+/// for a row, whatever its URL (a right guess of its target and a wrong
+/// one are told apart by nothing), its alias is taken and its code moved.
+async fn imports_see_their_team(store: &Store) {
+    use crate::store::{ImportLink, Imported, Inserted};
+    let ops = store.add_team("ops".into(), 6).await.unwrap().id;
+    let mut secret = link_of(700, ops);
+    secret.link.alias = Some("ops-secret".into());
+    secret.link.url = "https://e.com/secret".into();
+    store.insert_links(vec![secret], 6).await.unwrap();
+    let row = |id: u64, alias: Option<&str>, keep: Option<u64>, sees| {
+        let mut new = link_of(id, DEFAULT_TEAM);
+        new.link.alias = alias.map(Into::into);
+        new.link.url = "https://e.com/secret".into();
+        ImportLink {
+            new,
+            keep_id: keep,
+            clicks: None,
+            sees,
+        }
+    };
+    let member = Some(DEFAULT_TEAM);
+    let out = store
+        .import_links(
+            vec![
+                row(701, Some("ops-secret"), None, member),
+                row(702, None, Some(700), member),
+            ],
+            7,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&out[0], Imported::Written { outcome: Inserted::AliasTaken(a), .. } if a == "ops-secret"),
+        "{:?}",
+        out[0]
+    );
+    assert!(
+        matches!(
+            &out[1],
+            Imported::Written {
+                moved: true,
+                kept: false,
+                ..
+            }
+        ),
+        "{:?}",
+        out[1]
+    );
+    let taken = store
+        .aliases_taken(vec!["ops-secret".into()], member)
+        .await
+        .unwrap();
+    assert_eq!(taken["ops-secret"], None, "held, URL unsaid");
+    // Whoever sees every team finds it there.
+    let out = store
+        .import_links(vec![row(703, Some("ops-secret"), None, None)], 8)
+        .await
+        .unwrap();
+    assert!(matches!(out[0], Imported::Present), "{:?}", out[0]);
+    let taken = store
+        .aliases_taken(vec!["ops-secret".into()], None)
+        .await
+        .unwrap();
+    assert_eq!(taken["ops-secret"].as_deref(), Some("https://e.com/secret"));
+}
+
 /// Every team check, in order, on a fresh, empty store.
 pub async fn check_teams(store: &Store) {
     let sales = teams(store).await;
     scoped_lists(store, sales).await;
     users_and_keys(store, sales).await;
     team_deletion(store, sales).await;
+    imports_see_their_team(store).await;
 }
 
 #[tokio::test]

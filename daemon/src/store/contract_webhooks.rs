@@ -393,6 +393,7 @@ pub async fn check_bulk_created(store: &Store) {
         new,
         keep_id: None,
         clicks: None,
+        sees: None,
     });
     store.import_links(rows.into(), 1).await.unwrap();
     let created = |id| ev(WebhookEvent::Created, id);

@@ -16,6 +16,10 @@ pub struct ImportLink {
     pub keep_id: Option<u64>,
     /// `(clicks, bot_clicks)` totals to restore.
     pub clicks: Option<(i64, i64)>,
+    /// The only team whose links the importer sees (`None`: every team).
+    /// Another team's link is never "present" for a row: it is a name or
+    /// a code taken, whatever its URL, so an import tells nothing of it.
+    pub sees: Option<i64>,
 }
 
 /// What became of one [`ImportLink`] (kept in a list as long as the
@@ -51,19 +55,25 @@ pub enum KeptId {
 }
 
 impl KeptId {
-    /// The meaning of the id for a row to `url`, `stored` the link at it.
-    pub fn of(url: &str, stored: Option<&crate::store::Link>) -> Self {
-        Self::at(url, stored.map(|old| old.url.as_str()))
+    /// The meaning of the id for a row to `url` by an importer who sees
+    /// `sees`, `stored` the link at it.
+    pub fn of(url: &str, stored: Option<&crate::store::Link>, sees: Option<i64>) -> Self {
+        Self::at(url, stored.map(|old| (old.url.as_str(), old.team_id)), sees)
     }
 
-    /// The same, `stored_url` the URL of the link at the id.
-    pub fn at(url: &str, stored_url: Option<&str>) -> Self {
-        match stored_url {
+    /// The same, `stored` the URL and team of the link at the id.
+    pub fn at(url: &str, stored: Option<(&str, i64)>, sees: Option<i64>) -> Self {
+        match stored {
             None => KeptId::Free,
-            Some(old) if old == url => KeptId::Present,
+            Some((old, team)) if old == url && visible(sees, team) => KeptId::Present,
             Some(_) => KeptId::Taken,
         }
     }
+}
+
+/// Whether an importer who sees `sees` sees a link of `team`.
+pub fn visible(sees: Option<i64>, team: i64) -> bool {
+    sees.is_none_or(|t| t == team)
 }
 
 /// Imports: one big write that does not hold up the others for long.
@@ -74,6 +84,11 @@ pub trait ImportStore: Send + Sync {
     /// its change, so an edge holding the code as missing forgets it.
     async fn import_links(&self, rows: Vec<ImportLink>, now: i64) -> StoreResult<Vec<Imported>>;
 
-    /// The URL of the link holding each of `aliases` that exists.
-    async fn aliases_taken(&self, aliases: Vec<String>) -> StoreResult<HashMap<String, String>>;
+    /// For each of `aliases` that exists: the URL of the link holding it
+    /// when the caller sees it (`sees`), `None` when it is another team's.
+    async fn aliases_taken(
+        &self,
+        aliases: Vec<String>,
+        sees: Option<i64>,
+    ) -> StoreResult<HashMap<String, Option<String>>>;
 }

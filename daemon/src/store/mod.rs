@@ -32,7 +32,7 @@ pub(crate) mod contract_webhooks;
 mod credentials;
 mod error;
 mod ids;
-mod import;
+pub mod import;
 pub mod links;
 pub mod postgres;
 mod recycle;

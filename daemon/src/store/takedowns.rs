@@ -134,6 +134,10 @@ pub trait TakedownStore: Send + Sync {
     /// The newest takedowns first, at most `limit`.
     async fn takedowns(&self, limit: u32) -> StoreResult<Vec<Takedown>>;
 
+    /// The hosts of the host takedowns in force (their selectors, in
+    /// normal form): new links to them are refused.
+    async fn taken_down_hosts(&self) -> StoreResult<Vec<String>>;
+
     /// One takedown.
     async fn takedown(&self, id: i64) -> StoreResult<Option<Takedown>>;
 

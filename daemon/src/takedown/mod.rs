@@ -115,6 +115,55 @@ async fn tell_edge(app: &App, links: &[ChangedLink]) {
         .await;
 }
 
+/// How often the hosts taken down are read again: another node's
+/// takedown refuses new links to its host here within this.
+pub const REFRESH_HOSTS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Puts the hosts of the host takedowns in force into the link rules.
+pub async fn refresh_hosts(app: &App) -> Result<(), StoreError> {
+    let hosts = app.store.taken_down_hosts().await?;
+    let set = HostSet::parse(&hosts).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "a stored takedown host does not parse; it is left out");
+        let mut set = HostSet::default();
+        for h in hosts.iter().filter_map(|h| NormalHost::parse(h).ok()) {
+            set.insert(h);
+        }
+        set
+    });
+    let set = (!set.is_empty()).then(|| Arc::new(set));
+    app.rules.taken_down.set(set);
+    Ok(())
+}
+
+/// Keeps the hosts taken down current until `token` is cancelled: read at
+/// start and every [`REFRESH_HOSTS_EVERY`] (this node's own takedowns
+/// refresh them at once).
+pub async fn keep_hosts_current(
+    app: crate::app::SharedApp,
+    token: tokio_util::sync::CancellationToken,
+) {
+    let mut tick = tokio::time::interval(REFRESH_HOSTS_EVERY);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match refresh_hosts(&app).await {
+            Ok(()) if failing => {
+                failing = false;
+                tracing::info!("the hosts taken down are read again");
+            }
+            Ok(()) => {}
+            Err(e) if !failing => {
+                failing = true;
+                tracing::warn!(error = %e, "cannot read the hosts taken down (said once until it works)");
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 /// Switches off every link `target` covers, for `reason`; answers the
 /// record once every worker of this node has dropped them.
 pub async fn take_down(
@@ -142,6 +191,9 @@ pub async fn take_down(
         .await?
         .ok_or_else(|| StoreError::NotFound("the takedown just recorded".into()))?;
     tell_edge(app, &done.changed).await;
+    if let Err(e) = refresh_hosts(app).await {
+        tracing::warn!(error = %e, "cannot read the hosts taken down");
+    }
     let t = &done.record;
     tracing::warn!(
         takedown = t.id, kind = %t.kind, selector = %t.selector, by = %t.created_by,
@@ -164,6 +216,9 @@ pub async fn undo(app: &App, p: &Principal, id: i64) -> Result<Takedown, Takedow
         Undone::Already(_) => Err(TakedownError::AlreadyUndone(id)),
         Undone::Done { record, changed } => {
             tell_edge(app, &changed).await;
+            if let Err(e) = refresh_hosts(app).await {
+                tracing::warn!(error = %e, "cannot read the hosts taken down");
+            }
             tracing::warn!(
                 takedown = record.id, by = %p.who, restored = changed.len(),
                 "takedown undone: links switched back on"

@@ -66,5 +66,6 @@ pub fn import_row(id: u64, keep: Option<u64>, alias: Option<&str>, url: &str) ->
         new,
         keep_id: keep,
         clicks: Some((7, 2)),
+        sees: None,
     }
 }

@@ -306,7 +306,12 @@ pub(super) fn detail_page(
             }
             h2 { "Switch off or remove" }
             div.card.actions {
-                @if link.disabled {
+                @if link.taken_down {
+                    p id="taken-down" {
+                        "Taken down: it answers as gone until an admin undoes the takedown "
+                        "(" a href="/admin/takedowns" { "Takedowns" } ")."
+                    }
+                } @else if link.disabled {
                     form method="post" action={ (path) "/enable" } {
                         (view::csrf_field(a))
                         button type="submit" id="enable" { "Enable" }

@@ -71,10 +71,12 @@ pub enum TagsMode {
 
 /// Link state to filter on, as `state` in a link.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum StateParam {
     /// Redirects.
     Active,
+    /// Covered by a takedown in force.
+    TakenDown,
     /// Switched off by an operator.
     Disabled,
     /// Past its expiry.
@@ -245,6 +247,7 @@ pub(super) fn parse(raw: &str) -> Result<(ListQuery, Option<String>), ApiError> 
         all_tags: matches!(f.tags_mode, Some(TagsMode::All)),
         state: f.state.map(|s| match s {
             StateParam::Active => LinkState::Active,
+            StateParam::TakenDown => LinkState::TakenDown,
             StateParam::Disabled => LinkState::Disabled,
             StateParam::Expired => LinkState::Expired,
             StateParam::Exhausted => LinkState::Exhausted,

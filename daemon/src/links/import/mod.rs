@@ -94,6 +94,7 @@ impl Links<'_> {
                     new,
                     keep_id: g.keep_id,
                     clicks: g.clicks,
+                    sees: self.team.sees,
                 };
                 (row, (g.line, targets))
             })
@@ -137,7 +138,7 @@ impl Links<'_> {
     fn judge(
         &self,
         row: ImportRow,
-        taken: &HashMap<String, String>,
+        taken: &HashMap<String, Option<String>>,
         created_by: Option<&str>,
         now: i64,
         outcome: &mut ImportOutcome,
@@ -158,7 +159,11 @@ impl Links<'_> {
                             format!("{message}; imported without the code \"{a}\""),
                         ));
                     }
-                    _ if taken.get(&a).is_some_and(|held| !self.is_url(&url, held)) => {
+                    // Another team's holder is taken whatever its URL.
+                    _ if taken.get(&a).is_some_and(|held| {
+                        held.as_deref().is_none_or(|held| !self.is_url(&url, held))
+                    }) =>
+                    {
                         outcome.notes.push(note(
                             line,
                             "alias",
@@ -247,7 +252,10 @@ impl Links<'_> {
 
     /// The URL of the link holding each foreign code of `rows` that is
     /// already an alias here.
-    async fn taken_aliases(&self, rows: &[ImportRow]) -> StoreResult<HashMap<String, String>> {
+    async fn taken_aliases(
+        &self,
+        rows: &[ImportRow],
+    ) -> StoreResult<HashMap<String, Option<String>>> {
         let wanted: Vec<String> = rows
             .iter()
             .filter(|r| r.5.alias_optional)
@@ -256,7 +264,7 @@ impl Links<'_> {
         if wanted.is_empty() {
             return Ok(HashMap::new());
         }
-        self.store.aliases_taken(wanted).await
+        self.store.aliases_taken(wanted, self.team.sees).await
     }
 }
 

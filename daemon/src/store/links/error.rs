@@ -27,6 +27,10 @@ pub enum LinkError {
     /// Too many items in one batch.
     #[error("a batch holds at most {max} links; this one has {got}")]
     BatchTooLarge { got: usize, max: usize },
+    /// The link is covered by a takedown in force: switching it on is not
+    /// the owner's to do, only an admin's undo of the takedown.
+    #[error("the link is taken down; it cannot be switched on until an admin undoes the takedown")]
+    TakenDown,
     /// A link password could not be hashed (not a bad password).
     #[error("link password hashing failed: {0}")]
     Hashing(String),

@@ -55,6 +55,10 @@ pub struct Link {
     /// The link's own choice about the checker (`shortlink_core::check_mode`);
     /// `None`: the site's `[checker]` settings decide.
     pub check: Option<CheckMode>,
+    /// A takedown in force covers it (an admin's, the blocklist's, the
+    /// allow/block lists'): it answers as gone whatever `disabled` says,
+    /// and only the takedown's undo lifts it, never an edit.
+    pub taken_down: bool,
 }
 
 /// Variants as stored: a JSON array of `{"url", "weight"}`, `None` for
@@ -123,6 +127,8 @@ pub fn country_targets_from_stored(text: Option<&str>) -> CountryTargets {
 pub enum LinkState {
     /// Redirects.
     Active,
+    /// Covered by a takedown in force (only its undo lifts it).
+    TakenDown,
     /// Switched off by an operator.
     Disabled,
     /// Past its expiry.
@@ -136,6 +142,7 @@ impl LinkState {
     pub fn as_str(self) -> &'static str {
         match self {
             LinkState::Active => "active",
+            LinkState::TakenDown => "taken_down",
             LinkState::Disabled => "disabled",
             LinkState::Expired => "expired",
             LinkState::Exhausted => "exhausted",
@@ -146,7 +153,9 @@ impl LinkState {
 impl Link {
     /// State at `now` (Unix seconds).
     pub fn state(&self, now: i64) -> LinkState {
-        if self.disabled {
+        if self.taken_down {
+            LinkState::TakenDown
+        } else if self.disabled {
             LinkState::Disabled
         } else if self.expires_at.is_some_and(|e| e <= now) {
             LinkState::Expired

@@ -15,7 +15,7 @@ use crate::store::{Link, StoreError, StoreResult};
 /// `concat!` it): disabled, then expired at `:now`, then exhausted.
 macro_rules! state_sql {
     () => {
-        "CASE WHEN disabled THEN 'disabled' \
+        "CASE WHEN taken_down THEN 'taken_down' WHEN disabled THEN 'disabled' \
          WHEN expires_at IS NOT NULL AND expires_at <= :now THEN 'expired' \
          WHEN max_visits IS NOT NULL AND clicks - bot_clicks >= max_visits THEN 'exhausted' \
          ELSE 'active' END"
@@ -34,7 +34,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id, broken, check_mode"
+         variants, team_id, broken, check_mode, taken_down"
     };
 }
 const COLUMNS: &str = columns!();
@@ -84,6 +84,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
                 )
             })?),
         },
+        taken_down: row.get(25)?,
     })
 }
 
@@ -251,7 +252,7 @@ pub const BY_DEDUPE_HASH: &str = concat!(
     "SELECT ",
     columns!(),
     " FROM links WHERE substr(dedupe_hash, 1, 8) = substr(?1, 1, 8) \
-     AND dedupe_hash = ?1 AND disabled = 0 \
+     AND dedupe_hash = ?1 AND disabled = 0 AND taken_down = 0 \
      AND (expires_at IS NULL OR expires_at > ?2) \
      AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
 );

@@ -106,6 +106,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v20.sql"),
     include_str!("schema_v21.sql"),
     include_str!("schema_v22.sql"),
+    include_str!("schema_v23.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:
@@ -395,6 +396,9 @@ impl SqliteStore {
         }
     }
 }
+
+#[cfg(test)]
+mod takedown_state_tests;
 
 #[cfg(test)]
 pub(crate) mod tests {

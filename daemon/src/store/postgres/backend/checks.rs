@@ -46,7 +46,7 @@ impl CheckStore for PgStore {
             .query(
                 "SELECT l.id, l.url, l.check_mode FROM links l \
                  LEFT JOIN link_checks c ON c.link_id = l.id \
-                 WHERE l.id > $1 AND NOT l.disabled AND (l.expires_at IS NULL OR l.expires_at > $3) \
+                 WHERE l.id > $1 AND NOT l.disabled AND NOT l.taken_down AND (l.expires_at IS NULL OR l.expires_at > $3) \
                  AND (l.check_mode IS NULL OR l.check_mode <> 'off') \
                  AND (c.link_id IS NULL OR ((c.checked_at IS NULL OR c.checked_at < $4) \
                      AND c.claimed_until <= $3)) \

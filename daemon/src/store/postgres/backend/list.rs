@@ -13,7 +13,7 @@ use crate::store::{Link, LinkState, ListQuery, ListSort, StoreResult};
 /// then exhausted.
 macro_rules! state_sql {
     () => {
-        "CASE WHEN disabled THEN 'disabled' \
+        "CASE WHEN taken_down THEN 'taken_down' WHEN disabled THEN 'disabled' \
          WHEN expires_at IS NOT NULL AND expires_at <= $6::bigint THEN 'expired' \
          WHEN max_visits IS NOT NULL AND clicks - bot_clicks >= max_visits THEN 'exhausted' \
          ELSE 'active' END"

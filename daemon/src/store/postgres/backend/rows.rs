@@ -17,7 +17,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id, broken, check_mode"
+         variants, team_id, broken, check_mode, taken_down"
     };
 }
 pub(super) use columns;
@@ -83,6 +83,7 @@ pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
                     .map_err(|e| StoreError::Corrupt(format!("link {id} has {e}")))?,
             ),
         },
+        taken_down: row.get(25),
     })
 }
 
@@ -245,7 +246,7 @@ pub(super) async fn by_dedupe_hash(
         .prepare_cached(concat!(
             "SELECT ",
             columns!(),
-            " FROM links WHERE dedupe_hash = $1 AND NOT disabled \
+            " FROM links WHERE dedupe_hash = $1 AND NOT disabled AND NOT taken_down \
              AND (expires_at IS NULL OR expires_at > $2) \
              AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) ORDER BY id LIMIT 1"
         ))

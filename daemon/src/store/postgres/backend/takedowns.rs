@@ -125,9 +125,9 @@ async fn take_down(tx: &Transaction<'_>, t: &NewTakedown) -> StoreResult<Option<
     }
     let id: i64 = tx
         .query_one(
-            "INSERT INTO takedowns (kind, selector, reason, created_by, created_at) \
-             VALUES ($1, $2, $3, $4, $5) RETURNING id",
-            &[&t.kind, &t.selector, &t.reason, &t.by, &t.at],
+            "INSERT INTO takedowns (kind, selector, reason, created_by, created_at, switch_off) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            &[&t.kind, &t.selector, &t.reason, &t.by, &t.at, &t.switch_off],
         )
         .await
         .map_err(failed("recording a takedown"))?
@@ -135,8 +135,8 @@ async fn take_down(tx: &Transaction<'_>, t: &NewTakedown) -> StoreResult<Option<
     let matched = matching(tx, &t.matcher).await?;
     let switched = if t.switch_off {
         tx.query(
-            "UPDATE links SET disabled = true, updated_at = $2 \
-             WHERE id = ANY($1) AND NOT disabled RETURNING id, alias",
+            "UPDATE links SET taken_down = true, updated_at = $2 \
+             WHERE id = ANY($1) AND NOT taken_down RETURNING id, alias",
             &[&matched, &t.at],
         )
         .await
@@ -179,16 +179,15 @@ async fn undo(tx: &Transaction<'_>, id: i64, by: &str, at: i64) -> StoreResult<U
     }
     let switched = tx
         .query(
-            "UPDATE links SET disabled = false, updated_at = $2 WHERE disabled AND id IN ( \
+            // Lifted: this takedown's links that no other switching
+            // takedown in force covers (whoever took them down first).
+            "UPDATE links SET taken_down = false, updated_at = $2 WHERE taken_down AND id IN ( \
                  SELECT t.link_id FROM takedown_links t \
                  WHERE t.takedown_id = $1 \
-                 AND (t.changed OR EXISTS (SELECT 1 FROM takedown_links p \
-                     JOIN takedowns u ON u.id = p.takedown_id \
-                     WHERE p.link_id = t.link_id AND p.changed AND u.undone_at IS NOT NULL)) \
                  AND NOT EXISTS (SELECT 1 FROM takedown_links o \
                      JOIN takedowns d ON d.id = o.takedown_id \
                      WHERE o.link_id = t.link_id AND o.takedown_id <> $1 \
-                     AND d.undone_at IS NULL)) \
+                     AND d.undone_at IS NULL AND d.switch_off)) \
              RETURNING id, alias",
             &[&id, &at],
         )
@@ -246,6 +245,19 @@ impl TakedownStore for PgStore {
         }
         .await;
         counted(self.stats(), result)
+    }
+
+    async fn taken_down_hosts(&self) -> StoreResult<Vec<String>> {
+        let c = self.pg().get().await?;
+        let rows = c
+            .query(
+                "SELECT DISTINCT selector FROM takedowns \
+                 WHERE kind = 'host' AND undone_at IS NULL AND switch_off",
+                &[],
+            )
+            .await
+            .map_err(failed("reading the hosts taken down"))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     async fn takedowns(&self, limit: u32) -> StoreResult<Vec<Takedown>> {

@@ -21,7 +21,7 @@ async fn state(tx: &Transaction<'_>, id: u64, now: i64) -> StoreResult<Option<Le
     let Some(link) = tx
         .query_opt(
             "SELECT max_visits, clicks - bot_clicks, created_at, \
-             NOT disabled AND (expires_at IS NULL OR expires_at > $2) \
+             NOT disabled AND NOT taken_down AND (expires_at IS NULL OR expires_at > $2) \
              FROM links WHERE id = $1",
             &[&id, &now],
         )

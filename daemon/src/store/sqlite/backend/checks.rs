@@ -35,7 +35,7 @@ impl CheckStore for SqliteStore {
             Ok(c.prepare_cached(
                 "SELECT l.id, l.url, l.check_mode FROM links l \
                  LEFT JOIN link_checks c ON c.link_id = l.id \
-                 WHERE l.id > ?1 AND l.disabled = 0 AND (l.expires_at IS NULL OR l.expires_at > ?3) \
+                 WHERE l.id > ?1 AND l.disabled = 0 AND l.taken_down = 0 AND (l.expires_at IS NULL OR l.expires_at > ?3) \
                  AND (l.check_mode IS NULL OR l.check_mode <> 'off') \
                  AND (c.link_id IS NULL OR ((c.checked_at IS NULL OR c.checked_at < ?4) \
                      AND c.claimed_until <= ?3)) \

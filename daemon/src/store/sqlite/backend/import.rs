@@ -8,16 +8,22 @@ use rusqlite::Connection;
 
 use super::link_writer::LinkWriter;
 use super::links::insert_new;
+use crate::store::import::visible;
 use crate::store::sqlite::{changes, links as table, SqliteStore};
 use crate::store::{ImportLink, ImportStore, Imported, Inserted, KeptId, NewLink, StoreResult};
 
 /// The link a row was already imported as: one with the row's alias and
 /// URL (also when disabled), else a live link made from the same URL and
 /// options.
-fn already_stored(w: &mut LinkWriter, new: &NewLink, now: i64) -> StoreResult<Option<u64>> {
+fn already_stored(
+    w: &mut LinkWriter,
+    new: &NewLink,
+    now: i64,
+    sees: Option<i64>,
+) -> StoreResult<Option<u64>> {
     if let Some(alias) = &new.link.alias {
         if let Some(old) = table::by_alias(w.conn, alias)? {
-            if old.url == new.link.url {
+            if old.url == new.link.url && visible(sees, old.team_id) {
                 return Ok(Some(old.id));
             }
         }
@@ -37,11 +43,12 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
             new: mut n,
             keep_id,
             clicks,
+            sees,
         } = row;
         let mut kept = false;
         let mut moved = false;
         if let Some(k) = keep_id {
-            match KeptId::of(&n.link.url, table::by_id(c, k)?.as_ref()) {
+            match KeptId::of(&n.link.url, table::by_id(c, k)?.as_ref(), sees) {
                 KeptId::Free => {
                     n.link.id = k;
                     kept = true;
@@ -54,7 +61,7 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
             }
         }
         if !kept {
-            if let Some(old) = already_stored(&mut w, &n, now)? {
+            if let Some(old) = already_stored(&mut w, &n, now, sees)? {
                 if !made.contains(&old) {
                     out.push(Imported::Present);
                     continue;
@@ -89,12 +96,16 @@ impl ImportStore for SqliteStore {
         self.write_bulk(move |c| write_rows(c, rows, now)).await
     }
 
-    async fn aliases_taken(&self, aliases: Vec<String>) -> StoreResult<HashMap<String, String>> {
+    async fn aliases_taken(
+        &self,
+        aliases: Vec<String>,
+        sees: Option<i64>,
+    ) -> StoreResult<HashMap<String, Option<String>>> {
         self.read(move |c| {
             let mut taken = HashMap::new();
             for a in aliases {
                 if let Some(l) = table::by_alias(c, &a)? {
-                    taken.insert(a, l.url);
+                    taken.insert(a, visible(sees, l.team_id).then_some(l.url));
                 }
             }
             Ok(taken)

@@ -43,7 +43,7 @@ fn recorded(c: &Connection, id: i64) -> StoreResult<Takedown> {
     by_id(c, id)?.ok_or_else(|| StoreError::NotFound(format!("takedown {id}")))
 }
 
-/// The links `matcher` covers: id, alias, switched off already.
+/// The links `matcher` covers: id, alias, taken down already.
 fn matching(c: &Connection, matcher: &Matcher) -> StoreResult<Vec<(u64, Option<String>, bool)>> {
     let row = |r: &Row| -> rusqlite::Result<(u64, Option<String>, bool, String)> {
         Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -51,7 +51,7 @@ fn matching(c: &Connection, matcher: &Matcher) -> StoreResult<Vec<(u64, Option<S
     let rows: Vec<(u64, Option<String>, bool, String)> = match matcher {
         Matcher::Creator(who) => c
             .prepare(
-                "SELECT id, alias, disabled, url FROM links WHERE created_by = ?1 \
+                "SELECT id, alias, taken_down, url FROM links WHERE created_by = ?1 \
                  OR created_by IN (SELECT 'key:' || k.id FROM api_keys k \
                      JOIN users u ON u.id = k.user_id WHERE 'user:' || u.name = ?1)",
             )?
@@ -61,11 +61,13 @@ fn matching(c: &Connection, matcher: &Matcher) -> StoreResult<Vec<(u64, Option<S
             contains: Some(part),
             ..
         } => c
-            .prepare("SELECT id, alias, disabled, url FROM links WHERE instr(lower(url), ?1) > 0")?
+            .prepare(
+                "SELECT id, alias, taken_down, url FROM links WHERE instr(lower(url), ?1) > 0",
+            )?
             .query_map([part], row)?
             .collect::<rusqlite::Result<_>>()?,
         Matcher::Urls { contains: None, .. } => c
-            .prepare("SELECT id, alias, disabled, url FROM links")?
+            .prepare("SELECT id, alias, taken_down, url FROM links")?
             .query_map([], row)?
             .collect::<rusqlite::Result<_>>()?,
     };
@@ -80,9 +82,9 @@ fn matching(c: &Connection, matcher: &Matcher) -> StoreResult<Vec<(u64, Option<S
         .collect())
 }
 
-/// Switches link `id` on or off and logs the change for the edge.
+/// Takes link `id` down or lifts that and logs the change for the edge.
 fn switch(c: &Connection, id: u64, alias: Option<&str>, off: bool, at: i64) -> StoreResult<()> {
-    c.prepare_cached("UPDATE links SET disabled = ?2, updated_at = ?3 WHERE id = ?1")?
+    c.prepare_cached("UPDATE links SET taken_down = ?2, updated_at = ?3 WHERE id = ?1")?
         .execute(params![id as i64, off, at])?;
     let event = if off {
         WebhookEvent::Disabled
@@ -105,12 +107,13 @@ fn take_down(c: &Connection, t: &NewTakedown) -> StoreResult<Option<TakenDown>> 
     }
     let id: i64 = c
         .prepare_cached(
-            "INSERT INTO takedowns (kind, selector, reason, created_by, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+            "INSERT INTO takedowns (kind, selector, reason, created_by, created_at, switch_off) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
         )?
-        .query_row(params![t.kind, t.selector, t.reason, t.by, t.at], |r| {
-            r.get(0)
-        })?;
+        .query_row(
+            params![t.kind, t.selector, t.reason, t.by, t.at, t.switch_off],
+            |r| r.get(0),
+        )?;
     let matched = matching(c, &t.matcher)?;
     let mut changed = Vec::new();
     let mut insert = c.prepare_cached(
@@ -136,16 +139,16 @@ fn undo(c: &Connection, id: i64, by: &str, at: i64) -> StoreResult<Undone> {
     if found.undone_at.is_some() {
         return Ok(Undone::Already(found));
     }
+    // Lifted: this takedown's links that no other switching takedown in
+    // force covers (whoever took them down first).
     let back: Vec<ChangedLink> = c
         .prepare_cached(
             "SELECT l.id, l.alias FROM takedown_links t JOIN links l ON l.id = t.link_id \
-             WHERE t.takedown_id = ?1 AND l.disabled = 1 \
-             AND (t.changed = 1 OR EXISTS (SELECT 1 FROM takedown_links p \
-                 JOIN takedowns u ON u.id = p.takedown_id \
-                 WHERE p.link_id = t.link_id AND p.changed = 1 AND u.undone_at IS NOT NULL)) \
+             WHERE t.takedown_id = ?1 AND l.taken_down = 1 \
              AND NOT EXISTS (SELECT 1 FROM takedown_links o \
                  JOIN takedowns d ON d.id = o.takedown_id \
-                 WHERE o.link_id = t.link_id AND o.takedown_id <> ?1 AND d.undone_at IS NULL)",
+                 WHERE o.link_id = t.link_id AND o.takedown_id <> ?1 \
+                 AND d.undone_at IS NULL AND d.switch_off = 1)",
         )?
         .query_map([id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
@@ -179,6 +182,18 @@ impl TakedownStore for SqliteStore {
                 "SELECT {COLUMNS} FROM takedowns ORDER BY id DESC LIMIT ?1"
             ))?
             .query_map([limit], record)?
+            .collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn taken_down_hosts(&self) -> StoreResult<Vec<String>> {
+        self.read(|c| {
+            Ok(c.prepare_cached(
+                "SELECT DISTINCT selector FROM takedowns \
+                 WHERE kind = 'host' AND undone_at IS NULL AND switch_off = 1",
+            )?
+            .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?)
         })
         .await

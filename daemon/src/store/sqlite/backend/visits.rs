@@ -16,7 +16,7 @@ fn state(c: &Connection, id: u64, now: i64) -> StoreResult<Option<LeaseState>> {
     let link = c
         .prepare_cached(
             "SELECT max_visits, clicks - bot_clicks, created_at, \
-             disabled = 0 AND (expires_at IS NULL OR expires_at > ?2) \
+             disabled = 0 AND taken_down = 0 AND (expires_at IS NULL OR expires_at > ?2) \
              FROM links WHERE id = ?1",
         )?
         .query_row(params![id as i64, now], |r| {

@@ -75,21 +75,22 @@ async fn links_from_before_the_short_key_are_found_after_the_migration() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v19.db");
     {
-        let store = SqliteStore::open(&path, 1, 10).unwrap();
-        store
-            .write(|c| insert(c, &link(1), Some(&hash(5, 6))))
-            .await
+        // A database made by version 19's migrations, as that daemon left it.
+        let mut c = Connection::open(&path).unwrap();
+        crate::store::sqlite::keys::register_secret_functions(&c, None).unwrap();
+        crate::store::sqlite::migrations_to(19)
+            .to_latest(&mut c)
             .unwrap();
-        store.close();
-    }
-    {
-        let c = Connection::open(&path).unwrap();
-        c.execute_batch(
-            "DROP INDEX links_dedupe8;
-             CREATE INDEX links_dedupe ON links(dedupe_hash) WHERE dedupe_hash IS NOT NULL;
-             PRAGMA user_version = 19;",
-        )
-        .unwrap();
+        insert(&c, &link(1), Some(&hash(5, 6))).unwrap();
+        let index: String = c
+            .query_row(
+                "SELECT group_concat(name) FROM sqlite_master \
+                 WHERE type = 'index' AND name LIKE 'links_dedupe%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(index, "links_dedupe", "the 32-byte index of v19");
     }
     let store = SqliteStore::open(&path, 1, 10).unwrap();
     let (index, id) = store

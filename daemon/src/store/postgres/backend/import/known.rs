@@ -12,15 +12,16 @@ use deadpool_postgres::GenericClient;
 
 use super::super::ids::LINK_IDS;
 use super::super::rows::{bigint, failed};
+use crate::store::import::visible;
 use crate::store::postgres::ids;
 use crate::store::{ImportLink, Link, NewLink, StoreResult};
 
 /// The links a chunk's rows name, stored or made by the chunk.
 pub(super) struct Known {
-    /// The URL at each kept id asked for.
-    urls: HashMap<u64, String>,
-    /// `(id, url)` of the link holding each alias asked for.
-    aliases: HashMap<String, (u64, String)>,
+    /// The URL and team at each kept id asked for.
+    urls: HashMap<u64, (String, i64)>,
+    /// `(id, url, team)` of the link holding each alias asked for.
+    aliases: HashMap<String, (u64, String, i64)>,
     /// The lowest id of a live link per dedupe hash.
     live: HashMap<[u8; 32], u64>,
     /// The links this chunk made.
@@ -70,23 +71,23 @@ impl Known {
         })
     }
 
-    /// The URL of the link at `id`.
-    pub(super) fn url_at(&self, id: u64) -> Option<&str> {
-        self.urls.get(&id).map(String::as_str)
+    /// The URL and team of the link at `id`.
+    pub(super) fn link_at(&self, id: u64) -> Option<(&str, i64)> {
+        self.urls.get(&id).map(|(url, team)| (url.as_str(), *team))
     }
 
     /// The link a row was already imported as: one with the row's alias
     /// and URL (also when disabled), else a live link made from the same
     /// URL and options; `None` when that link is one this chunk made (a
-    /// file may list a URL twice).
-    pub(super) fn already_stored(&self, new: &NewLink) -> Option<u64> {
+    /// file may list a URL twice), or another team's than `sees`.
+    pub(super) fn already_stored(&self, new: &NewLink, sees: Option<i64>) -> Option<u64> {
         let found = new
             .link
             .alias
             .as_ref()
             .and_then(|a| self.aliases.get(a))
-            .filter(|(_, url)| *url == new.link.url)
-            .map(|(id, _)| *id)
+            .filter(|(_, url, team)| *url == new.link.url && visible(sees, *team))
+            .map(|(id, _, _)| *id)
             .or_else(|| self.live.get(&new.dedupe_hash).copied());
         found.filter(|id| !self.made.contains(id))
     }
@@ -108,9 +109,10 @@ impl Known {
     /// Notes a link the chunk writes, with the click totals it starts with.
     pub(super) fn made(&mut self, link: &Link, hash: &[u8; 32], clicks: (i64, i64), now: i64) {
         self.made.insert(link.id);
-        self.urls.insert(link.id, link.url.clone());
+        self.urls.insert(link.id, (link.url.clone(), link.team_id));
         if let Some(a) = &link.alias {
-            self.aliases.insert(a.clone(), (link.id, link.url.clone()));
+            self.aliases
+                .insert(a.clone(), (link.id, link.url.clone(), link.team_id));
         }
         let live = !link.disabled
             && link.expires_at.is_none_or(|at| at > now)
@@ -122,13 +124,13 @@ impl Known {
     }
 }
 
-/// The URL at each of `ids` that holds a link.
-async fn urls_at(c: &impl GenericClient, ids: &[i64]) -> StoreResult<HashMap<u64, String>> {
+/// The URL and team at each of `ids` that holds a link.
+async fn urls_at(c: &impl GenericClient, ids: &[i64]) -> StoreResult<HashMap<u64, (String, i64)>> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
     let st = c
-        .prepare_cached("SELECT id, url FROM links WHERE id = ANY($1)")
+        .prepare_cached("SELECT id, url, team_id FROM links WHERE id = ANY($1)")
         .await
         .map_err(failed("preparing a read of kept ids"))?;
     let rows = c
@@ -137,20 +139,20 @@ async fn urls_at(c: &impl GenericClient, ids: &[i64]) -> StoreResult<HashMap<u64
         .map_err(failed("reading the links at kept ids"))?;
     Ok(rows
         .iter()
-        .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)))
+        .map(|r| (r.get::<_, i64>(0) as u64, (r.get(1), r.get(2))))
         .collect())
 }
 
-/// `(id, url)` of the link holding each of `aliases` that exists.
+/// `(id, url, team)` of the link holding each of `aliases` that exists.
 async fn holders_of(
     c: &impl GenericClient,
     aliases: &[&str],
-) -> StoreResult<HashMap<String, (u64, String)>> {
+) -> StoreResult<HashMap<String, (u64, String, i64)>> {
     if aliases.is_empty() {
         return Ok(HashMap::new());
     }
     let st = c
-        .prepare_cached("SELECT alias, id, url FROM links WHERE alias = ANY($1)")
+        .prepare_cached("SELECT alias, id, url, team_id FROM links WHERE alias = ANY($1)")
         .await
         .map_err(failed("preparing a read of import aliases"))?;
     let rows = c
@@ -159,14 +161,14 @@ async fn holders_of(
         .map_err(failed("reading the links of import aliases"))?;
     Ok(rows
         .iter()
-        .map(|r| (r.get(0), (r.get::<_, i64>(1) as u64, r.get(2))))
+        .map(|r| (r.get(0), (r.get::<_, i64>(1) as u64, r.get(2), r.get(3))))
         .collect())
 }
 
 /// `(hash, lowest id)` of the live links with each of the hashes `$1`
 /// at time `$2`.
 const LIVE_BY_HASH: &str = "SELECT dedupe_hash, min(id) FROM links WHERE dedupe_hash = ANY($1) \
-     AND NOT disabled AND (expires_at IS NULL OR expires_at > $2) \
+     AND NOT disabled AND NOT taken_down AND (expires_at IS NULL OR expires_at > $2) \
      AND (max_visits IS NULL OR clicks - bot_clicks < max_visits) \
      GROUP BY dedupe_hash";
 

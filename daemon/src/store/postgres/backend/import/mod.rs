@@ -26,6 +26,7 @@ use super::links::{commit, counted};
 use super::name_locks;
 use super::rows::failed;
 use super::PgStore;
+use crate::store::import::visible;
 use crate::store::postgres::ids;
 use crate::store::{ImportLink, ImportStore, Imported, Inserted, KeptId, StoreResult};
 use known::Known;
@@ -60,11 +61,12 @@ async fn write_rows(tx: &Transaction<'_>, rows: Vec<ImportLink>, now: i64) -> St
             new: mut n,
             keep_id,
             clicks,
+            sees,
         } = row;
         let mut kept = false;
         let mut moved = false;
         if let Some(k) = keep_id {
-            match KeptId::at(&n.link.url, known.url_at(k)) {
+            match KeptId::at(&n.link.url, known.link_at(k), sees) {
                 // Another node may hand it out at any moment.
                 KeptId::Free if known.leased.iter().any(|r| r.contains(&k)) => moved = true,
                 KeptId::Free => {
@@ -78,7 +80,7 @@ async fn write_rows(tx: &Transaction<'_>, rows: Vec<ImportLink>, now: i64) -> St
                 KeptId::Taken => moved = true,
             }
         }
-        if !kept && known.already_stored(&n).is_some() {
+        if !kept && known.already_stored(&n, sees).is_some() {
             out.push(Imported::Present);
             continue;
         }
@@ -148,16 +150,23 @@ impl ImportStore for PgStore {
         counted(self.stats(), result)
     }
 
-    async fn aliases_taken(&self, aliases: Vec<String>) -> StoreResult<HashMap<String, String>> {
+    async fn aliases_taken(
+        &self,
+        aliases: Vec<String>,
+        sees: Option<i64>,
+    ) -> StoreResult<HashMap<String, Option<String>>> {
         let client = self.pg().get().await?;
         let st = client
-            .prepare_cached("SELECT alias, url FROM links WHERE alias = ANY($1)")
+            .prepare_cached("SELECT alias, url, team_id FROM links WHERE alias = ANY($1)")
             .await
             .map_err(failed("preparing an alias lookup"))?;
         let rows = client
             .query(&st, &[&aliases])
             .await
             .map_err(failed("looking up aliases"))?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), visible(sees, r.get(2)).then(|| r.get(1))))
+            .collect())
     }
 }
