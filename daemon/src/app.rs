@@ -170,18 +170,24 @@ impl App {
         segment_size: Option<u64>,
     ) -> SharedApp {
         let floor = Codec::first_id_of_length(config.min_length);
-        let size = segment_size.unwrap_or(config.segment_size);
-        let ids = if config.recycling.enabled {
-            IdSegments::recycling(
-                store.clone(),
-                floor,
-                size,
-                config.segments_in_memory,
-                config.recycling.hold_limit(),
-            )
-        } else {
-            IdSegments::new(store.clone(), floor, size, config.segments_in_memory)
+        // Ids of codes no longer than max_length (the table ends past the
+        // longest code there is).
+        let ceiling = match config.max_length {
+            n if n >= shortlink_core::MAX_CODE_LEN => u64::MAX,
+            n => Codec::first_id_of_length(n + 1),
         };
+        let size = segment_size.unwrap_or(config.segment_size);
+        let hold = config
+            .recycling
+            .enabled
+            .then(|| config.recycling.hold_limit());
+        let ids = IdSegments::within(
+            store.clone(),
+            floor..ceiling,
+            size,
+            config.segments_in_memory,
+            hold,
+        );
         let codec = Codec::new(key);
         Arc::new(App {
             rules: LinkRules::new(&config, codec.clone()),

@@ -19,13 +19,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreError, StoreResult};
 
 /// The id allocator: several leased ranges held in memory.
 pub struct IdSegments {
     store: Store,
     /// Lowest id ever handed out: the first id of the minimum code length.
     floor: u64,
+    /// No id at or above this is handed out: the first id past the
+    /// maximum code length (`u64::MAX`: none).
+    ceiling: u64,
     size: u64,
     /// Segments to hold (the current one plus spares).
     keep: usize,
@@ -33,6 +36,8 @@ pub struct IdSegments {
     /// recycled ranges are taken before fresh ones.
     hold_limit: Option<Duration>,
     state: Mutex<State>,
+    /// Told when a background lease lands (for [`IdSegments::give_back`]).
+    refilled: tokio::sync::Notify,
     /// Segments leased so far by this process.
     pub leased: AtomicU64,
     /// Ids handed out so far by this process.
@@ -57,6 +62,8 @@ struct State {
     /// store to forget with the next lease.
     used_up: Vec<u64>,
     refilling: bool,
+    /// The ids went back to the store: no more leases.
+    closed: bool,
     /// Ids up to this one are taken by an import ([`IdSegments::reserve_through`]):
     /// a lease that lands later is cut above it.
     reserved_through: u64,
@@ -115,7 +122,21 @@ impl IdSegments {
     /// An allocator that hands out ids from `floor` up, leasing `size` at a
     /// time and keeping `keep` segments in memory.
     pub fn new(store: Store, floor: u64, size: u64, keep: usize) -> Arc<Self> {
-        Self::build(store, floor, size, keep, None)
+        Self::build(store, floor..u64::MAX, size, keep, None)
+    }
+
+    /// An allocator of the ids in `ids` only (the code lengths the
+    /// settings allow), with recycling when `hold_limit` is set (see
+    /// [`IdSegments::recycling`]): once they are handed out, a take fails
+    /// with [`StoreError::Exhausted`].
+    pub fn within(
+        store: Store,
+        ids: Range<u64>,
+        size: u64,
+        keep: usize,
+        hold_limit: Option<Duration>,
+    ) -> Arc<Self> {
+        Self::build(store, ids, size, keep, hold_limit)
     }
 
     /// Like [`IdSegments::new`], with recycling on: recycled ranges are
@@ -127,23 +148,25 @@ impl IdSegments {
         keep: usize,
         hold_limit: Duration,
     ) -> Arc<Self> {
-        Self::build(store, floor, size, keep, Some(hold_limit))
+        Self::build(store, floor..u64::MAX, size, keep, Some(hold_limit))
     }
 
     fn build(
         store: Store,
-        floor: u64,
+        ids: Range<u64>,
         size: u64,
         keep: usize,
         hold_limit: Option<Duration>,
     ) -> Arc<Self> {
         Arc::new(Self {
             store,
-            floor,
+            floor: ids.start,
+            ceiling: ids.end,
             size: size.max(1),
             keep: keep.max(1),
             hold_limit,
             state: Mutex::new(State::default()),
+            refilled: tokio::sync::Notify::new(),
             leased: AtomicU64::new(0),
             handed_out: AtomicU64::new(0),
             reused: AtomicU64::new(0),
@@ -242,7 +265,7 @@ impl IdSegments {
     fn maybe_refill(self: &Arc<Self>, st: &mut State) {
         let remaining = st.remaining();
         let low_water = self.size * (self.keep as u64 - 1) + self.size / 5;
-        if st.refilling || remaining > low_water || st.segments.len() > self.keep {
+        if st.closed || st.refilling || remaining > low_water || st.segments.len() > self.keep {
             return;
         }
         if tokio::runtime::Handle::try_current().is_err() {
@@ -260,10 +283,49 @@ impl IdSegments {
                     tracing::warn!(error = %e, "cannot lease an id segment in the background")
                 }
             }
+            drop(st);
+            this.refilled.notify_waiters();
         });
     }
 
+    /// A lease, cut at the ceiling; none left under it is an error.
     async fn lease(&self, size: u64) -> StoreResult<Range<u64>> {
+        let range = self.lease_any(size).await?;
+        if range.start >= self.ceiling {
+            return Err(StoreError::Exhausted(format!(
+                "every short code up to max_length is handed out (ids up to {}); \
+                 raise max_length to create more links",
+                self.ceiling - 1
+            )));
+        }
+        Ok(range.start..range.end.min(self.ceiling))
+    }
+
+    /// Hands the ids in memory back to the store at a clean shutdown, so
+    /// the next lease starts where this process stopped (instead of past
+    /// every spare segment it held); none is handed out from here on.
+    /// How many the store took back.
+    pub async fn give_back(&self) -> StoreResult<u64> {
+        // A background lease on its way lands first: its range is the one
+        // the store's next lease would follow.
+        let unused: Vec<Range<u64>> = loop {
+            let landed = self.refilled.notified();
+            {
+                let mut st = self.state.lock().expect("id state");
+                if !st.refilling {
+                    st.closed = true;
+                    break st.segments.drain(..).map(|s| s.ids).collect();
+                }
+            }
+            landed.await;
+        };
+        if unused.is_empty() {
+            return Ok(0);
+        }
+        self.store.return_ids(unused).await
+    }
+
+    async fn lease_any(&self, size: u64) -> StoreResult<Range<u64>> {
         let floor = self.floor;
         if self.recycles() {
             match self.store.claim_recycled_ids(floor).await {
@@ -327,6 +389,26 @@ mod tests {
         for _ in 0..30 {
             assert!(seen.insert(c.next().await.unwrap()));
         }
+    }
+
+    #[tokio::test]
+    async fn ids_stop_at_the_ceiling_and_spare_ones_go_back() {
+        let (_dir, store) = temp_store();
+        let ids = IdSegments::within(store.clone().into(), 100..125, 10, 2, None);
+        let got = ids.take(25).await.unwrap();
+        assert_eq!(got, (100..125).collect::<Vec<_>>());
+        match ids.next().await {
+            Err(StoreError::Exhausted(why)) => assert!(why.contains("max_length"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Another process: one id taken, the rest of its segments back.
+        let other = IdSegments::new(store.clone().into(), 200, 10, 3);
+        assert_eq!(other.next().await.unwrap(), 200);
+        other.prime().await.unwrap();
+        let back = other.give_back().await.unwrap();
+        assert!(back >= 9, "{back}");
+        let again = IdSegments::new(store.into(), 200, 10, 1);
+        assert_eq!(again.next().await.unwrap(), 201);
     }
 
     #[tokio::test]

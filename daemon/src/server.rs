@@ -349,6 +349,14 @@ pub async fn run(
             tracing::error!(error = %e, "cannot fold pending clicks; they stay in the click log")
         }
     }
+    // The ids this process leased and never handed out, back to the store
+    // (the next start leases them again instead of skipping them).
+    match tokio::time::timeout(DRAIN_TIMEOUT, app.ids.give_back()).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(n)) => tracing::info!(ids = n, "handed unused ids back"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot hand unused ids back; they stay unused"),
+        Err(_) => tracing::warn!("handing unused ids back took too long; they stay unused"),
+    }
     let store = app.store.clone();
     let _ = tokio::task::spawn_blocking(move || store.close()).await;
     for p in paths {

@@ -166,6 +166,9 @@ impl From<StoreError> for ApiError {
                 "database_unavailable",
                 e.to_string(),
             ),
+            StoreError::Exhausted(what) => {
+                ApiError::new(StatusCode::INSUFFICIENT_STORAGE, "codes_used_up", what)
+            }
             e => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
         }
     }

@@ -123,6 +123,11 @@ pub struct Config {
     /// Shortest generated code, check character included (2-12).
     #[arg(long, env = "SHORTLINKD_MIN_LENGTH")]
     pub min_length: usize,
+    /// Longest generated code, check character included (min_length-12):
+    /// once every code up to it is handed out, creates are refused instead
+    /// of growing longer codes (for SMS and printed links).
+    #[arg(long, env = "SHORTLINKD_MAX_LENGTH")]
+    pub max_length: usize,
     /// Ids leased from the database at a time.
     #[arg(long, env = "SHORTLINKD_SEGMENT_SIZE")]
     pub segment_size: u64,
@@ -219,6 +224,7 @@ impl Default for Config {
             socket_group: None,
             base_url: "http://localhost".into(),
             min_length: 6,
+            max_length: shortlink_core::MAX_CODE_LEN,
             segment_size: 1000,
             spool_dir: None,
             default_redirect: None,
@@ -294,6 +300,18 @@ impl Config {
                     "{} is outside {}..={}",
                     self.min_length,
                     shortlink_core::MIN_CODE_LEN,
+                    shortlink_core::MAX_CODE_LEN
+                ),
+            );
+        }
+        if !(self.min_length..=shortlink_core::MAX_CODE_LEN).contains(&self.max_length) {
+            return invalid(
+                "max_length",
+                format!(
+                    "{} is outside min_length..={} ({}..={})",
+                    self.max_length,
+                    shortlink_core::MAX_CODE_LEN,
+                    self.min_length,
                     shortlink_core::MAX_CODE_LEN
                 ),
             );

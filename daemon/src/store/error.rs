@@ -32,6 +32,10 @@ pub enum StoreError {
     /// A stored value could not be decoded.
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
+    /// Every id the settings allow is handed out (`max_length`): nothing
+    /// more can be created until they are raised.
+    #[error("{0}")]
+    Exhausted(String),
     /// A job panicked on a database thread.
     #[error("internal error on the database thread: {0}")]
     Panic(String),

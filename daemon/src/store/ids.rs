@@ -19,4 +19,11 @@ pub trait IdStore: Send + Sync {
     /// Moves the next lease past `last` (an import kept ids up to it), and
     /// takes the ids up to it out of this handle's recorded leases.
     async fn reserve_ids_through(&self, last: u64) -> StoreResult<()>;
+
+    /// Takes back the unused tails of this handle's leases (a clean
+    /// shutdown): each range that ends where the next lease would start
+    /// moves the allocator back to its start, in one transaction, and its
+    /// records go with it; a range another lease already passed stays
+    /// lost. How many ids came back.
+    async fn return_ids(&self, unused: Vec<Range<u64>>) -> StoreResult<u64>;
 }

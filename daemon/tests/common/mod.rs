@@ -227,6 +227,17 @@ impl Daemon {
         self.spawn().await;
     }
 
+    /// Stops the daemon (SIGTERM) and starts it again with `flag` given
+    /// `value` (replacing the value it had, if any).
+    pub async fn restart_setting(&mut self, flag: &str, value: &str) {
+        assert!(self.sigterm().success(), "{}", self.log());
+        match self.extra.iter().position(|a| a == flag) {
+            Some(i) if i + 1 < self.extra.len() => self.extra[i + 1] = value.to_string(),
+            _ => self.extra.extend([flag.to_string(), value.to_string()]),
+        }
+        self.spawn().await;
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }

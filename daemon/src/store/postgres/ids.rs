@@ -146,6 +146,56 @@ pub async fn live_leases(
         .collect())
 }
 
+/// Takes back the unused tails of `holder`'s leases of `name` (a clean
+/// shutdown), in the caller's transaction: a range that ends where the
+/// next lease would start moves `next` back to its start, and its
+/// `id_leases` and `id_ranges` records are cut there; once a range was
+/// passed by another lease (any node's), it and the ranges below it stay
+/// lost. How many ids came back.
+pub async fn give_back(
+    client: &impl GenericClient,
+    name: &str,
+    holder: i64,
+    unused: &[Range<u64>],
+) -> Result<u64, PgError> {
+    let mut ranges: Vec<&Range<u64>> = unused.iter().filter(|r| r.start < r.end).collect();
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
+    let st = client
+        .prepare_cached(
+            "WITH moved AS ( \
+                 UPDATE id_alloc SET next = $3 WHERE name = $1 AND next = $4 RETURNING next), \
+             leases_gone AS ( \
+                 DELETE FROM id_leases WHERE name = $1 AND holder = $2 AND stop = $4 \
+                     AND start >= $3 AND EXISTS (SELECT 1 FROM moved)), \
+             leases_cut AS ( \
+                 UPDATE id_leases SET stop = $3 WHERE name = $1 AND holder = $2 AND stop = $4 \
+                     AND start < $3 AND EXISTS (SELECT 1 FROM moved)), \
+             ranges_gone AS ( \
+                 DELETE FROM id_ranges WHERE stop = $4 AND start >= $3 \
+                     AND EXISTS (SELECT 1 FROM moved)), \
+             ranges_cut AS ( \
+                 UPDATE id_ranges SET stop = $3 WHERE stop = $4 AND start < $3 \
+                     AND EXISTS (SELECT 1 FROM moved)) \
+             SELECT count(*) FROM moved",
+        )
+        .await
+        .map_err(PgError::query("preparing an id hand-back"))?;
+    let mut taken = 0;
+    for r in ranges {
+        let (start, stop) = (as_bigint(r.start, "start")?, as_bigint(r.end, "end")?);
+        let moved: i64 = client
+            .query_one(&st, &[&name, &holder, &start, &stop])
+            .await
+            .map_err(PgError::query("handing ids back"))?
+            .get(0);
+        if moved == 0 {
+            break;
+        }
+        taken += r.end - r.start;
+    }
+    Ok(taken)
+}
+
 fn as_bigint(value: u64, what: &str) -> Result<i64, PgError> {
     i64::try_from(value)
         .map_err(|_| PgError::Invalid(format!("id {what} {value} is past PostgreSQL's bigint")))

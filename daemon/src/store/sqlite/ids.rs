@@ -33,6 +33,31 @@ pub fn advance_past(conn: &Connection, last: u64) -> StoreResult<()> {
     Ok(())
 }
 
+/// Takes back the unused tails of this process's leases at a clean
+/// shutdown: a range that ends where the next lease would start moves
+/// `next` back to its start (and its `id_ranges` record is cut there), so
+/// the ids are leased again; a range some later lease passed stays lost.
+/// How many ids came back.
+pub fn give_back(conn: &Connection, unused: &[Range<u64>]) -> StoreResult<u64> {
+    let mut ranges: Vec<&Range<u64>> = unused.iter().filter(|r| r.start < r.end).collect();
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.end));
+    let mut taken = 0;
+    for r in ranges {
+        let moved = conn
+            .prepare_cached("UPDATE id_alloc SET next = ?1 WHERE name = 'links' AND next = ?2")?
+            .execute(params![r.start as i64, r.end as i64])?;
+        if moved == 0 {
+            break;
+        }
+        conn.prepare_cached("DELETE FROM id_ranges WHERE stop = ?2 AND start >= ?1")?
+            .execute(params![r.start as i64, r.end as i64])?;
+        conn.prepare_cached("UPDATE id_ranges SET stop = ?1 WHERE stop = ?2 AND start < ?1")?
+            .execute(params![r.start as i64, r.end as i64])?;
+        taken += r.end - r.start;
+    }
+    Ok(taken)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +79,36 @@ mod tests {
         store.write(|c| advance_past(c, 2000)).await.unwrap();
         let e = store.write(|c| lease(c, 100, 5)).await.unwrap();
         assert_eq!(e, 5001..5006);
+    }
+
+    #[tokio::test]
+    async fn unused_tails_come_back_only_while_nothing_leased_past_them() {
+        let (_dir, store) = temp_store();
+        let a = store.write(|c| lease(c, 100, 10)).await.unwrap();
+        let b = store.write(|c| lease(c, 100, 10)).await.unwrap();
+        assert_eq!((a, b), (100..110, 110..120));
+        // 100..104 were handed out: the rest of both leases comes back.
+        let back = store
+            .write(|c| give_back(c, &[104..110, 110..120]))
+            .await
+            .unwrap();
+        assert_eq!(back, 16);
+        assert_eq!(store.write(|c| lease(c, 100, 10)).await.unwrap(), 104..114);
+        // A lease taken past a range keeps it from coming back.
+        let later = store.write(|c| lease(c, 100, 10)).await.unwrap();
+        assert_eq!(later, 114..124);
+        let back = store.write(|c| give_back(c, &[110..114])).await.unwrap();
+        assert_eq!(back, 0);
+        assert_eq!(store.write(|c| lease(c, 100, 1)).await.unwrap(), 124..125);
+        // The recycling records cover only what stays leased.
+        let ranges: Vec<(i64, i64)> = store
+            .read(|c| {
+                let mut st = c.prepare("SELECT start, stop FROM id_ranges ORDER BY start")?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(ranges, vec![(100, 104), (104, 114), (114, 124), (124, 125)]);
     }
 }

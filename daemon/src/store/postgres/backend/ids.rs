@@ -44,4 +44,21 @@ impl IdStore for PgStore {
         .await;
         counted(self.stats(), result)
     }
+
+    async fn return_ids(&self, unused: Vec<Range<u64>>) -> StoreResult<u64> {
+        let result = async {
+            let mut client = self.pg().get().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("starting an id hand-back"))?;
+            let taken = ids::give_back(&tx, LINK_IDS, self.holder, &unused).await?;
+            tx.commit()
+                .await
+                .map_err(failed("committing an id hand-back"))?;
+            Ok(taken)
+        }
+        .await;
+        counted(self.stats(), result)
+    }
 }

@@ -32,4 +32,8 @@ impl IdStore for SqliteStore {
     async fn reserve_ids_through(&self, last: u64) -> StoreResult<()> {
         self.write_bulk(move |c| ids::advance_past(c, last)).await
     }
+
+    async fn return_ids(&self, unused: Vec<Range<u64>>) -> StoreResult<u64> {
+        self.write_bulk(move |c| ids::give_back(c, &unused)).await
+    }
 }
