@@ -13,6 +13,7 @@ use nginx_sys::{
     NGX_LOG_EMERG, NGX_OK,
 };
 
+use shortlink_core::visit_slots::{slots_for_zone, VisitSlot};
 use shortlink_core::zone_hash::ZoneHashKey;
 
 use super::links;
@@ -88,15 +89,20 @@ fn init(zone: &ngx_shm_zone_t, conf: &ZoneConf, reused: bool) -> Result<(), Zone
         .next_power_of_two()
         .max(64);
     let buckets = lock.alloc(count * size_of::<*mut LinkNode>());
-    if shared.is_null() || buckets.is_null() {
+    let visit_count = slots_for_zone(zone.shm.size);
+    let visit_slots = lock.alloc(visit_count * size_of::<VisitSlot>());
+    if shared.is_null() || buckets.is_null() || visit_slots.is_null() {
         return Err(ZoneError::NoRoom(zone.shm.name.to_string()));
     }
-    // SAFETY: both are fresh allocations of the sizes written; the header
+    // SAFETY: all three are fresh allocations of the sizes written; the header
     // lives as long as the mapping, and an all-zero Shared is valid before
     // its fields are set here.
     unsafe {
         ptr::write_bytes(shared, 0, 1);
         ptr::write_bytes(buckets.cast::<*mut LinkNode>(), 0, count);
+        ptr::write_bytes(visit_slots.cast::<VisitSlot>(), 0, visit_count);
+        (*shared).visit_slots = visit_slots.cast();
+        (*shared).visit_count = visit_count;
         (*shared).magic = LAYOUT;
         (*shared).buckets = buckets.cast();
         (*shared).bucket_mask = count - 1;
@@ -125,7 +131,9 @@ fn adopt(lock: &Locked, zone: &ngx_shm_zone_t, conf: &ZoneConf) -> Result<(), Zo
     if lock.shared().fingerprint != conf.fingerprint.0 {
         links::purge_locked(lock);
         super::aliases::clear_locked(lock);
-        lock.shared().visits.clear();
+        if let Some(mut t) = lock.shared().visits() {
+            t.clear();
+        }
         lock.shared().fingerprint = conf.fingerprint.0;
         // Another key may mean another daemon and database.
         lock.shared().position_known = false;

@@ -127,13 +127,20 @@ impl LinkCache {
     /// `limit`: true when there was one. Visits leased under another limit
     /// come back to be returned to the daemon.
     pub fn spend_visit(&self, id: u64, limit: u64) -> (bool, Option<Returned>) {
-        self.lock().shared().visits.spend(id, limit)
+        match self.lock().shared().visits() {
+            Some(mut t) => t.spend(id, limit),
+            None => (false, None),
+        }
     }
 
     /// Keeps `count` visits leased for link `id` under `limit` for any
     /// worker to spend; what that displaces comes back to be returned.
     pub fn deposit_visits(&self, id: u64, limit: u64, count: u32) -> Option<Returned> {
-        self.lock().shared().visits.deposit(id, limit, count)
+        match self.lock().shared().visits() {
+            Some(mut t) => t.deposit(id, limit, count),
+            // No table: nothing kept, everything goes back.
+            None => Some(Returned { link: id, count }).filter(|r| r.count > 0),
+        }
     }
 
     /// The figures `shortlink_status` answers: atomics, read and written

@@ -9,7 +9,7 @@ use nginx_sys::{
     ngx_msec_t, ngx_queue_t, ngx_rbtree_node_t, ngx_rbtree_t, ngx_shm_zone_t,
     ngx_slab_alloc_locked, ngx_slab_pool_t,
 };
-use shortlink_core::visit_slots::VisitSlots;
+use shortlink_core::visit_slots::{VisitSlot, VisitSlots};
 use shortlink_core::zone_hash::ZoneHashKey;
 use shortlink_core::Fingerprint;
 
@@ -73,12 +73,30 @@ pub struct Shared {
     pub position_known: bool,
     /// The figures `shortlink_status` answers (`status/rows.rs`).
     pub status: Rows,
-    /// Visits of limited links this node was leased and has not spent.
-    pub visits: VisitSlots,
+    /// Visits of limited links this node was leased and has not spent:
+    /// `visit_count` slots allocated with the header ([`Shared::visits`]).
+    pub(super) visit_slots: *mut VisitSlot,
+    pub(super) visit_count: usize,
+    pub(super) visit_victim: u32,
+}
+
+impl Shared {
+    /// The visit table (none if the zone had no room for one).
+    pub fn visits(&mut self) -> Option<VisitSlots<'_>> {
+        if self.visit_slots.is_null() {
+            return None;
+        }
+        // SAFETY: init_zone allocated visit_count slots at visit_slots in
+        // this zone and never frees them; the caller holds the zone's lock
+        // (this header is reached only through `Locked::shared`), and the
+        // slice borrows `self` mutably, so no other reference to it lives.
+        let slots = unsafe { core::slice::from_raw_parts_mut(self.visit_slots, self.visit_count) };
+        VisitSlots::new(slots, &mut self.visit_victim)
+    }
 }
 
 /// Identifies this layout of the zone ("SLZONE" + version).
-pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE14");
+pub(super) const LAYOUT: u64 = u64::from_be_bytes(*b"SLZONE15");
 
 /// Purge counters per zone (a power of two): two codes share one with a
 /// chance of 1 in this many, and then an answer for one is not stored
