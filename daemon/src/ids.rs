@@ -48,11 +48,38 @@ pub struct IdSegments {
     pub recycled: AtomicU64,
 }
 
-/// A leased range in memory: the ids not handed out yet, and when it was
-/// leased.
+/// A leased range in memory: the ids not handed out yet, when it was
+/// leased, and where the lease ends (a lease around ids already in use
+/// is held as several segments).
 struct Segment {
     ids: Range<u64>,
     leased: Instant,
+    lease_end: u64,
+}
+
+/// A lease as the store answered it: its range, and the ids in it some
+/// link already has (an import kept them), which are never handed out.
+struct Lease {
+    range: Range<u64>,
+    used: Vec<u64>,
+}
+
+/// `range` without the ids in `used`, as consecutive pieces.
+fn pieces(range: Range<u64>, used: &[u64]) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    let mut start = range.start;
+    let mut used: Vec<u64> = used.iter().copied().filter(|u| range.contains(u)).collect();
+    used.sort_unstable();
+    for u in used {
+        if start < u {
+            out.push(start..u);
+        }
+        start = start.max(u + 1);
+    }
+    if start < range.end {
+        out.push(start..range.end);
+    }
+    out
 }
 
 #[derive(Default)]
@@ -67,19 +94,43 @@ struct State {
     /// Ids up to this one are taken by an import ([`IdSegments::reserve_through`]):
     /// a lease that lands later is cut above it.
     reserved_through: u64,
+    /// Single ids an import kept anywhere ([`IdSegments::exclude`]): a
+    /// lease that lands later skips them too.
+    excluded: std::collections::BTreeSet<u64>,
 }
 
 impl State {
-    /// Adds a range leased at `leased`, without the ids an import took.
-    fn push(&mut self, range: Range<u64>, leased: Instant) {
-        let start = range.start.max(self.reserved_through.saturating_add(1));
-        if start < range.end {
+    /// Adds the ids of a lease ending at `lease_end`, taken at `leased`,
+    /// without those in `used` and those an import took.
+    fn push(&mut self, ids: Range<u64>, used: &[u64], leased: Instant, lease_end: u64) {
+        let start = ids.start.max(self.reserved_through.saturating_add(1));
+        let range = start..ids.end.max(start);
+        let mut used = used.to_vec();
+        used.extend(self.excluded.range(range.clone()));
+        let kept = pieces(range, &used);
+        if kept.is_empty() {
+            self.release(lease_end);
+        }
+        for ids in kept {
             self.segments.push_back(Segment {
-                ids: start..range.end,
+                ids,
                 leased,
+                lease_end,
             });
-        } else {
-            self.used_up.push(range.end);
+        }
+    }
+
+    /// Adds a fresh lease.
+    fn push_lease(&mut self, lease: Lease) {
+        let end = lease.range.end;
+        self.push(lease.range, &lease.used, Instant::now(), end);
+    }
+
+    /// Reports the lease ending at `lease_end` used up once no segment of
+    /// it is held any more.
+    fn release(&mut self, lease_end: u64) {
+        if !self.segments.iter().any(|s| s.lease_end == lease_end) {
+            self.used_up.push(lease_end);
         }
     }
 
@@ -99,7 +150,7 @@ impl State {
                 end = old.ids.end,
                 "dropping an id segment held past half the recycling grace period"
             );
-            self.used_up.push(old.ids.end);
+            self.release(old.lease_end);
         }
     }
 
@@ -213,9 +264,9 @@ impl IdSegments {
                     out.extend(front.start..end);
                     front.start = end;
                     if front.start == front.end {
-                        let end = front.end;
-                        st.segments.pop_front();
-                        st.used_up.push(end);
+                        if let Some(done) = st.segments.pop_front() {
+                            st.release(done.lease_end);
+                        }
                     }
                 }
                 if out.len() == n {
@@ -226,19 +277,16 @@ impl IdSegments {
             }
             // Nothing in memory: lease right away, at least what is missing.
             let need = (n - out.len()) as u64;
-            let range = self.lease(need.max(self.size)).await?;
-            self.state
-                .lock()
-                .expect("id state")
-                .push(range, Instant::now());
+            let lease = self.lease(need.max(self.size)).await?;
+            self.state.lock().expect("id state").push_lease(lease);
         }
     }
 
     /// Fills memory at start so the first creates do not wait.
     pub async fn prime(self: &Arc<Self>) -> StoreResult<()> {
-        let range = self.lease(self.size).await?;
+        let lease = self.lease(self.size).await?;
         let mut st = self.state.lock().expect("id state");
-        st.push(range, Instant::now());
+        st.push_lease(lease);
         self.maybe_refill(&mut st);
         Ok(())
     }
@@ -254,7 +302,7 @@ impl IdSegments {
             st.reserved_through = st.reserved_through.max(last);
             let held = std::mem::take(&mut st.segments);
             for segment in held {
-                st.push(segment.ids, segment.leased);
+                st.push(segment.ids, &[], segment.leased, segment.lease_end);
             }
         }
         self.store.reserve_ids_through(last).await?;
@@ -278,7 +326,7 @@ impl IdSegments {
             let mut st = this.state.lock().expect("id state");
             st.refilling = false;
             match result {
-                Ok(range) => st.push(range, Instant::now()),
+                Ok(lease) => st.push_lease(lease),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot lease an id segment in the background")
                 }
@@ -288,8 +336,9 @@ impl IdSegments {
         });
     }
 
-    /// A lease, cut at the ceiling; none left under it is an error.
-    async fn lease(&self, size: u64) -> StoreResult<Range<u64>> {
+    /// A lease, cut at the ceiling (none left under it is an error), with
+    /// the ids in it some link already has.
+    async fn lease(&self, size: u64) -> StoreResult<Lease> {
         let range = self.lease_any(size).await?;
         if range.start >= self.ceiling {
             return Err(StoreError::Exhausted(format!(
@@ -298,7 +347,27 @@ impl IdSegments {
                 self.ceiling - 1
             )));
         }
-        Ok(range.start..range.end.min(self.ceiling))
+        let range = range.start..range.end.min(self.ceiling);
+        let used = self.store.used_ids(range.clone()).await?;
+        Ok(Lease { range, used })
+    }
+
+    /// Takes `kept` out of the ids in memory (an import gave links those
+    /// ids without moving the allocator: they may lie anywhere), so no
+    /// later create is handed one; later leases skip them as used.
+    pub fn exclude(&self, kept: &[u64]) {
+        let mut st = self.state.lock().expect("id state");
+        st.excluded.extend(kept);
+        let held = std::mem::take(&mut st.segments);
+        for s in held {
+            for ids in pieces(s.ids, kept) {
+                st.segments.push_back(Segment {
+                    ids,
+                    leased: s.leased,
+                    lease_end: s.lease_end,
+                });
+            }
+        }
     }
 
     /// Hands the ids in memory back to the store at a clean shutdown, so

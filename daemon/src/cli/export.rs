@@ -13,6 +13,18 @@ use super::output::Output;
 use crate::links::csv_format;
 use crate::links::LinkView;
 
+/// `GET /api/v1/teams`: the teams the key sees, for their names.
+#[derive(Debug, Deserialize)]
+struct TeamPage {
+    teams: Vec<TeamName>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TeamName {
+    id: i64,
+    name: String,
+}
+
 /// One page of `GET /api/v1/links`.
 #[derive(Debug, Deserialize)]
 struct ExportPage {
@@ -31,6 +43,13 @@ pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()
                 .with_context(|| format!("cannot create {}", file.display()))?,
         )
     };
+    let teams: std::collections::HashMap<i64, String> = client
+        .get::<TeamPage>("/api/v1/teams")
+        .await?
+        .teams
+        .into_iter()
+        .map(|t| (t.id, t.name))
+        .collect();
     let mut w = csv::Writer::from_writer(sink);
     w.write_record(csv_format::HEADER)?;
     let mut cursor: Option<String> = None;
@@ -43,7 +62,8 @@ pub async fn export(client: &Client, file: &Path, out: &mut Output) -> Result<()
         }
         let page: ExportPage = client.get(&path).await?;
         for l in page.links {
-            w.write_record(csv_format::record(&l))?;
+            let team = teams.get(&l.team_id).map_or("", String::as_str);
+            w.write_record(csv_format::record(&l, team))?;
             n += 1;
         }
         cursor = page.next_cursor;

@@ -42,6 +42,13 @@ struct Totals {
     /// Links the file marked banned, locked or archived: imported
     /// switched off.
     disabled: usize,
+    /// Links whose old code or alias keeps working in another form (an
+    /// alias for another deployment's code, a code for a code-shaped
+    /// alias).
+    kept_otherwise: usize,
+    /// Links whose team the file names but this deployment lacks:
+    /// imported into the importer's team.
+    no_such_team: usize,
 }
 
 /// A progress bar on stderr when it is a terminal, else none.
@@ -158,6 +165,18 @@ pub async fn import(
         if totals.without_code > 0 {
             changed += &format!(", {} without their code", totals.without_code);
         }
+        if totals.kept_otherwise > 0 {
+            changed += &format!(
+                ", {} keep their old short URL as an alias or code",
+                totals.kept_otherwise
+            );
+        }
+        if totals.no_such_team > 0 {
+            changed += &format!(
+                ", {} in your team (theirs is not here)",
+                totals.no_such_team
+            );
+        }
         if totals.new_code > 0 {
             changed += &format!(", {} under a new code", totals.new_code);
         }
@@ -192,6 +211,8 @@ async fn finish_import(
         match n.field.as_deref() {
             Some("code") => totals.new_code += 1,
             Some("disabled") => totals.disabled += 1,
+            Some("kept") => totals.kept_otherwise += 1,
+            Some("team") => totals.no_such_team += 1,
             _ => totals.without_code += 1,
         }
     }

@@ -8,7 +8,7 @@ use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 20] = [
+pub const HEADER: [&str; 23] = [
     "code",
     "url",
     "alias",
@@ -29,6 +29,9 @@ pub const HEADER: [&str; 20] = [
     "protected",
     "variants",
     "check",
+    "renew_on_access",
+    "team",
+    "creator",
 ];
 
 /// A link's A/B variants as one cell (and as the CLI's `--variant` takes
@@ -109,12 +112,13 @@ fn rfc3339(t: Option<Timestamp>) -> String {
     t.and_then(|t| format_time(t.unix())).unwrap_or_default()
 }
 
-/// One link as an export record, in [`HEADER`]'s order.
+/// One link as an export record, in [`HEADER`]'s order; `team` is the
+/// name of its team (what an import elsewhere finds it by).
 ///
 /// A protected link's password is never exported (only its hash is stored,
 /// and that stays in the database): `protected` says `true`, and an import
 /// refuses such a row rather than make the link open to everyone.
-pub fn record(l: &LinkView) -> [String; 20] {
+pub fn record(l: &LinkView, team: &str) -> [String; HEADER.len()] {
     let opt = |s: &Option<String>| s.clone().unwrap_or_default();
     [
         l.generated_code.clone(),
@@ -137,6 +141,9 @@ pub fn record(l: &LinkView) -> [String; 20] {
         if l.protected { "true" } else { "" }.to_string(),
         variants_cell(&l.variants),
         l.check.map(|m| m.as_str().to_string()).unwrap_or_default(),
+        l.renew_ttl.map(|s| s.to_string()).unwrap_or_default(),
+        team.to_string(),
+        opt(&l.created_by),
     ]
 }
 
@@ -167,7 +174,7 @@ mod tests {
             created_at: Timestamp(1_700_000_000),
             updated_at: Timestamp(1_700_000_000),
             expires_at: Some(Timestamp(1_900_000_000)),
-            renew_ttl: None,
+            renew_ttl: Some(86_400),
             max_visits: Some(5),
             redirect: Some(301),
             targets: TargetsInput {
@@ -181,7 +188,7 @@ mod tests {
             state: "disabled".into(),
             clicks: 7,
             bot_clicks: 1,
-            created_by: Some("key:1".into()),
+            created_by: Some("alice".into()),
             team_id: 1,
             forward_query: Some(false),
             country_targets: [
@@ -208,10 +215,13 @@ mod tests {
     fn a_protected_link_exports_as_protected_and_its_row_is_refused_on_import() {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(HEADER).unwrap();
-        w.write_record(record(&LinkView {
-            protected: true,
-            ..view()
-        }))
+        w.write_record(record(
+            &LinkView {
+                protected: true,
+                ..view()
+            },
+            "",
+        ))
         .unwrap();
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let mut r = reader(text.as_bytes());
@@ -245,14 +255,14 @@ mod tests {
     fn an_exported_link_reads_back_as_the_same_import_row() {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(HEADER).unwrap();
-        w.write_record(record(&view())).unwrap();
+        w.write_record(record(&view(), "sales")).unwrap();
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
              2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false,\
              DE=https://example.de/a=b FR=https://example.fr/,,\
-             3=https://example.com/a?x=1 1=https://example.com/b,report"
+             3=https://example.com/a?x=1 1=https://example.com/b,report,86400,sales,alice"
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();
@@ -276,6 +286,9 @@ mod tests {
         assert_eq!(extra.country_targets, Some(view().country_targets));
         assert_eq!(extra.variants, Some(view().variants));
         assert_eq!(extra.check, view().check);
+        assert_eq!(extra.renew_ttl, Some(86_400));
+        assert_eq!(extra.team.as_deref(), Some("sales"));
+        assert_eq!(extra.creator.as_deref(), Some("alice"));
         assert_eq!(
             extra
                 .created_at

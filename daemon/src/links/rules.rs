@@ -163,6 +163,11 @@ impl LinkRules {
         })
     }
 
+    /// What keeps `alias` from being one, if anything.
+    pub(crate) fn alias_problem(&self, alias: &str) -> Option<AliasError> {
+        validate_alias(&self.codec, alias, &self.reserved).err()
+    }
+
     /// An alias a client asked for.
     pub(crate) fn check_alias(&self, alias: &str) -> Result<(), LinkError> {
         validate_alias(&self.codec, alias, &self.reserved).map_err(|e| match e {

@@ -214,6 +214,7 @@ async fn imports_see_their_team(store: &Store) {
         ImportLink {
             new,
             keep_id: keep,
+            advance: true,
             clicks: None,
             sees,
         }

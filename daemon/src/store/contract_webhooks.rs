@@ -392,6 +392,7 @@ pub async fn check_bulk_created(store: &Store) {
     let rows = [new(4, sales), new(5, DEFAULT_TEAM), new(6, sales)].map(|new| ImportLink {
         new,
         keep_id: None,
+        advance: true,
         clicks: None,
         sees: None,
     });

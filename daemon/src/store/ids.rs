@@ -26,4 +26,9 @@ pub trait IdStore: Send + Sync {
     /// records go with it; a range another lease already passed stays
     /// lost. How many ids came back.
     async fn return_ids(&self, unused: Vec<Range<u64>>) -> StoreResult<u64>;
+
+    /// The ids in `range` some link already has: an import may keep an id
+    /// anywhere without moving the allocator (a code-shaped alias), and a
+    /// lease never hands such an id out again.
+    async fn used_ids(&self, range: Range<u64>) -> StoreResult<Vec<u64>>;
 }

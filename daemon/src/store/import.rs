@@ -14,6 +14,9 @@ pub struct ImportLink {
     pub new: NewLink,
     /// The id of the row's exported generated code, kept when free.
     pub keep_id: Option<u64>,
+    /// A kept id moves the id allocator past it (false for an id that may
+    /// lie anywhere, a code-shaped name's: leases skip it as used).
+    pub advance: bool,
     /// `(clicks, bot_clicks)` totals to restore.
     pub clicks: Option<(i64, i64)>,
     /// The only team whose links the importer sees (`None`: every team).

@@ -65,6 +65,7 @@ pub fn import_row(id: u64, keep: Option<u64>, alias: Option<&str>, url: &str) ->
     ImportLink {
         new,
         keep_id: keep,
+        advance: true,
         clicks: Some((7, 2)),
         sees: None,
     }

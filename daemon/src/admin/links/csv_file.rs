@@ -258,6 +258,15 @@ async fn write_export(
     tx.send_data(Bytes::from(head))
         .await
         .map_err(|_| ExportStop::Gone)?;
+    let names: std::collections::HashMap<i64, String> = admin
+        .app
+        .store
+        .list_teams()
+        .await
+        .map_err(AdminError::from)?
+        .into_iter()
+        .map(|t| (t.id, t.name))
+        .collect();
     let (mut after, mut n) = (None, 0);
     loop {
         let links = export_page(admin, after, team).await?;
@@ -267,11 +276,10 @@ async fn write_export(
         after = Some(last.id);
         n += links.len();
         let codec = &admin.app.codec;
-        let text = csv_text(
-            links
-                .iter()
-                .map(|l| csv_format::record(&LinkView::new(codec, l, base))),
-        )?;
+        let text = csv_text(links.iter().map(|l| {
+            let team = names.get(&l.team_id).map_or("", String::as_str);
+            csv_format::record(&LinkView::new(codec, l, base), team)
+        }))?;
         tx.send_data(Bytes::from(text))
             .await
             .map_err(|_| ExportStop::Gone)?;

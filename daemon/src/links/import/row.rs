@@ -63,6 +63,16 @@ pub struct ImportExtra {
     /// The bot share of `clicks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bot_clicks: Option<u64>,
+    /// `renew_on_access`: seconds each visit pushes the expiry out to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_ttl: Option<u64>,
+    /// The name of the link's team (kept by an import that sees every
+    /// team; another importer's links go into its own team).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// Who made the link (kept by an import that sees every team).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creator: Option<String>,
     /// The alias is another shortener's code: when our alias rules refuse
     /// it, or another link has it, the link is imported without it (and a
     /// note says why) instead of the row being refused.

@@ -131,7 +131,7 @@ async fn exported_codes_and_clicks_are_kept_and_creates_never_collide() {
         // Taken here by another link: a new code, said so.
         row(4, first, "https://e.com/c", 1, 0),
         row(5, first + 5, "https://e.com/d", 1, 2),
-        // Beyond any id handed out: a new code, and the allocator stays.
+        // Beyond any id handed out: kept, and the allocator stays.
         row(6, MAX_KEPT_ID + 1, "https://e.com/far", 0, 0),
     ];
     let out = links.import(rows.clone(), Some("cli")).await.unwrap();
@@ -141,16 +141,15 @@ async fn exported_codes_and_clicks_are_kept_and_creates_never_collide() {
         (out.errors[0].line, out.errors[0].field.as_deref()),
         (5, Some("bot_clicks"))
     );
-    assert_eq!(out.notes.len(), 2, "{out:?}");
+    assert_eq!(out.notes.len(), 1, "{out:?}");
     assert_eq!(
         (out.notes[0].line, out.notes[0].field.as_deref()),
         (4, Some("code"))
     );
     assert_eq!(
-        (out.notes[1].line, out.notes[1].field.as_deref()),
-        (6, Some("code"))
+        links.get(&code(MAX_KEPT_ID + 1)).await.unwrap().url,
+        "https://e.com/far"
     );
-    assert!(out.notes[1].message.contains("beyond"), "{out:?}");
     let a = links.get(&code(first + 1)).await.unwrap();
     assert_eq!(
         (a.url.as_str(), a.clicks, a.bot_clicks),
@@ -208,5 +207,54 @@ async fn a_foreign_code_already_ours_with_the_same_url_is_present() {
     assert_eq!((again.imported, again.present), (0, 1), "{again:?}");
     assert!(again.notes.is_empty(), "{again:?}");
     assert_eq!(parts.store.count_links().await.unwrap(), 1);
+    parts.store.close();
+}
+
+#[tokio::test]
+async fn a_member_import_keeps_its_links_in_its_own_team_and_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = Parts::open(dir.path());
+    let field = parts.store.add_team("field".into(), 0).await.unwrap();
+    let sales = parts.store.add_team("sales".into(), 0).await.unwrap();
+    let mut links = parts.links();
+    links.team = crate::links::team::TeamScope {
+        sees: Some(field.id),
+        owner: field.id,
+    };
+    let claims = ImportExtra {
+        team: Some("sales".into()),
+        creator: Some("alice".into()),
+        ..ImportExtra::default()
+    };
+    let row = ImportRow(
+        2,
+        "https://e.com/x".into(),
+        Some("sneaky".into()),
+        None,
+        None,
+        claims,
+    );
+    let out = links.import(vec![row.clone()], Some("mo")).await.unwrap();
+    assert_eq!(out.imported, 1, "{out:?}");
+    let made = links.get("sneaky").await.unwrap();
+    assert_eq!(made.team_id, field.id);
+    assert_eq!(made.created_by.as_deref(), Some("mo"));
+    // The same row from the CLI (every team) keeps what the file says.
+    let mut admin = parts.links();
+    admin.team = crate::links::team::TeamScope::ALL;
+    let row = ImportRow(
+        3,
+        "https://e.com/y".into(),
+        Some("placed".into()),
+        None,
+        None,
+        row.5,
+    );
+    admin.import(vec![row], Some("cli")).await.unwrap();
+    let placed = admin.get("placed").await.unwrap();
+    assert_eq!(
+        (placed.team_id, placed.created_by.as_deref()),
+        (sales.id, Some("alice"))
+    );
     parts.store.close();
 }

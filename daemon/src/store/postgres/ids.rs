@@ -128,22 +128,39 @@ pub async fn trim_leases(
 /// an id in one may be handed out to a new link at any moment, so an
 /// import must not keep it. Read once per import: leases taken after the
 /// import reserved its ids start above them.
+/// `except` is the importing daemon's own holder number: it took the kept
+/// ids out of its own memory (`IdSegments::reserve_through`, `exclude`).
 pub async fn live_leases(
     client: &impl GenericClient,
     name: &str,
+    except: i64,
 ) -> Result<Vec<Range<u64>>, PgError> {
     let st = client
-        .prepare_cached("SELECT start, stop FROM id_leases WHERE name = $1")
+        .prepare_cached("SELECT start, stop FROM id_leases WHERE name = $1 AND holder <> $2")
         .await
         .map_err(PgError::query("preparing a lease read"))?;
     let rows = client
-        .query(&st, &[&name])
+        .query(&st, &[&name, &except])
         .await
         .map_err(PgError::query("reading the recorded id leases"))?;
     Ok(rows
         .iter()
         .map(|r| r.get::<_, i64>(0) as u64..r.get::<_, i64>(1) as u64)
         .collect())
+}
+
+/// The ids in `range` a link has.
+pub async fn used_in(client: &impl GenericClient, range: &Range<u64>) -> Result<Vec<u64>, PgError> {
+    let clamp = |id: u64| i64::try_from(id).unwrap_or(i64::MAX);
+    let st = client
+        .prepare_cached("SELECT id FROM links WHERE id >= $1 AND id < $2")
+        .await
+        .map_err(PgError::query("preparing a used-id read"))?;
+    let rows = client
+        .query(&st, &[&clamp(range.start), &clamp(range.end)])
+        .await
+        .map_err(PgError::query("reading the ids in a lease"))?;
+    Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
 }
 
 /// Takes back the unused tails of `holder`'s leases of `name` (a clean

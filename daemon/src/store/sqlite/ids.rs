@@ -33,6 +33,22 @@ pub fn advance_past(conn: &Connection, last: u64) -> StoreResult<()> {
     Ok(())
 }
 
+/// The ids in `range` a link has.
+pub fn used_in(conn: &Connection, range: &Range<u64>) -> StoreResult<Vec<u64>> {
+    let (start, end) = (clamp(range.start), clamp(range.end));
+    let mut st = conn.prepare_cached("SELECT id FROM links WHERE id >= ?1 AND id < ?2")?;
+    let ids = st
+        .query_map(params![start, end], |r| r.get::<_, i64>(0))?
+        .map(|id| id.map(|id| id as u64))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ids)
+}
+
+/// An id as SQLite's integer (ids past it are never stored).
+fn clamp(id: u64) -> i64 {
+    i64::try_from(id).unwrap_or(i64::MAX)
+}
+
 /// Takes back the unused tails of this process's leases at a clean
 /// shutdown: a range that ends where the next lease would start moves
 /// `next` back to its start (and its `id_ranges` record is cut there), so
@@ -97,7 +113,8 @@ mod tests {
         // A lease taken past a range keeps it from coming back.
         let later = store.write(|c| lease(c, 100, 10)).await.unwrap();
         assert_eq!(later, 114..124);
-        let back = store.write(|c| give_back(c, &[110..114])).await.unwrap();
+        let passed = std::iter::once(110..114).collect::<Vec<_>>();
+        let back = store.write(move |c| give_back(c, &passed)).await.unwrap();
         assert_eq!(back, 0);
         assert_eq!(store.write(|c| lease(c, 100, 1)).await.unwrap(), 124..125);
         // The recycling records cover only what stays leased.

@@ -179,6 +179,12 @@ pub struct Columns {
     /// The link's own checker choice: `off`, `report`, `fallback` (empty:
     /// the site's).
     check: Option<Col>,
+    /// Seconds each visit pushes the expiry out to.
+    renew: Option<Col>,
+    /// The link's team, by name.
+    team: Option<Col>,
+    /// Who made the link.
+    creator: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
 }
@@ -214,6 +220,9 @@ impl Columns {
             "protected" => self.protected.as_ref(),
             "variants" => self.variants.as_ref(),
             "check" => self.check.as_ref(),
+            "renew_on_access" => self.renew.as_ref(),
+            "team" => self.team.as_ref(),
+            "creator" => self.creator.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -286,6 +295,14 @@ impl Columns {
             );
         }
         extra.max_visits = count(&self.max_visits)?;
+        if let Some((c, r)) = cell(record, &self.renew) {
+            extra.renew_ttl =
+                Some(r.parse().map_err(|_| {
+                    error(&c.name, format!("{r:?} is not a whole number of seconds"))
+                })?);
+        }
+        extra.team = cell(record, &self.team).map(|(_, v)| v.to_string());
+        extra.creator = cell(record, &self.creator).map(|(_, v)| v.to_string());
         if let Some((c, d)) = cell(record, &self.disabled) {
             extra.disabled = flag(d).ok_or_else(|| error(&c.name, not_a_flag(d)))?;
         }

@@ -45,6 +45,15 @@ impl IdStore for PgStore {
         counted(self.stats(), result)
     }
 
+    async fn used_ids(&self, range: Range<u64>) -> StoreResult<Vec<u64>> {
+        let result = async {
+            let client = self.pg().get().await?;
+            Ok(ids::used_in(&client, &range).await?)
+        }
+        .await;
+        counted(self.stats(), result)
+    }
+
     async fn return_ids(&self, unused: Vec<Range<u64>>) -> StoreResult<u64> {
         let result = async {
             let mut client = self.pg().get().await?;

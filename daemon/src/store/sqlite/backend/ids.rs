@@ -36,4 +36,8 @@ impl IdStore for SqliteStore {
     async fn return_ids(&self, unused: Vec<Range<u64>>) -> StoreResult<u64> {
         self.write_bulk(move |c| ids::give_back(c, &unused)).await
     }
+
+    async fn used_ids(&self, range: Range<u64>) -> StoreResult<Vec<u64>> {
+        self.read(move |c| ids::used_in(c, &range)).await
+    }
 }

@@ -42,6 +42,7 @@ fn write_rows(c: &Connection, rows: Vec<ImportLink>, now: i64) -> StoreResult<Ve
         let ImportLink {
             new: mut n,
             keep_id,
+            advance: _,
             clicks,
             sees,
         } = row;

@@ -32,10 +32,13 @@ pub(super) struct Known {
 
 impl Known {
     /// Reads what `rows` name; the caller holds their name locks.
+    /// What the database holds for `rows`; `holder` is the importing
+    /// daemon's (its own leases do not hold a kept id back).
     pub(super) async fn read(
         c: &impl GenericClient,
         rows: &[ImportLink],
         now: i64,
+        holder: i64,
     ) -> StoreResult<Self> {
         let mut kept = Vec::new();
         let mut aliases: Vec<&str> = Vec::new();
@@ -53,7 +56,7 @@ impl Known {
             if kept.is_empty() {
                 return Ok(Vec::new());
             }
-            Ok(ids::live_leases(c, LINK_IDS).await?)
+            Ok(ids::live_leases(c, LINK_IDS, holder).await?)
         };
         // Sent together: the client pipelines them.
         let (leased, urls, aliases, live) = tokio::try_join!(

@@ -40,7 +40,12 @@ struct Written {
 /// Stores the rows inside the import's transaction: each is judged in
 /// order against what is stored and what the rows before it made
 /// ([`Known`]), then every link is written at once ([`bulk::insert`]).
-async fn write_rows(tx: &Transaction<'_>, rows: Vec<ImportLink>, now: i64) -> StoreResult<Written> {
+async fn write_rows(
+    tx: &Transaction<'_>,
+    rows: Vec<ImportLink>,
+    now: i64,
+    holder: i64,
+) -> StoreResult<Written> {
     // A row found already stored is found by its alias or its URL, so the
     // URL is claimed whether or not the row deduplicates.
     bulk::generic_plans(tx).await?;
@@ -50,7 +55,7 @@ async fn write_rows(tx: &Transaction<'_>, rows: Vec<ImportLink>, now: i64) -> St
         names.push(name_locks::Name::Url(&r.new.dedupe_hash));
     }
     name_locks::lock(tx, names).await?;
-    let mut known = Known::read(tx, &rows, now).await?;
+    let mut known = Known::read(tx, &rows, now, holder).await?;
     let mut out = Vec::with_capacity(rows.len());
     // Per row written: its link's place in `out`, hash, clicks and whether
     // it kept its code.
@@ -60,6 +65,7 @@ async fn write_rows(tx: &Transaction<'_>, rows: Vec<ImportLink>, now: i64) -> St
         let ImportLink {
             new: mut n,
             keep_id,
+            advance,
             clicks,
             sees,
         } = row;
@@ -92,7 +98,7 @@ async fn write_rows(tx: &Transaction<'_>, rows: Vec<ImportLink>, now: i64) -> St
         } else {
             let clicks = clicks.unwrap_or((0, 0));
             known.made(&n.link, &n.dedupe_hash, clicks, now);
-            if kept {
+            if kept && advance {
                 highest_kept = highest_kept.max(Some(n.link.id));
             }
             written.push((out.len(), n.dedupe_hash, clicks, kept));
@@ -139,7 +145,7 @@ impl ImportStore for PgStore {
                 .transaction()
                 .await
                 .map_err(failed("starting an import"))?;
-            let written = write_rows(&tx, rows, now).await?;
+            let written = write_rows(&tx, rows, now, self.holder).await?;
             commit(tx).await?;
             if written.logged {
                 self.pg.wake(&client).await;
