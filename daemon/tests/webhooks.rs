@@ -783,3 +783,83 @@ async fn private_receivers_are_refused_unless_allowed() {
     );
     assert!(r.got().is_empty());
 }
+
+/// One team's receivers hang (each request held past the test): they hold
+/// at most half the senders, and another team's deliveries go out at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_teams_hanging_receivers_never_hold_up_another_teams() {
+    let (hang_addr, hanging) = receiver(HANG).await;
+    let (ok_addr, ok) = receiver(OK).await;
+    // Four senders; an attempt may take a minute.
+    let d = Daemon::start_with(&[
+        "--webhook-private=true",
+        "--webhook-concurrency",
+        "4",
+        "--webhook-timeout-ms",
+        "60000",
+        "--webhook-poll-ms",
+        "100",
+    ])
+    .await;
+    let (s, _) = d
+        .req("POST", "/api/v1/teams", Some(json!({"name": "slow"})))
+        .await;
+    assert_eq!(s, 201);
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": format!("http://{hang_addr}/hook"),
+                        "events": ["link.created"], "team": "slow"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    *hanging.secret.lock().unwrap() = v["secret"].as_str().unwrap().to_string();
+    add_webhook(&d, ok_addr, &ok, &["link.created"]).await;
+    let body = json!({"name": "sly", "password": "correct horse battery", "team": "slow", "role": "member"});
+    let (s, v) = d.req("POST", "/api/v1/users", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let body = json!({"name": "sly's key", "scopes": ["links:write"], "user": "sly"});
+    let (s, v) = d.req("POST", "/api/v1/keys", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let slow_key = v["secret"].as_str().unwrap().to_string();
+    for i in 0..6 {
+        let (s, _, v) = d
+            .req_with(
+                "POST",
+                "/api/v1/links",
+                &[("x-api-key", &slow_key)],
+                Some(json!({"url": format!("https://example.com/slow/{i}")})),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+    }
+    // The slow team's receiver holds its share of the senders.
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            hanging.held.load(Ordering::SeqCst) == 2
+        })
+        .await,
+        "held: {}",
+        hanging.held.load(Ordering::SeqCst)
+    );
+    // Another team's link: delivered while the slow ones still hang.
+    let made = d.create(json!({"url": "https://example.com/fast"})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            !ok.delivered().is_empty()
+        })
+        .await,
+        "the other team's delivery waited behind the hanging ones"
+    );
+    assert_eq!(
+        ok.delivered()[0].body["data"]["link"]["code"],
+        code(&made).as_str()
+    );
+    assert_eq!(
+        hanging.held.load(Ordering::SeqCst),
+        2,
+        "never past its share"
+    );
+    assert_eq!(hanging.got().len(), 2);
+}

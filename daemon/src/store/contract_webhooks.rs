@@ -10,7 +10,8 @@ use shortlink_core::device::DeviceClass;
 use shortlink_core::ipc::{BatchId, ClickBatch, ClickCount};
 
 use super::{
-    Attempt, DeliveryStatus, ImportLink, LinkEdit, NewLink, NewWebhook, Store, WebhookEvent,
+    Attempt, DeliveryStatus, FairShare, ImportLink, LinkEdit, NewLink, NewWebhook, Store,
+    WebhookEvent,
 };
 use crate::store::teams::DEFAULT_TEAM;
 use crate::store::Link;
@@ -109,13 +110,19 @@ pub async fn check_webhooks(store: &Store) {
     // Edits and deletes queue at the time they are made: claims run later.
     let t = unix_now() + 10;
     // A claim leases what is due; a second claim sees none of it.
-    let claimed = store.claim_deliveries(t, t + 100, 2).await.unwrap();
+    let claimed = store
+        .claim_deliveries(t, t + 100, 2, FairShare::unlimited())
+        .await
+        .unwrap();
     assert_eq!(claimed.len(), 2);
     assert_eq!(claimed[0].url, "https://hooks.example/in");
-    let rest = store.claim_deliveries(t, t + 100, 10).await.unwrap();
+    let rest = store
+        .claim_deliveries(t, t + 100, 10, FairShare::unlimited())
+        .await
+        .unwrap();
     assert_eq!(rest.len(), 2, "the other two");
     assert!(store
-        .claim_deliveries(t, t + 100, 10)
+        .claim_deliveries(t, t + 100, 10, FairShare::unlimited())
         .await
         .unwrap()
         .is_empty());
@@ -132,11 +139,14 @@ pub async fn check_webhooks(store: &Store) {
     };
     store.record_attempt(a, t + 1, failed).await.unwrap();
     assert!(store
-        .claim_deliveries(t + 5, t + 100, 10)
+        .claim_deliveries(t + 5, t + 100, 10, FairShare::unlimited())
         .await
         .unwrap()
         .is_empty());
-    let again = store.claim_deliveries(t + 10, t + 200, 10).await.unwrap();
+    let again = store
+        .claim_deliveries(t + 10, t + 200, 10, FairShare::unlimited())
+        .await
+        .unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].delivery.id, a);
     assert_eq!(again[0].delivery.attempts, 1);
@@ -154,7 +164,7 @@ pub async fn check_webhooks(store: &Store) {
     // The leases of the other two end at t + 100: due again then.
     assert_eq!(
         store
-            .claim_deliveries(t + 101, t + 1000, 10)
+            .claim_deliveries(t + 101, t + 1000, 10, FairShare::unlimited())
             .await
             .unwrap()
             .len(),
@@ -188,7 +198,10 @@ pub async fn check_webhooks(store: &Store) {
         .await
         .unwrap()
         .is_none());
-    let due = store.claim_deliveries(t + 400, t + 500, 10).await.unwrap();
+    let due = store
+        .claim_deliveries(t + 400, t + 500, 10, FairShare::unlimited())
+        .await
+        .unwrap();
     assert_eq!(
         due.iter().map(|d| d.delivery.id).collect::<Vec<_>>(),
         [copy.id]
@@ -421,11 +434,74 @@ async fn postgres_queues_created_links_written_together() {
     store.close();
 }
 
+/// Claims share the senders fairly: a team never past its cap counting
+/// what it has in flight, the team with the fewest in flight first.
+pub async fn check_fair_share(store: &Store) {
+    let slow = store.add_team("slow".into(), 1).await.unwrap().id;
+    let hook = |team_id| NewWebhook {
+        team_id,
+        url: format!("https://hooks.example/{team_id}"),
+        secret: "sealed".into(),
+        events: vec![WebhookEvent::Created],
+        created_at: 1,
+        created_by: "cli".into(),
+    };
+    store.add_webhook(hook(slow)).await.unwrap();
+    store.add_webhook(hook(DEFAULT_TEAM)).await.unwrap();
+    // The slow team's links first: its deliveries are the oldest.
+    for id in 1..=6 {
+        insert(store, link_of(id, slow)).await;
+    }
+    for id in 7..=8 {
+        insert(store, link_of(id, DEFAULT_TEAM)).await;
+    }
+    let t = unix_now() + 10;
+    let teams = |due: &[super::DueDelivery]| {
+        let mut t: Vec<i64> = due.iter().map(|d| d.team_id).collect();
+        t.sort_unstable();
+        t
+    };
+    // The slow team holds two of its cap of three: the other team's come
+    // first, then one more of the slow team's, no more.
+    let share = FairShare {
+        cap: 3,
+        in_flight: vec![(slow, 2)],
+    };
+    let due = store
+        .claim_deliveries(t, t + 100, 2, share.clone())
+        .await
+        .unwrap();
+    assert_eq!(teams(&due), vec![DEFAULT_TEAM; 2], "{due:?}");
+    let due = store.claim_deliveries(t, t + 100, 10, share).await.unwrap();
+    assert_eq!(teams(&due), vec![slow], "{due:?}");
+    // At its cap: nothing more for it, whatever the room.
+    let share = FairShare {
+        cap: 3,
+        in_flight: vec![(slow, 3)],
+    };
+    assert!(store
+        .claim_deliveries(t, t + 100, 10, share)
+        .await
+        .unwrap()
+        .is_empty());
+    // Alone, a team takes up to its cap.
+    let share = FairShare {
+        cap: 3,
+        in_flight: Vec::new(),
+    };
+    let due = store.claim_deliveries(t, t + 100, 10, share).await.unwrap();
+    assert_eq!(teams(&due), vec![slow; 3], "{due:?}");
+}
+
 #[tokio::test]
 async fn sqlite_keeps_the_webhook_contract() {
     let (_dir, sqlite) = crate::store::sqlite::tests::temp_store();
     let store = Store::from(sqlite);
     check_webhooks(&store).await;
+    store.close();
+    let (_dir, sqlite) = crate::store::sqlite::tests::temp_store();
+    let store = Store::from(sqlite);
+    check_fair_share(&store).await;
     store.close();
 }
 
@@ -433,5 +509,8 @@ async fn sqlite_keeps_the_webhook_contract() {
 async fn postgres_keeps_the_webhook_contract() {
     let (_cluster, store) = super::contract::postgres_store("contract-webhooks").await;
     check_webhooks(&store).await;
+    store.close();
+    let (_cluster, store) = super::contract::postgres_store("contract-fair-share").await;
+    check_fair_share(&store).await;
     store.close();
 }

@@ -70,8 +70,8 @@ pub use users::{User, UserStore};
 pub use visits::VisitStore;
 pub use webhooks::{
     clicks_payload, events_from_stored, events_to_stored, link_payload, Attempt, ClickCount,
-    Delivery, DeliveryStatus, DueDelivery, NewWebhook, Swept, UnknownEvent, Webhook, WebhookEvent,
-    WebhookStore,
+    Delivery, DeliveryStatus, DueDelivery, FairShare, NewWebhook, Swept, UnknownEvent, Webhook,
+    WebhookEvent, WebhookStore,
 };
 
 /// Everything the daemon asks of a store, plus what every store shares.

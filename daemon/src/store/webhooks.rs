@@ -262,9 +262,31 @@ pub struct Delivery {
 #[derive(Debug, Clone)]
 pub struct DueDelivery {
     pub delivery: Delivery,
+    /// The webhook's team (what its fair share counts).
+    pub team_id: i64,
     pub url: String,
     /// Sealed.
     pub secret: String,
+}
+
+/// How many deliveries one team may have in flight, and how many each
+/// team has: one team's slow or hanging receivers hold at most `cap` of
+/// the senders, so every other team's deliveries still go out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FairShare {
+    pub cap: u32,
+    /// `(team, deliveries in flight)` of the teams with any.
+    pub in_flight: Vec<(i64, u32)>,
+}
+
+impl FairShare {
+    /// No cap (tests and single claims).
+    pub fn unlimited() -> Self {
+        FairShare {
+            cap: u32::MAX,
+            in_flight: Vec::new(),
+        }
+    }
 }
 
 /// What one attempt found.
@@ -318,13 +340,17 @@ pub trait WebhookStore: Send + Sync {
     async fn redeliver(&self, webhook_id: i64, id: i64, now: i64) -> StoreResult<Option<Delivery>>;
 
     /// Claims up to `limit` pending deliveries due at `now` (of active
-    /// webhooks, not claimed by anyone) until `until`, oldest first. Rows
-    /// another node is claiming are skipped, not waited for.
+    /// webhooks, not claimed by anyone) until `until`, by fair share: no
+    /// team gets more than `share.cap` in flight (counting
+    /// `share.in_flight`), and the team with the fewest in flight goes
+    /// first, then the oldest. Rows another node has just claimed are
+    /// skipped.
     async fn claim_deliveries(
         &self,
         now: i64,
         until: i64,
         limit: u32,
+        share: FairShare,
     ) -> StoreResult<Vec<DueDelivery>>;
 
     /// Records an attempt of delivery `id` at `at` and ends its claim.

@@ -2,13 +2,17 @@
 //! `webhooks.poll_ms` it claims as many due deliveries as it has free
 //! senders (at most `webhooks.concurrency` at once), each under a lease
 //! longer than one attempt, so another node (or this one after a crash)
-//! takes a row over only when its sender is gone. Each attempt is recorded
+//! takes a row over only when its sender is gone. Senders are shared
+//! fairly: one team holds at most half of them, and the team with the
+//! fewest deliveries in flight is served first, so a team whose receivers
+//! hang never delays another team's deliveries. Each attempt is recorded
 //! as it ends: delivered on a 2xx, else retried after `retry_first`
 //! doubling up to `retry_max`, until `give_up_after` has passed since the
 //! event. Every few seconds it also sweeps for the time-driven events
 //! (expiries, click summaries). Nothing here is awaited by a request.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -22,7 +26,7 @@ use crate::app::{App, SharedApp};
 use crate::checker::probe::{system_tls, ProbeRules};
 use crate::config::WebhookConfig;
 use crate::links::LinkView;
-use crate::store::{Attempt, Delivery, DueDelivery};
+use crate::store::{Attempt, Delivery, DueDelivery, FairShare};
 use crate::timestamp::unix_now;
 
 /// Seconds a claim outlives one attempt's timeout.
@@ -74,12 +78,60 @@ fn failure(
     }
 }
 
+/// Deliveries in flight per team, for the fair share of the senders.
+#[derive(Default, Clone)]
+struct InFlight(Arc<Mutex<HashMap<i64, u32>>>);
+
+impl InFlight {
+    /// The share to claim by: each team at most `cap` at once.
+    fn share(&self, cap: u32) -> FairShare {
+        let flying = self.0.lock().expect("in-flight counts");
+        FairShare {
+            cap,
+            in_flight: flying.iter().map(|(&t, &n)| (t, n)).collect(),
+        }
+    }
+
+    /// Counts one delivery of `team` until the guard drops.
+    fn start(&self, team: i64) -> Flying {
+        *self
+            .0
+            .lock()
+            .expect("in-flight counts")
+            .entry(team)
+            .or_default() += 1;
+        Flying(self.clone(), team)
+    }
+}
+
+/// One delivery in flight, counted for its team.
+struct Flying(InFlight, i64);
+
+impl Drop for Flying {
+    fn drop(&mut self) {
+        let mut flying = (self.0).0.lock().expect("in-flight counts");
+        if let Some(n) = flying.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                flying.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Senders one team may hold at once: half of them (at least one), so
+/// one team's hanging receivers never hold up every other team's.
+fn team_cap(concurrency: usize) -> u32 {
+    (concurrency / 2).max(1) as u32
+}
+
 /// One attempt of a claimed delivery, recorded.
 async fn deliver(
     app: SharedApp,
     rules: Arc<ProbeRules>,
     due: DueDelivery,
     _permit: OwnedSemaphorePermit,
+    _flying: Flying,
 ) {
     let d = &due.delivery;
     let result = match open_secret(&app, &due.secret) {
@@ -145,6 +197,7 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
     });
     let senders = Arc::new(Semaphore::new(cfg.concurrency));
     let mut sending = JoinSet::new();
+    let in_flight = InFlight::default();
     let mut poll = tokio::time::interval(Duration::from_millis(cfg.poll_ms));
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let sweep_every = Duration::from_secs(cfg.summary_interval.clamp(1, MAX_SWEEP_EVERY));
@@ -187,7 +240,12 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
         }
         let now = unix_now();
         let lease = now + cfg.timeout_ms.div_ceil(1000) as i64 + LEASE_MARGIN;
-        let due = match app.store.claim_deliveries(now, lease, free as u32).await {
+        let share = in_flight.share(team_cap(cfg.concurrency));
+        let due = match app
+            .store
+            .claim_deliveries(now, lease, free as u32, share)
+            .await
+        {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot claim webhook deliveries");
@@ -198,7 +256,14 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
             let Ok(permit) = Arc::clone(&senders).acquire_owned().await else {
                 break;
             };
-            sending.spawn(deliver(Arc::clone(&app), Arc::clone(&rules), d, permit));
+            let flying = in_flight.start(d.team_id);
+            sending.spawn(deliver(
+                Arc::clone(&app),
+                Arc::clone(&rules),
+                d,
+                permit,
+                flying,
+            ));
         }
     }
     // A hung receiver must not hold the daemon's shutdown: attempts still

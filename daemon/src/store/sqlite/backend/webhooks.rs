@@ -6,7 +6,8 @@ use async_trait::async_trait;
 
 use crate::store::sqlite::{webhooks as table, SqliteStore};
 use crate::store::{
-    Attempt, Delivery, DueDelivery, NewWebhook, StoreResult, Swept, Webhook, WebhookStore,
+    Attempt, Delivery, DueDelivery, FairShare, NewWebhook, StoreResult, Swept, Webhook,
+    WebhookStore,
 };
 
 #[async_trait]
@@ -47,8 +48,9 @@ impl WebhookStore for SqliteStore {
         now: i64,
         until: i64,
         limit: u32,
+        share: FairShare,
     ) -> StoreResult<Vec<DueDelivery>> {
-        self.write(move |c| table::claim(c, now, until, limit))
+        self.write(move |c| table::claim(c, now, until, limit, &share))
             .await
     }
 

@@ -15,7 +15,7 @@ pub use sweep::sweep;
 use super::links;
 use crate::store::{
     events_from_stored, events_to_stored, link_payload, Attempt, Delivery, DeliveryStatus,
-    DueDelivery, Link, NewWebhook, StoreResult, Webhook, WebhookEvent,
+    DueDelivery, FairShare, Link, NewWebhook, StoreResult, Webhook, WebhookEvent,
 };
 
 /// The columns [`webhook_row`] reads.
@@ -328,21 +328,46 @@ pub fn redeliver(
     delivery(conn, new)
 }
 
-/// Claims due deliveries until `until`.
-pub fn claim(conn: &Connection, now: i64, until: i64, limit: u32) -> StoreResult<Vec<DueDelivery>> {
+/// Claims due deliveries until `until`, by `share`
+/// ([`crate::store::WebhookStore::claim_deliveries`]).
+pub fn claim(
+    conn: &Connection,
+    now: i64,
+    until: i64,
+    limit: u32,
+    share: &FairShare,
+) -> StoreResult<Vec<DueDelivery>> {
+    // `[[team, in flight], ...]` for json_each.
+    let in_flight = serde_json::to_string(&share.in_flight)
+        .map_err(|e| crate::store::StoreError::Corrupt(e.to_string()))?;
     let ids: Vec<i64> = conn
         .prepare_cached(
-            "UPDATE webhook_deliveries SET claimed_until = ?2 WHERE id IN ( \
-                 SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id \
+            "WITH due AS ( \
+                 SELECT d.id, d.next_attempt_at, w.team_id, \
+                     row_number() OVER (PARTITION BY w.team_id \
+                         ORDER BY d.next_attempt_at, d.id) AS rn \
+                 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id \
                  WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 \
-                 AND d.claimed_until <= ?1 AND w.active \
-                 ORDER BY d.next_attempt_at, d.id LIMIT ?3) \
+                 AND d.claimed_until <= ?1 AND w.active), \
+             flying AS ( \
+                 SELECT json_extract(value, '$[0]') AS team, json_extract(value, '$[1]') AS n \
+                 FROM json_each(?4)), \
+             ranked AS ( \
+                 SELECT due.id, due.next_attempt_at, \
+                     due.rn + coalesce(flying.n, 0) AS place \
+                 FROM due LEFT JOIN flying ON flying.team = due.team_id) \
+             UPDATE webhook_deliveries SET claimed_until = ?2 WHERE id IN ( \
+                 SELECT id FROM ranked WHERE place <= ?5 \
+                 ORDER BY place, next_attempt_at, id LIMIT ?3) \
              RETURNING id",
         )?
-        .query_map(params![now, until, limit], |r| r.get(0))?
+        .query_map(
+            params![now, until, limit, in_flight, i64::from(share.cap)],
+            |r| r.get(0),
+        )?
         .collect::<rusqlite::Result<_>>()?;
     let mut st = conn.prepare_cached(&format!(
-        "SELECT {DELIVERY_COLUMNS}, w.url, w.secret FROM webhook_deliveries d \
+        "SELECT {DELIVERY_COLUMNS}, w.url, w.secret, w.team_id FROM webhook_deliveries d \
          JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = ?1"
     ))?;
     let mut out = Vec::with_capacity(ids.len());
@@ -352,6 +377,7 @@ pub fn claim(conn: &Connection, now: i64, until: i64, limit: u32) -> StoreResult
                 delivery: delivery_row(r)?,
                 url: r.get(13)?,
                 secret: r.get(14)?,
+                team_id: r.get(15)?,
             })
         })?);
     }

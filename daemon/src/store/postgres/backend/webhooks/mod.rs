@@ -16,7 +16,8 @@ use super::rows::{bigint, columns, failed, from_row};
 use super::PgStore;
 use crate::store::{
     events_from_stored, events_to_stored, link_payload, Attempt, Delivery, DeliveryStatus,
-    DueDelivery, Link, NewWebhook, StoreResult, Swept, Webhook, WebhookEvent, WebhookStore,
+    DueDelivery, FairShare, Link, NewWebhook, StoreResult, Swept, Webhook, WebhookEvent,
+    WebhookStore,
 };
 use sweep::sweep;
 
@@ -334,22 +335,49 @@ impl WebhookStore for PgStore {
         now: i64,
         until: i64,
         limit: u32,
+        share: FairShare,
     ) -> StoreResult<Vec<DueDelivery>> {
         let c = self.pg().get().await?;
+        let (teams, flying): (Vec<i64>, Vec<i64>) = share
+            .in_flight
+            .iter()
+            .map(|&(t, n)| (t, i64::from(n)))
+            .unzip();
+        // Ranked by fair share (window functions cannot lock rows): the
+        // update locks the rows it takes, and a row another node claimed
+        // meanwhile fails the recheck of claimed_until under that lock.
         let rows = c
             .query(
                 &format!(
-                    "UPDATE webhook_deliveries d SET claimed_until = $2 FROM webhooks w \
-                     WHERE w.id = d.webhook_id AND d.id IN ( \
-                         SELECT x.id FROM webhook_deliveries x \
-                         JOIN webhooks y ON y.id = x.webhook_id \
+                    "WITH due AS ( \
+                         SELECT x.id, x.next_attempt_at, y.team_id, \
+                             row_number() OVER (PARTITION BY y.team_id \
+                                 ORDER BY x.next_attempt_at, x.id) AS rn \
+                         FROM webhook_deliveries x JOIN webhooks y ON y.id = x.webhook_id \
                          WHERE x.status = 'pending' AND x.next_attempt_at <= $1 \
-                         AND x.claimed_until <= $1 AND y.active \
-                         ORDER BY x.next_attempt_at, x.id LIMIT $3 \
-                         FOR UPDATE OF x SKIP LOCKED) \
-                     RETURNING {DELIVERY_COLUMNS}, w.url, w.secret"
+                         AND x.claimed_until <= $1 AND y.active), \
+                     flying AS ( \
+                         SELECT * FROM unnest($4::bigint[], $5::bigint[]) AS f(team, n)), \
+                     ranked AS ( \
+                         SELECT due.id, due.next_attempt_at, \
+                             due.rn + coalesce(flying.n, 0) AS place \
+                         FROM due LEFT JOIN flying ON flying.team = due.team_id), \
+                     picked AS ( \
+                         SELECT id FROM ranked WHERE place <= $6 \
+                         ORDER BY place, next_attempt_at, id LIMIT $3) \
+                     UPDATE webhook_deliveries d SET claimed_until = $2 FROM webhooks w \
+                     WHERE w.id = d.webhook_id AND d.id IN (SELECT id FROM picked) \
+                     AND d.claimed_until <= $1 AND d.status = 'pending' \
+                     RETURNING {DELIVERY_COLUMNS}, w.url, w.secret, w.team_id"
                 ),
-                &[&now, &until, &i64::from(limit)],
+                &[
+                    &now,
+                    &until,
+                    &i64::from(limit),
+                    &teams,
+                    &flying,
+                    &i64::from(share.cap),
+                ],
             )
             .await
             .map_err(failed("claiming webhook deliveries"))?;
@@ -359,6 +387,7 @@ impl WebhookStore for PgStore {
                 delivery: delivery_row(r),
                 url: r.get(13),
                 secret: r.get(14),
+                team_id: r.get(15),
             })
             .collect();
         out.sort_by_key(|d| d.delivery.id);
