@@ -53,10 +53,17 @@ fn sqlite_only(config: &Config, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Copies the daemon's database to `file` (replaced atomically if it
-/// exists), safe while the daemon runs and writes.
-pub fn backup(config: &Config, file: &Path) -> Result<Copied> {
+/// Copies the daemon's database to `file`, safe while the daemon runs and
+/// writes. An existing `file` is replaced (atomically) only with `force`:
+/// a mistyped name must not cost an older backup.
+pub fn backup(config: &Config, file: &Path, force: bool) -> Result<Copied> {
     sqlite_only(config, "backup")?;
+    if !force && file.symlink_metadata().is_ok() {
+        bail!(
+            "{} exists already: pass --force to replace it, or name a new file",
+            file.display()
+        );
+    }
     let db = config.db_path();
     if !db.exists() {
         bail!(
