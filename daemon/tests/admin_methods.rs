@@ -29,7 +29,10 @@ async fn get_on_form_actions_answers_a_page_or_a_redirect() {
     let (s, h, body) = send(&d, "GET", "/admin/logout", &cookie, None).await;
     assert_eq!(s, 405);
     assert_eq!(h.get("allow").and_then(|v| v.to_str().ok()), Some("POST"));
-    let ct = h.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ct = h
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     assert!(ct.starts_with("text/html"), "{ct}");
     let page = body.as_str().unwrap_or_default();
     assert!(page.contains("does not take GET"), "{page}");

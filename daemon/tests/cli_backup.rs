@@ -169,7 +169,11 @@ fn backup_refuses_to_replace_a_file_without_force() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "an older backup");
 
-    let out = cli_in(dir.path(), &["backup", "--force", file.to_str().unwrap()], "");
+    let out = cli_in(
+        dir.path(),
+        &["backup", "--force", file.to_str().unwrap()],
+        "",
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("integrity ok"), "{}", stderr(&out));
     let head = std::fs::read(&file).unwrap();

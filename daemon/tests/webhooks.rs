@@ -192,7 +192,9 @@ async fn log(d: &Daemon, hook: i64) -> Vec<Value> {
 
 /// A time as the API writes it: an RFC 3339 string, not Unix seconds.
 fn assert_rfc3339(v: &Value) {
-    let text = v.as_str().unwrap_or_else(|| panic!("{v} is not an RFC 3339 string"));
+    let text = v
+        .as_str()
+        .unwrap_or_else(|| panic!("{v} is not an RFC 3339 string"));
     assert!(
         shortlinkd::timestamp::parse_time(text).is_ok() && text.ends_with('Z'),
         "{text}"
@@ -604,10 +606,16 @@ async fn only_subscribed_events_of_the_team_are_queued() {
     assert_eq!(got[0].body["data"]["link"]["code"], code(&made).as_str());
     // The link's times as the API wrote them when it was made.
     assert_rfc3339(&got[0].body["created_at"]);
-    assert_eq!(got[0].body["data"]["link"]["created_at"], made["created_at"]);
+    assert_eq!(
+        got[0].body["data"]["link"]["created_at"],
+        made["created_at"]
+    );
     let logged = log(&d, hook).await;
     assert_eq!(logged.len(), 1);
-    assert_eq!(logged[0]["payload"]["link"]["created_at"], made["created_at"]);
+    assert_eq!(
+        logged[0]["payload"]["link"]["created_at"],
+        made["created_at"]
+    );
 }
 
 /// Two daemons on one PostgreSQL database: each delivery is sent once.

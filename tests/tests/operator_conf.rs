@@ -220,10 +220,16 @@ fn undeclared_methods_on_the_api_answer_json_with_allow() {
     for path in ["/api/v1/links", "/api/v1/health", "/api/v1/no-such-route"] {
         let r = http(port, b"TRACE", path.as_bytes(), &host, b"");
         assert_json_error(&r, 405, "method_not_allowed");
-        let allow = r.header("Allow").unwrap_or_else(|| panic!("no Allow on TRACE {path}"));
+        let allow = r
+            .header("Allow")
+            .unwrap_or_else(|| panic!("no Allow on TRACE {path}"));
         assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
         assert!(!allow.contains("TRACE"), "{allow}");
-        assert!(r.body_text().contains("TRACE is not allowed"), "{}", r.body_text());
+        assert!(
+            r.body_text().contains("TRACE is not allowed"),
+            "{}",
+            r.body_text()
+        );
     }
     // A method nginx passes on: the daemon's answer, its route's methods.
     let r = http(port, b"PROPFIND", b"/api/v1/links", &host, b"");
@@ -231,7 +237,12 @@ fn undeclared_methods_on_the_api_answer_json_with_allow() {
     let allow = r.header("Allow").unwrap_or_default();
     assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
 
-    let link = create(port, "s.example.com", &daemon.api_key, "https://example.org/m");
+    let link = create(
+        port,
+        "s.example.com",
+        &daemon.api_key,
+        "https://example.org/m",
+    );
     let code = link["code"].as_str().unwrap();
     for method in [&b"POST"[..], b"TRACE"] {
         let r = http(port, method, format!("/{code}").as_bytes(), &host, b"");

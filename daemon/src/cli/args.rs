@@ -55,9 +55,14 @@ pub fn command() -> clap::Command {
         if name == "serve" {
             sc
         } else {
-            sc.after_help(OTHER_SETTINGS)
+            with_note(sc)
         }
     })
+}
+
+/// `cmd` and its subcommands, with [`OTHER_SETTINGS`] under their help.
+fn with_note(cmd: clap::Command) -> clap::Command {
+    cmd.after_help(OTHER_SETTINGS).mut_subcommands(with_note)
 }
 
 /// Under a help that leaves daemon flags out.
