@@ -239,7 +239,7 @@ mod tests {
             ..config(dir.path())
         };
         for e in [
-            backup(&config, &dir.path().join("b.db")).unwrap_err(),
+            backup(&config, &dir.path().join("b.db"), false).unwrap_err(),
             restore(&config, &dir.path().join("b.db")).unwrap_err(),
         ] {
             let e = e.to_string();
@@ -266,7 +266,7 @@ mod tests {
                 .unwrap();
         }
         let file = a.path().join("backup.db");
-        backup(&config(a.path()), &file).unwrap();
+        backup(&config(a.path()), &file, false).unwrap();
         // b's database with a WAL a crash left: more rows, not checkpointed.
         let old = config(b.path()).db_path();
         let stale = with_suffix(&old, "-wal");
