@@ -422,6 +422,11 @@ begin "a reinstall of the module puts the links back"
 [ "$(readlink "$site_link")" = /etc/nginx/sites-available/shortlink ] ||
   fail "the reinstall did not put $site_link back"
 /usr/sbin/nginx -t -q || fail "nginx -t fails with the module and its links back"
+# The one-line file older guides had the operator write in conf.d: purge
+# must disable it too.
+rm "$conf_d"
+echo 'include snippets/shortlink-http.conf;' >"$conf_d"
+/usr/sbin/nginx -t -q || fail "nginx -t fails with the older conf.d file"
 
 begin "apt-get purge deletes them"
 "${apt_get[@]}" purge "${packages[@]}" >>"$work/apt.log" 2>&1 || fail "apt-get purge failed"
