@@ -9,15 +9,19 @@
 #      runs; else the unit's own User, Group, SupplementaryGroups, UMask,
 #      RuntimeDirectory and ExecStart, read from the installed unit file);
 #   3. /usr/sbin/nginx -t on Debian's own nginx.conf with docs/install.md's
-#      step 3 (conf.d include, sites-enabled link), then nginx on a free
-#      loopback port with the packaged modules-enabled link, the http{}
-#      snippet and the example server (its port and log path substituted);
+#      step 3 (the conf.d and sites-enabled links, kept to the end), then
+#      nginx on a free loopback port with the packaged modules-enabled
+#      link, the http{} snippet and the example server (its port and log
+#      path substituted);
 #   4. an API key from the packaged CLI, a link created through nginx, its
 #      redirect (MISS, then HIT), the fallback for an unknown code;
 #   5. clicks through the packaged spool: with the daemon down, cached
 #      redirects go on, nginx's workers spool their counts when nginx stops,
 #      the restarted daemon imports them and counts every click;
-#   6. remove keeps the data and key, purge deletes them.
+#   6. remove keeps the data and key, purge deletes them; after each,
+#      Debian's nginx.conf passes nginx -t and serves (its step 3 links set
+#      aside, not left naming a directive or a file that is gone), and a
+#      reinstall in between puts the links back.
 # Any failed step stops the test with its name and the logs' tails; the
 # packages are purged whatever happens. Logs: target/deb-test/.
 # Checks read "[ A ] && [ B ] || fail ...": fail runs when any test fails.
@@ -153,6 +157,34 @@ stop_daemon() {
   fi
 }
 
+# nginx -t on Debian's own /etc/nginx/nginx.conf as the operator left it,
+# then that configuration started and serving its default site on port
+# 80: in a private network namespace (the machine's port 80 may be the
+# system nginx's), its pid and logs moved into $work.
+debian_nginx_serves() {
+  /usr/sbin/nginx -t 2>&1 | sed 's/^/    /'
+  /usr/sbin/nginx -t -q || fail "nginx -t fails on /etc/nginx/nginx.conf"
+  local conf=$work/debian-nginx.conf pid=$work/debian-nginx.pid got
+  sed -E -e "s|^([[:space:]]*pid[[:space:]]+).*|\\1$pid;|" \
+    -e "s|^([[:space:]]*error_log[[:space:]]+).*|\\1$work/error.log;|" \
+    -e "s|^([[:space:]]*access_log[[:space:]]+).*|\\1$work/access.log;|" /etc/nginx/nginx.conf >"$conf"
+  grep -q "^pid $pid;" "$conf" || fail "no pid line to move in /etc/nginx/nginx.conf"
+  # shellcheck disable=SC2016
+  got=$(unshare --net sh -c '
+    ip link set lo up || exit 1
+    /usr/sbin/nginx -c "$1" || exit 1
+    for _ in $(seq 50); do
+      code=$(curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1/) && break
+      sleep 0.1
+    done
+    /usr/sbin/nginx -c "$1" -s quit
+    for _ in $(seq 100); do [ -e "$2" ] || break; sleep 0.1; done
+    echo "$code"' sh "$conf" "$pid" 2>>"$work/error.log") ||
+    fail "nginx did not start on Debian's nginx.conf (target/deb-test/error.log)"
+  [ "$got" = 200 ] || fail "nginx on Debian's nginx.conf answered '$got' on its default site"
+  say "Debian's nginx.conf: nginx -t passes, nginx starts and serves 200"
+}
+
 stop_nginx() {
   [ -s "$work/nginx.pid" ] || return 0
   local pid _
@@ -276,7 +308,7 @@ conf_d=/etc/nginx/conf.d/shortlink.conf
 site_link=/etc/nginx/sites-enabled/shortlink
 [ ! -e "$conf_d" ] && [ ! -L "$site_link" ] || fail "$conf_d or $site_link exists already"
 guide_files=("$conf_d" "$site_link")
-echo 'include snippets/shortlink-http.conf;' >"$conf_d"
+ln -s /etc/nginx/snippets/shortlink-http.conf "$conf_d"
 ln -s /etc/nginx/sites-available/shortlink "$site_link"
 /usr/sbin/nginx -t 2>&1 | sed 's/^/    /'
 /usr/sbin/nginx -t -q || fail "nginx -t failed on /etc/nginx/nginx.conf"
@@ -284,8 +316,6 @@ ln -s /etc/nginx/sites-available/shortlink "$site_link"
 # nginx's SIGPIPE would fail the pipeline (pipefail).
 /usr/sbin/nginx -T -q 2>/dev/null | grep -c '^shortlink_key_file  */etc/shortlinkd/key;' >/dev/null ||
   fail "nginx -T does not show the http{} snippet through $conf_d"
-rm -f "${guide_files[@]}"
-guide_files=()
 
 begin "nginx -t with the packaged snippets on a free port"
 port=$(free_port)
@@ -378,12 +408,32 @@ begin "apt-get remove keeps the data, the key and the configuration"
 [ -f /var/lib/shortlinkd/shortlink.db ] || fail "remove deleted the database"
 [ -f /etc/shortlinkd/key ] && [ -f /etc/shortlinkd/shortlinkd.toml ] || fail "remove deleted the key or the config"
 [ ! -e "$link" ] && [ -L "$link.removed" ] || fail "remove did not set $link aside as Debian's modules do"
+for p in "$conf_d" "$site_link"; do
+  [ ! -e "$p" ] && [ ! -L "$p" ] || fail "remove left $p, which enables what is gone"
+done
+debian_nginx_serves
+
+begin "a reinstall of the module puts the links back"
+"${apt_get[@]}" install --no-install-recommends "${debs[1]}" >>"$work/apt.log" 2>&1 ||
+  fail "apt-get install of the module again failed"
+[ -L "$link" ] || fail "the reinstall did not enable the module again"
+[ "$(readlink "$conf_d")" = /etc/nginx/snippets/shortlink-http.conf ] ||
+  fail "the reinstall did not put $conf_d back"
+[ "$(readlink "$site_link")" = /etc/nginx/sites-available/shortlink ] ||
+  fail "the reinstall did not put $site_link back"
+/usr/sbin/nginx -t -q || fail "nginx -t fails with the module and its links back"
+# The one-line file older guides had the operator write in conf.d: purge
+# must disable it too.
+rm "$conf_d"
+echo 'include snippets/shortlink-http.conf;' >"$conf_d"
+/usr/sbin/nginx -t -q || fail "nginx -t fails with the older conf.d file"
 
 begin "apt-get purge deletes them"
 "${apt_get[@]}" purge "${packages[@]}" >>"$work/apt.log" 2>&1 || fail "apt-get purge failed"
 rm -f "$marker"
 for p in /var/lib/shortlinkd /var/spool/shortlinkd /run/shortlinkd /etc/shortlinkd "$link" "$link.removed" \
-  /etc/nginx/snippets/shortlink-http.conf /etc/nginx/sites-available/shortlink \
+  /etc/nginx/snippets/shortlink-http.conf /etc/nginx/sites-available/shortlink "$conf_d" "$site_link" \
+  /var/lib/libnginx-mod-http-shortlink \
   /etc/systemd/system/multi-user.target.wants/shortlinkd.service; do
   [ ! -e "$p" ] && [ ! -L "$p" ] || fail "purge left $p"
 done
@@ -391,4 +441,6 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'not-installed' ||
     [ -z "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" ] || fail "$p is not purged"
 done
+guide_files=()
+debian_nginx_serves
 step="done"

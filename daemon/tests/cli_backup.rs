@@ -147,3 +147,35 @@ async fn a_backup_under_writes_restores_every_acknowledged_link() {
         .await;
     assert!(!before.iter().any(|(c, _)| fresh["code"] == c.as_str()));
 }
+
+#[test]
+fn backup_refuses_to_replace_a_file_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    DeploymentKey::generate()
+        .unwrap()
+        .write_new(&dir.path().join("key"))
+        .unwrap();
+    // The first admin command makes the database.
+    let out = cli_in(dir.path(), &["key", "list"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = dir.path().join("older-backup.db");
+    std::fs::write(&file, "an older backup").unwrap();
+    let out = cli_in(dir.path(), &["backup", file.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(file.to_str().unwrap()) && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "an older backup");
+
+    let out = cli_in(
+        dir.path(),
+        &["backup", "--force", file.to_str().unwrap()],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("integrity ok"), "{}", stderr(&out));
+    let head = std::fs::read(&file).unwrap();
+    assert!(head.starts_with(b"SQLite format 3\0"), "not replaced");
+}

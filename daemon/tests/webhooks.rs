@@ -190,6 +190,17 @@ async fn log(d: &Daemon, hook: i64) -> Vec<Value> {
     v["deliveries"].as_array().unwrap().clone()
 }
 
+/// A time as the API writes it: an RFC 3339 string, not Unix seconds.
+fn assert_rfc3339(v: &Value) {
+    let text = v
+        .as_str()
+        .unwrap_or_else(|| panic!("{v} is not an RFC 3339 string"));
+    assert!(
+        shortlinkd::timestamp::parse_time(text).is_ok() && text.ends_with('Z'),
+        "{text}"
+    );
+}
+
 /// The code of a link reply.
 fn code(link: &Value) -> String {
     link["code"].as_str().unwrap().to_string()
@@ -357,6 +368,17 @@ async fn deliveries_survive_a_failing_then_hanging_receiver_and_arrive_once() {
     assert!(per_delivery.values().all(|n| *n == 1), "{per_delivery:?}");
     for (e, c) in &want {
         assert_eq!(arrived(e, c), 1, "{e} of {c}");
+    }
+    // Every time in RFC 3339, as in the API's replies.
+    for g in r.delivered() {
+        assert_rfc3339(&g.body["created_at"]);
+        if g.event == "link.clicks" {
+            assert_rfc3339(&g.body["data"]["from"]);
+            assert_rfc3339(&g.body["data"]["to"]);
+        } else {
+            assert_rfc3339(&g.body["data"]["link"]["created_at"]);
+            assert_rfc3339(&g.body["data"]["link"]["updated_at"]);
+        }
     }
     let (a_clicks, a_summaries) = clicks_of(&code(&a));
     assert_eq!(a_clicks, 5);
@@ -582,7 +604,18 @@ async fn only_subscribed_events_of_the_team_are_queued() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].event, "link.deleted");
     assert_eq!(got[0].body["data"]["link"]["code"], code(&made).as_str());
-    assert_eq!(log(&d, hook).await.len(), 1);
+    // The link's times as the API wrote them when it was made.
+    assert_rfc3339(&got[0].body["created_at"]);
+    assert_eq!(
+        got[0].body["data"]["link"]["created_at"],
+        made["created_at"]
+    );
+    let logged = log(&d, hook).await;
+    assert_eq!(logged.len(), 1);
+    assert_eq!(
+        logged[0]["payload"]["link"]["created_at"],
+        made["created_at"]
+    );
 }
 
 /// Two daemons on one PostgreSQL database: each delivery is sent once.

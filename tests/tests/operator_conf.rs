@@ -204,6 +204,58 @@ fn shipped_snippets_serve_links_api_metrics_and_limit_floods() {
     nginx.assert_clean_log();
 }
 
+/// Methods the API does not take, TRACE included (which nginx refuses
+/// itself before any location): the API's problem document with `Allow`.
+/// A short link still answers its own 405 with `Allow: GET, HEAD`.
+#[test]
+fn undeclared_methods_on_the_api_answer_json_with_allow() {
+    let scratch = Scratch::new("api-methods");
+    let (key, _) = scratch.key();
+    let daemon = Daemon::start(&scratch, &key);
+    let port = shortlink_e2e::free_port();
+    let conf = operator_conf(&scratch, &daemon, &key, port, "s.example.com");
+    let nginx = Nginx::start_with(&scratch, port, &conf);
+    let host = [("Host", "s.example.com")];
+
+    for path in ["/api/v1/links", "/api/v1/health", "/api/v1/no-such-route"] {
+        let r = http(port, b"TRACE", path.as_bytes(), &host, b"");
+        assert_json_error(&r, 405, "method_not_allowed");
+        let allow = r
+            .header("Allow")
+            .unwrap_or_else(|| panic!("no Allow on TRACE {path}"));
+        assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+        assert!(!allow.contains("TRACE"), "{allow}");
+        assert!(
+            r.body_text().contains("TRACE is not allowed"),
+            "{}",
+            r.body_text()
+        );
+    }
+    // A method nginx passes on: the daemon's answer, its route's methods.
+    let r = http(port, b"PROPFIND", b"/api/v1/links", &host, b"");
+    assert_json_error(&r, 405, "method_not_allowed");
+    let allow = r.header("Allow").unwrap_or_default();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+
+    let link = create(
+        port,
+        "s.example.com",
+        &daemon.api_key,
+        "https://example.org/m",
+    );
+    let code = link["code"].as_str().unwrap();
+    for method in [&b"DELETE"[..], b"TRACE"] {
+        let r = http(port, method, format!("/{code}").as_bytes(), &host, b"");
+        assert_eq!(r.status, 405, "{}", r.body_text());
+        assert_ne!(r.header("Content-Type"), Some("application/problem+json"));
+        if method == b"DELETE" {
+            assert_eq!(r.header("Allow"), Some("GET, HEAD"));
+        }
+    }
+    assert_eq!(get(port, "s.example.com", &format!("/{code}")).status, 302);
+    nginx.assert_clean_log();
+}
+
 fn assert_json_error(r: &shortlink_e2e::Response, status: u16, code: &str) {
     assert_eq!(r.status, status, "{}", r.body_text());
     assert_eq!(r.header("Content-Type"), Some("application/problem+json"));

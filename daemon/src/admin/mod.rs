@@ -149,11 +149,12 @@ pub fn router(state: AdminState) -> Router {
             "/admin/webhooks/{id}/deliveries/{delivery}/redeliver",
             post(webhooks::redeliver),
         )
-        .route("/admin/apps", post(keys::create_app))
+        .route("/admin/apps", get(apps).post(keys::create_app))
         .route("/admin/apps/{app_id}/revoke", post(keys::revoke_app))
         .route("/admin/assets/admin.css", get(css))
         .route("/admin/assets/admin.js", get(js))
         .route("/admin/{*rest}", get(not_found).post(not_found))
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), require_csrf))
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
@@ -165,6 +166,21 @@ async fn home(_: Authed) -> Redirect {
 
 async fn not_found(_: Authed) -> AdminError {
     AdminError::NotFound("There is no such page.".into())
+}
+
+/// `GET /admin/apps` (where the create-app form posts): the apps are
+/// listed on the keys page.
+async fn apps() -> Redirect {
+    Redirect::to("/admin/keys#apps")
+}
+
+/// An address that exists, not with this method (a form's action opened
+/// in the browser): an admin page saying so; the router adds `Allow`.
+async fn method_not_allowed(method: Method) -> AdminError {
+    AdminError::Status(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("This address does not take {method}: use the buttons and forms of its page."),
+    )
 }
 
 async fn css() -> impl IntoResponse {

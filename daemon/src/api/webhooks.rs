@@ -124,7 +124,9 @@ impl DeliveryView {
             created_at: d.created_at.into(),
             delivered_at: d.delivered_at.map(Timestamp::from),
             redelivery_of: d.redelivery_of,
-            payload: serde_json::from_str(&d.payload).unwrap_or(serde_json::Value::Null),
+            payload: webhooks::wire::with_rfc3339_times(
+                serde_json::from_str(&d.payload).unwrap_or(serde_json::Value::Null),
+            ),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Arg, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
-use super::settings::SettingsArgs;
+use super::settings::{self, SettingsArgs};
 use crate::links::VariantInput;
 
 /// shortlinkd: the daemon behind the shortlink nginx module.
@@ -33,18 +33,51 @@ const WITHOUT_SETTINGS: &[&str] = &["keygen"];
 /// of the first, and clap hands the values of global flags up the tree by
 /// id, so [`Cli::settings`] ends up with every one of them (a flag beats
 /// the environment; of two flags the later wins).
+///
+/// Each command's `--help` lists only the daemon flags it uses
+/// ([`settings::shown_on`]); the others are still accepted, hidden, so a
+/// command line written for `serve` works anywhere.
 pub fn command() -> clap::Command {
     let settings: Vec<Arg> = SettingsArgs::augment_args(clap::Command::new("settings"))
         .get_arguments()
         .map(|a| a.clone().global(true))
         .collect();
-    Cli::command().mut_subcommands(|sc| {
-        if WITHOUT_SETTINGS.contains(&sc.get_name()) {
+    let ids: Vec<clap::Id> = settings.iter().map(|a| a.get_id().clone()).collect();
+    let top = Cli::command()
+        .mut_args(|a| shown_here(a, "", &ids))
+        .after_help(OTHER_SETTINGS);
+    top.mut_subcommands(|sc| {
+        let name = sc.get_name().to_string();
+        if WITHOUT_SETTINGS.contains(&name.as_str()) {
+            return sc;
+        }
+        let sc = sc.args(settings.iter().map(|a| shown_here(a.clone(), &name, &ids)));
+        if name == "serve" {
             sc
         } else {
-            sc.args(settings.iter().cloned())
+            with_note(sc)
         }
     })
+}
+
+/// `cmd` and its subcommands, with [`OTHER_SETTINGS`] under their help.
+fn with_note(cmd: clap::Command) -> clap::Command {
+    cmd.after_help(OTHER_SETTINGS).mut_subcommands(with_note)
+}
+
+/// Under a help that leaves daemon flags out.
+const OTHER_SETTINGS: &str =
+    "The daemon's other settings are accepted here too: `shortlinkd serve --help` lists them.";
+
+/// `arg` hidden unless it is no daemon flag or one that `command` uses.
+fn shown_here(arg: Arg, command: &str, settings: &[clap::Id]) -> Arg {
+    let is_setting = settings.contains(arg.get_id());
+    let long = arg.get_long().unwrap_or_default().to_string();
+    if is_setting && !settings::shown_on(command, &long) {
+        arg.hide(true)
+    } else {
+        arg
+    }
 }
 
 /// What to do.
@@ -60,8 +93,11 @@ pub enum Command {
     /// Copy the database to FILE with SQLite's online backup (safe while
     /// the daemon runs); the copy is checked and made 0600.
     Backup {
-        /// Where to write the copy (replaced atomically if it exists).
+        /// Where to write the copy (a new file unless `--force`).
         file: PathBuf,
+        /// Replace FILE if it exists (atomically, once the copy is checked).
+        #[arg(long)]
+        force: bool,
     },
     /// Replace the database with the backup FILE (the daemon must be
     /// stopped); the file is checked first.
@@ -237,7 +273,8 @@ pub enum LinkCommand {
     },
     /// Change a link; only the options given change.
     Update(UpdateArgs),
-    /// Switch a link off (it answers 404 until enabled).
+    /// Switch a link off (the edge answers 410 Gone, or the fallback, until
+    /// it is enabled).
     Disable {
         /// The link's code or alias.
         code: String,

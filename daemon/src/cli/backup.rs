@@ -53,10 +53,17 @@ fn sqlite_only(config: &Config, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Copies the daemon's database to `file` (replaced atomically if it
-/// exists), safe while the daemon runs and writes.
-pub fn backup(config: &Config, file: &Path) -> Result<Copied> {
+/// Copies the daemon's database to `file`, safe while the daemon runs and
+/// writes. An existing `file` is replaced (atomically) only with `force`:
+/// a mistyped name must not cost an older backup.
+pub fn backup(config: &Config, file: &Path, force: bool) -> Result<Copied> {
     sqlite_only(config, "backup")?;
+    if !force && file.symlink_metadata().is_ok() {
+        bail!(
+            "{} exists already: pass --force to replace it, or name a new file",
+            file.display()
+        );
+    }
     let db = config.db_path();
     if !db.exists() {
         bail!(
@@ -232,7 +239,7 @@ mod tests {
             ..config(dir.path())
         };
         for e in [
-            backup(&config, &dir.path().join("b.db")).unwrap_err(),
+            backup(&config, &dir.path().join("b.db"), false).unwrap_err(),
             restore(&config, &dir.path().join("b.db")).unwrap_err(),
         ] {
             let e = e.to_string();
@@ -259,7 +266,7 @@ mod tests {
                 .unwrap();
         }
         let file = a.path().join("backup.db");
-        backup(&config(a.path()), &file).unwrap();
+        backup(&config(a.path()), &file, false).unwrap();
         // b's database with a WAL a crash left: more rows, not checkpointed.
         let old = config(b.path()).db_path();
         let stale = with_suffix(&old, "-wal");

@@ -58,8 +58,8 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Serve => None,
-        Command::Backup { file } => {
-            let copied = backup::backup(&cli.settings.load()?, &file)?;
+        Command::Backup { file, force } => {
+            let copied = backup::backup(&cli.settings.load()?, &file, force)?;
             if cli.json {
                 output::Output::stdout(true).print_json(&copied)?;
             }

@@ -27,7 +27,7 @@ use crate::checker::probe::{system_tls, ProbeRules};
 use crate::config::WebhookConfig;
 use crate::links::LinkView;
 use crate::store::{Attempt, Delivery, DueDelivery, FairShare};
-use crate::timestamp::unix_now;
+use crate::timestamp::{unix_now, Timestamp};
 
 /// Seconds a claim outlives one attempt's timeout.
 const LEASE_MARGIN: i64 = 30;
@@ -37,9 +37,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 const MAX_SWEEP_EVERY: u64 = 10;
 
 /// The JSON a receiver gets for `d`: the delivery's id, event and time,
-/// and its payload with each link's code and short URL added.
+/// and its payload with each link's code and short URL added; times in
+/// RFC 3339, as in the API's replies.
 pub fn body(app: &App, d: &Delivery) -> Vec<u8> {
-    let mut data: Value = serde_json::from_str(&d.payload).unwrap_or(Value::Null);
+    let stored: Value = serde_json::from_str(&d.payload).unwrap_or(Value::Null);
+    let mut data = super::wire::with_rfc3339_times(stored);
     if let Some(link) = data.get_mut("link").and_then(Value::as_object_mut) {
         if let Some(id) = link.get("id").and_then(Value::as_u64) {
             let code = app.codec.encode(id).to_string();
@@ -51,7 +53,7 @@ pub fn body(app: &App, d: &Delivery) -> Vec<u8> {
     json!({
         "id": d.id,
         "event": d.event,
-        "created_at": d.created_at,
+        "created_at": Timestamp(d.created_at),
         "redelivery_of": d.redelivery_of,
         "data": data,
     })

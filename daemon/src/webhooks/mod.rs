@@ -11,6 +11,7 @@
 pub mod dispatch;
 pub mod send;
 pub mod signature;
+pub mod wire;
 
 use crate::access::Scope;
 use crate::app::App;
