@@ -2,7 +2,7 @@
 PORT ?= 8080
 export PORT
 
-.PHONY: deps build test unit api-contract e2e lint demo demo-cluster pg-cluster stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke
+.PHONY: deps build test unit api-contract e2e lint demo demo-cluster pg-cluster stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke screenshots
 
 ## Check the Rust toolchain and install the Debian packages the build, the
 ## demo and the tests need (idempotent). Targets that need less install
@@ -69,6 +69,14 @@ deb: build module-debian
 deb-test: deb
 	@scripts/deps.sh demo
 	@scripts/deb-test.sh
+
+## The admin UI's screenshots in docs/screenshots/: every page at 390 and
+## 1366 px wide (NAME-390.png, NAME-1366.png) and the ones the docs show,
+## taken by the admin UI's browser tests in Chromium.
+screenshots: build
+	@scripts/deps.sh browser
+	SHORTLINK_SCREENSHOTS=$(CURDIR)/docs/screenshots \
+	  cargo test --release -p shortlink-e2e --test admin_ui -- --test-threads=1
 
 ## Every core/fuzz target for FUZZ_RUNS executions (default 10 million each).
 FUZZ_RUNS ?= 10000000

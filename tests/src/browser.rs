@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::elements::Element;
+use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
 
 use crate::{free_port, Scratch};
@@ -246,6 +247,19 @@ impl Browser {
         self.rt.block_on(c.execute(script, vec![])).unwrap()
     }
 
+    /// Runs a Chrome DevTools Protocol command (`Emulation.…`, say) and
+    /// returns its result.
+    pub fn cdp(&self, cmd: &str, params: serde_json::Value) -> serde_json::Value {
+        let c = self.c().clone();
+        let command = DevTools {
+            cmd: cmd.to_string(),
+            params,
+        };
+        self.rt
+            .block_on(c.issue_cmd(command))
+            .unwrap_or_else(|e| panic!("DevTools {cmd}: {e}"))
+    }
+
     /// The value of a cookie the browser holds for the current site.
     pub fn cookie(&self, name: &str) -> Option<String> {
         let c = self.c().clone();
@@ -326,6 +340,32 @@ impl Browser {
             let c = self.c().clone();
             self.rt.block_on(c.refresh()).unwrap();
         }
+    }
+}
+
+/// chromedriver's `POST /session/{id}/goog/cdp/execute`: one DevTools
+/// command, which WebDriver itself has no word for.
+#[derive(Debug)]
+struct DevTools {
+    cmd: String,
+    params: serde_json::Value,
+}
+
+impl WebDriverCompatibleCommand for DevTools {
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        let body = serde_json::json!({ "cmd": self.cmd, "params": self.params });
+        (http::Method::POST, Some(body.to_string()))
     }
 }
 

@@ -2,16 +2,18 @@
 //! the real nginx with the module: sign in, create, list, redirect, clicks,
 //! disable (410 at the edge), delete, API keys; and what must be refused.
 //! `admin_ui/pages.rs`: users, paging, bulk create, CSV import and export,
-//! key expiry.
+//! key expiry. `admin_ui/widths.rs`: every page at 390 and 1366 px wide.
 //!
 //! `SHORTLINK_SCREENSHOTS=DIR` also saves the links page, a detail page, the
-//! dashboard and a bulk create there (how the README's screenshots are
-//! made).
+//! dashboard and a bulk create there, and every page at both widths (how
+//! `make screenshots` writes `docs/screenshots/`).
 
 #[path = "admin_ui/pages.rs"]
 mod pages;
 #[path = "admin_ui/support.rs"]
 mod support;
+#[path = "admin_ui/widths.rs"]
+mod widths;
 
 use std::time::Duration;
 

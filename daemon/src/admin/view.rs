@@ -47,13 +47,7 @@ pub fn layout(
     Page(html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · shortlink admin" }
-                link rel="stylesheet" href="/admin/assets/admin.css";
-                script src="/admin/assets/admin.js" defer {}
-            }
+            (head(title, true))
             body {
                 header.top {
                     a.brand href="/admin/links" { "shortlink" }
@@ -99,6 +93,21 @@ pub fn layout(
     })
 }
 
+/// Every page's `<head>`: one place for the viewport meta that lets a
+/// phone lay the page out at its own width, and the stylesheet. Error
+/// pages carry no script.
+fn head(title: &str, script: bool) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · shortlink admin" }
+            link rel="stylesheet" href="/admin/assets/admin.css";
+            @if script { script src="/admin/assets/admin.js" defer {} }
+        }
+    }
+}
+
 /// The hidden CSRF field every form carries.
 pub fn csrf_field(a: &Authed) -> Markup {
     html! { input type="hidden" name="csrf" value=(a.csrf); }
@@ -139,11 +148,7 @@ pub fn error_page(status: StatusCode, title: &str, message: &str) -> Html<String
     let page = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { (title) " · shortlink admin" }
-                link rel="stylesheet" href="/admin/assets/admin.css";
-            }
+            (head(title, false))
             body {
                 header.top { a.brand href="/admin/links" { "shortlink" } }
                 main {
@@ -205,9 +210,10 @@ pub fn local_to_rfc3339(v: &str) -> String {
     }
 }
 
-/// A state badge: active, disabled, expired or exhausted.
+/// A state badge: active, taken down, disabled, expired or exhausted. The
+/// class keeps the state's name (`state-taken_down`); the text reads as words.
 pub fn state_badge(state: &str) -> Markup {
-    html! { span class={ "badge state-" (state) } { (state) } }
+    html! { span class={ "badge state-" (state) } { (state.replace('_', " ")) } }
 }
 
 /// An SVG made on the server, placed inline.
@@ -218,6 +224,18 @@ pub fn raw_svg(svg: String) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn badges_and_heads() {
+        assert_eq!(
+            state_badge("taken_down").into_string(),
+            r#"<span class="badge state-taken_down">taken down</span>"#
+        );
+        let page = error_page(StatusCode::NOT_FOUND, "Not found", "gone").0;
+        assert!(page
+            .contains(r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#));
+        assert!(!page.contains("admin.js"));
+    }
 
     #[test]
     fn times() {

@@ -288,10 +288,10 @@ pub async fn list(
                                     (l.url)
                                     @for t in &l.tags { " " span.tag { (t) } }
                                 }
-                                td.time { (view::time(l.created_at)) }
+                                td.time.created { (view::time(l.created_at)) }
                                 td.by { @if let Some(by) = &l.created_by { (creators.label(by)) } }
-                                td.time { @match l.expires_at { Some(e) => (view::time(e)), None => "never" } }
-                                td {
+                                td.time.expires { @match l.expires_at { Some(e) => (view::time(e)), None => "never" } }
+                                td.state {
                                     (view::state_badge(l.state(now).as_str()))
                                     @if l.broken { " " span.badge.state-disabled title="The target failed the link checker's probes: visitors get the fallback" { "broken" } }
                                 }
