@@ -173,21 +173,7 @@ impl IdSegments {
     /// An allocator that hands out ids from `floor` up, leasing `size` at a
     /// time and keeping `keep` segments in memory.
     pub fn new(store: Store, floor: u64, size: u64, keep: usize) -> Arc<Self> {
-        Self::build(store, floor..u64::MAX, size, keep, None)
-    }
-
-    /// An allocator of the ids in `ids` only (the code lengths the
-    /// settings allow), with recycling when `hold_limit` is set (see
-    /// [`IdSegments::recycling`]): once they are handed out, a take fails
-    /// with [`StoreError::Exhausted`].
-    pub fn within(
-        store: Store,
-        ids: Range<u64>,
-        size: u64,
-        keep: usize,
-        hold_limit: Option<Duration>,
-    ) -> Arc<Self> {
-        Self::build(store, ids, size, keep, hold_limit)
+        Self::within(store, floor..u64::MAX, size, keep, None)
     }
 
     /// Like [`IdSegments::new`], with recycling on: recycled ranges are
@@ -199,10 +185,14 @@ impl IdSegments {
         keep: usize,
         hold_limit: Duration,
     ) -> Arc<Self> {
-        Self::build(store, floor..u64::MAX, size, keep, Some(hold_limit))
+        Self::within(store, floor..u64::MAX, size, keep, Some(hold_limit))
     }
 
-    fn build(
+    /// An allocator of the ids in `ids` only (the code lengths the
+    /// settings allow), with recycling when `hold_limit` is set (see
+    /// [`IdSegments::recycling`]): once they are handed out, a take fails
+    /// with [`StoreError::Exhausted`].
+    pub fn within(
         store: Store,
         ids: Range<u64>,
         size: u64,

@@ -178,6 +178,43 @@ async fn add_webhook(d: &Daemon, addr: SocketAddr, r: &Receiver, events: &[&str]
     v["id"].as_i64().unwrap()
 }
 
+/// A new team `team` with a webhook of `events` to `addr` (whose secret
+/// `r` learns); the webhook's id.
+async fn team_webhook(
+    d: &Daemon,
+    team: &str,
+    addr: SocketAddr,
+    r: &Receiver,
+    events: &[&str],
+) -> i64 {
+    let (s, _) = d
+        .req("POST", "/api/v1/teams", Some(json!({ "name": team })))
+        .await;
+    assert_eq!(s, 201);
+    let (s, v) = d
+        .req(
+            "POST",
+            "/api/v1/webhooks",
+            Some(json!({"url": format!("http://{addr}/hook"), "events": events, "team": team})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    *r.secret.lock().unwrap() = v["secret"].as_str().unwrap().to_string();
+    v["id"].as_i64().unwrap()
+}
+
+/// A key with `scopes` of a new member `user` of `team`.
+async fn member_key(d: &Daemon, team: &str, user: &str, scopes: &[&str]) -> String {
+    let body =
+        json!({"name": user, "password": "correct horse battery", "team": team, "role": "member"});
+    let (s, v) = d.req("POST", "/api/v1/users", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let body = json!({"name": format!("{user}'s key"), "scopes": scopes, "user": user});
+    let (s, v) = d.req("POST", "/api/v1/keys", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    v["secret"].as_str().unwrap().to_string()
+}
+
 async fn log(d: &Daemon, hook: i64) -> Vec<Value> {
     let (s, v) = d
         .req(
@@ -547,20 +584,7 @@ async fn deliveries_survive_a_failing_then_hanging_receiver_and_arrive_once() {
 async fn only_subscribed_events_of_the_team_are_queued() {
     let (addr, r) = receiver(OK).await;
     let d = Daemon::start_with(FAST).await;
-    let (s, _) = d
-        .req("POST", "/api/v1/teams", Some(json!({"name": "sales"})))
-        .await;
-    assert_eq!(s, 201);
-    let (s, v) = d
-        .req(
-            "POST",
-            "/api/v1/webhooks",
-            Some(json!({"url": format!("http://{addr}/hook"), "events": ["link.deleted"], "team": "sales"})),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    *r.secret.lock().unwrap() = v["secret"].as_str().unwrap().to_string();
-    let hook = v["id"].as_i64().unwrap();
+    let hook = team_webhook(&d, "sales", addr, &r, &["link.deleted"]).await;
     // The admin's links are in the default team: no delivery.
     let l = d.create(json!({"url": "https://example.com/x"})).await;
     let (s, _) = d
@@ -568,13 +592,7 @@ async fn only_subscribed_events_of_the_team_are_queued() {
         .await;
     assert_eq!(s, 204);
     // A key of the sales team makes and deletes a link: one delivery.
-    let body = json!({"name": "sam", "password": "correct horse battery", "team": "sales", "role": "member"});
-    let (s, v) = d.req("POST", "/api/v1/users", Some(body)).await;
-    assert_eq!(s, 201, "{v}");
-    let body = json!({"name": "sam's key", "scopes": ["links:write", "links:read"], "user": "sam"});
-    let (s, v) = d.req("POST", "/api/v1/keys", Some(body)).await;
-    assert_eq!(s, 201, "{v}");
-    let sales_key = v["secret"].as_str().unwrap().to_string();
+    let sales_key = member_key(&d, "sales", "sam", &["links:write", "links:read"]).await;
     let (s, _, made) = d
         .req_with(
             "POST",
@@ -834,28 +852,9 @@ async fn one_teams_hanging_receivers_never_hold_up_another_teams() {
         "100",
     ])
     .await;
-    let (s, _) = d
-        .req("POST", "/api/v1/teams", Some(json!({"name": "slow"})))
-        .await;
-    assert_eq!(s, 201);
-    let (s, v) = d
-        .req(
-            "POST",
-            "/api/v1/webhooks",
-            Some(json!({"url": format!("http://{hang_addr}/hook"),
-                        "events": ["link.created"], "team": "slow"})),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    *hanging.secret.lock().unwrap() = v["secret"].as_str().unwrap().to_string();
+    team_webhook(&d, "slow", hang_addr, &hanging, &["link.created"]).await;
     add_webhook(&d, ok_addr, &ok, &["link.created"]).await;
-    let body = json!({"name": "sly", "password": "correct horse battery", "team": "slow", "role": "member"});
-    let (s, v) = d.req("POST", "/api/v1/users", Some(body)).await;
-    assert_eq!(s, 201, "{v}");
-    let body = json!({"name": "sly's key", "scopes": ["links:write"], "user": "sly"});
-    let (s, v) = d.req("POST", "/api/v1/keys", Some(body)).await;
-    assert_eq!(s, 201, "{v}");
-    let slow_key = v["secret"].as_str().unwrap().to_string();
+    let slow_key = member_key(&d, "slow", "sly", &["links:write"]).await;
     for i in 0..6 {
         let (s, _, v) = d
             .req_with(
