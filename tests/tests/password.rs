@@ -171,6 +171,10 @@ fn a_cookie_outlives_neither_its_password_nor_its_alias() {
     let code = s.daemon.create(
         json!({"url": "https://example.com/first", "alias": "keep", "password": "same words"}),
     );
+    // A new alias reaches the workers as an event after the reply.
+    assert!(eventually(Duration::from_secs(5), || is_form(
+        &s.get(&code, &[])
+    )));
     let cookie = granted_cookie(&s, &code, "same+words");
     let with = |c: &str| s.get(&code, &[("Cookie", c)]);
     assert_eq!(with(&cookie).status, 302, "the cookie opens the link");
