@@ -214,6 +214,10 @@ pub enum LinkCommand {
         /// `[checker]` settings.
         #[arg(long, value_enum)]
         check: Option<LinkCheck>,
+        /// A human name for the link (shown by `link list`, searched by
+        /// `-q`).
+        #[arg(long)]
+        title: Option<String>,
     },
     /// Show a link (JSON).
     Get {
@@ -225,7 +229,7 @@ pub enum LinkCommand {
         /// Most links shown (per page with `--all`).
         #[arg(short = 'n', long, default_value_t = 50)]
         limit: u32,
-        /// Substring of URL or alias.
+        /// Substring of the URL, alias or title.
         #[arg(short = 'q', long = "query", visible_alias = "q")]
         q: Option<String>,
         /// Only links with this tag.
@@ -330,6 +334,12 @@ pub struct UpdateArgs {
     /// `site` to leave it to the `[checker]` settings again.
     #[arg(long, value_enum)]
     pub check: Option<LinkCheck>,
+    /// A new title.
+    #[arg(long, conflicts_with = "no_title")]
+    pub title: Option<String>,
+    /// Remove the title.
+    #[arg(long)]
+    pub no_title: bool,
 }
 
 /// `--check`: the link's own choice about the link checker, or the site's.

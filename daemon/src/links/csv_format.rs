@@ -8,7 +8,7 @@ use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 20] = [
+pub const HEADER: [&str; 21] = [
     "code",
     "url",
     "alias",
@@ -29,6 +29,7 @@ pub const HEADER: [&str; 20] = [
     "protected",
     "variants",
     "check",
+    "title",
 ];
 
 /// A link's A/B variants as one cell (and as the CLI's `--variant` takes
@@ -114,7 +115,7 @@ fn rfc3339(t: Option<Timestamp>) -> String {
 /// A protected link's password is never exported (only its hash is stored,
 /// and that stays in the database): `protected` says `true`, and an import
 /// refuses such a row rather than make the link open to everyone.
-pub fn record(l: &LinkView) -> [String; 20] {
+pub fn record(l: &LinkView) -> [String; 21] {
     let opt = |s: &Option<String>| s.clone().unwrap_or_default();
     [
         l.generated_code.clone(),
@@ -137,6 +138,7 @@ pub fn record(l: &LinkView) -> [String; 20] {
         if l.protected { "true" } else { "" }.to_string(),
         variants_cell(&l.variants),
         l.check.map(|m| m.as_str().to_string()).unwrap_or_default(),
+        opt(&l.title),
     ]
 }
 
@@ -201,6 +203,7 @@ mod tests {
                 },
             ],
             check: Some(shortlink_core::check_mode::CheckMode::Report),
+            title: Some("Spring, at last".into()),
         }
     }
 
@@ -252,7 +255,7 @@ mod tests {
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
              2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false,\
              DE=https://example.de/a=b FR=https://example.fr/,,\
-             3=https://example.com/a?x=1 1=https://example.com/b,report"
+             3=https://example.com/a?x=1 1=https://example.com/b,report,\"Spring, at last\""
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();
@@ -276,6 +279,7 @@ mod tests {
         assert_eq!(extra.country_targets, Some(view().country_targets));
         assert_eq!(extra.variants, Some(view().variants));
         assert_eq!(extra.check, view().check);
+        assert_eq!(extra.title, view().title);
         assert_eq!(
             extra
                 .created_at

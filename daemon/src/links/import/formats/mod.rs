@@ -181,6 +181,7 @@ pub struct Columns {
     check: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
+    title: Option<Col>,
 }
 
 /// A cell that cannot be read: its column and why.
@@ -214,6 +215,7 @@ impl Columns {
             "protected" => self.protected.as_ref(),
             "variants" => self.variants.as_ref(),
             "check" => self.check.as_ref(),
+            "title" => self.title.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
@@ -276,6 +278,7 @@ impl Columns {
             clicks: count(&self.clicks)?,
             bot_clicks: count(&self.bot_clicks)?,
             code: cell(record, &self.code).map(|(_, v)| v.to_string()),
+            title: cell(record, &self.title).map(|(_, v)| v.to_string()),
             alias_optional: self.foreign,
             ..ImportExtra::default()
         };

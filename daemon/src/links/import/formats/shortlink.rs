@@ -1,9 +1,9 @@
 //! Our own `shortlinkd export`: `code,url,alias,expires_at,tags,clicks,
 //! bot_clicks,created_at,redirect,max_visits,disabled,target_desktop,
 //! target_mobile,target_ios,target_android,forward_query,country_targets,
-//! protected` (a `true` there is refused: exports never carry passwords). Only `url` is needed; the
-//! target_mobile,target_ios,target_android,forward_query,country_targets,variants`. Only `url` is needed; the
-//! generated code and the click totals come back with the link.
+//! protected,variants,check,title` (a `true` in `protected` is refused:
+//! exports never carry passwords). Only `url` is needed; the generated
+//! code, the click totals and the title come back with the link.
 
 use super::{Columns, Headers};
 
@@ -33,6 +33,7 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         protected: h.col(&["protected"]),
         variants: h.col(&["variants"]),
         check: h.col(&["check"]),
+        title: h.col(&["title"]),
         targets: [
             h.col(&["target_desktop"]),
             h.col(&["target_mobile"]),
