@@ -268,14 +268,19 @@ async fn yourls_export_plugin_source_target_hits() {
     let (code, err) = import(&d, &["--format", "yourls", &fixture("yourls-export.csv")]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("3 imported, 0 already present, 1 bad rows, 1 without their code (yourls format)"),
+        err.contains(
+            "3 imported, 0 already present, 1 bad rows, 1 without their code (yourls format)"
+        ),
         "{err}"
     );
     assert!(
         err.contains("line 5: hits: \"many\" is not a whole number"),
         "{err}"
     );
-    assert!(err.contains("line 4: source: ") && err.contains("\"admin\""), "{err}");
+    assert!(
+        err.contains("line 4: source: ") && err.contains("\"admin\""),
+        "{err}"
+    );
     let yt = link(&d, "yt").await;
     assert_eq!(yt["url"], "https://www.youtube.com/watch?v=dQw4w9WgXcQ");
     assert_eq!(yt["clicks"], 512);

@@ -237,6 +237,7 @@ pub(super) fn detail_page(
                         button type="button" data-copy="#short-url" id="copy-short-url" { "Copy" }
                     }
                     dl.facts {
+                        @if let Some(t) = &link.title { dt { "Title" } dd id="title" { (t) } }
                         dt { "Target" } dd id="target" { a href=(link.url) rel="noreferrer noopener" target="_blank" { (link.url) } }
                         dt { "Generated code" } dd { code { (generated) } }
                         dt { "Clicks" } dd id="clicks" { (link.clicks) }

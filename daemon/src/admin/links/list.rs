@@ -285,6 +285,7 @@ pub async fn list(
                             tr data-code=(code) data-id=(l.id) {
                                 td.code { a href={ "/admin/links/" (code) } { (code) } }
                                 td.target title=(l.url) {
+                                    @if let Some(t) = &l.title { span.title { (t) } " " }
                                     (l.url)
                                     @for t in &l.tags { " " span.tag { (t) } }
                                 }

@@ -142,6 +142,8 @@ mod tests {
     #[test]
     fn formats_without_domains_are_left_alone() {
         let got = rows("keyword,url\nx,https://a.example/\nx,https://b.example/\n");
-        assert!(got.iter().all(|(r, n)| r.2.as_deref() == Some("x") && n.is_none()));
+        assert!(got
+            .iter()
+            .all(|(r, n)| r.2.as_deref() == Some("x") && n.is_none()));
     }
 }
