@@ -107,8 +107,18 @@ pub enum AdminCommand {
     Webhook(super::webhooks::WebhookCommand),
     /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
-        /// The link's code or alias.
-        code: String,
+        /// The link's code or alias; without it, every link's stats (or
+        /// with `--tag` a campaign's).
+        #[arg(required_unless_present = "tag", conflicts_with = "tag")]
+        code: Option<String>,
+        /// The stats of every link with this tag (a campaign): totals, the
+        /// series and the most clicked.
+        #[arg(long)]
+        tag: Option<String>,
+        /// IANA time zone whose midnights start the days (default UTC),
+        /// such as Europe/Paris.
+        #[arg(long)]
+        tz: Option<String>,
         /// Range start: Unix seconds or RFC 3339.
         #[arg(long)]
         from: Option<String>,

@@ -22,11 +22,15 @@ use crate::store::{FoldOutcome, StoreResult};
 use crate::timestamp::unix_now;
 
 mod query;
+mod range;
+pub mod shares;
+mod zone;
 
 pub use query::{
     query, site_query, CountryCount, DeviceCounts, Granularity, LinkCount, Point, ReferrerCount,
-    SiteStatsView, StatsView, VariantCount, MAX_BUCKETS, MAX_TOP,
+    SiteQuery, SiteStatsView, StatsView, VariantCount, DIRECT, MAX_BUCKETS, MAX_TOP,
 };
+pub use zone::StatsZone;
 
 /// Longest time acknowledged clicks of a link with a visit limit or
 /// renew-on-access wait to be folded into the tables (and so the longest a
