@@ -7,6 +7,7 @@ use shortlink_core::device::DeviceClass;
 use utoipa::ToSchema;
 
 use super::range::Range;
+pub use super::range::{Granularity, Point, MAX_BUCKETS};
 use super::zone::StatsZone;
 use crate::access::Scope;
 use crate::app::App;
@@ -14,30 +15,8 @@ use crate::auth::Principal;
 use crate::store::{LinkError, SiteFilter};
 use crate::timestamp::Timestamp;
 
-/// Most buckets one stats query returns.
-pub const MAX_BUCKETS: i64 = 24 * 400;
 /// Most links a site-wide query ranks.
 pub const MAX_TOP: usize = 100;
-
-/// Bucket size of a series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Granularity {
-    /// One bucket per hour.
-    #[default]
-    Hour,
-    /// One bucket per day (UTC, or the query's `tz`).
-    Day,
-}
-
-/// One point of a series.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Point {
-    /// Bucket start.
-    pub t: Timestamp,
-    /// Clicks in the bucket, bots included.
-    pub clicks: i64,
-}
 
 /// The referrer "host" of clicks that sent no `Referer`: typed in,
 /// bookmarked, or from an app or an e-mail that sends none.

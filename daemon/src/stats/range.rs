@@ -3,10 +3,34 @@
 //! Clicks are counted per hour, so an hour counts in the bucket its start
 //! falls in; hour buckets are the stored hours whatever the zone.
 
-use super::query::{Granularity, Point, MAX_BUCKETS};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
 use super::zone::StatsZone;
 use crate::store::LinkError;
 use crate::timestamp::{self, unix_now, Timestamp};
+
+/// Most buckets one stats query returns.
+pub const MAX_BUCKETS: i64 = 24 * 400;
+/// Bucket size of a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Granularity {
+    /// One bucket per hour.
+    #[default]
+    Hour,
+    /// One bucket per day (UTC, or the query's `tz`).
+    Day,
+}
+
+/// One point of a series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Point {
+    /// Bucket start.
+    pub t: Timestamp,
+    /// Clicks in the bucket, bots included.
+    pub clicks: i64,
+}
 
 /// `[from, to)` and where each bucket starts.
 #[derive(Debug, Clone)]

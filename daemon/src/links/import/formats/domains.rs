@@ -31,9 +31,8 @@ impl DomainCodes {
         row: &mut ImportRow,
     ) -> Option<ImportError> {
         let code = row.2.as_deref()?;
-        if columns.domain.is_none() {
-            return None;
-        }
+        // Formats without a domain column have one domain.
+        columns.domain.as_ref()?;
         let domain = match columns.domain(record) {
             Some(d) if !d.eq_ignore_ascii_case(DEFAULT_DOMAIN) => d.to_ascii_lowercase(),
             _ => String::new(),
