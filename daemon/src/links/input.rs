@@ -248,7 +248,7 @@ pub struct CreateLink {
     pub check: Option<CheckMode>,
     /// A human name for the link (at most 512 characters, no control
     /// characters; blank: none), shown in lists and searched by `q`.
-    #[schema(max_length = 512)]
+    #[schema(max_length = 512, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     pub title: Option<String>,
 }
 
@@ -428,6 +428,7 @@ pub struct UpdateLink {
     pub check: Option<Option<CheckMode>>,
     /// New title (at most 512 characters); `null` or blank removes it.
     #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>, nullable, max_length = 512)]
+    #[schema(value_type = Option<String>, nullable, max_length = 512,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     pub title: Option<Option<String>>,
 }
