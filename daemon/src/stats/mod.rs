@@ -9,7 +9,9 @@
 //! when those take effect and the edge is told), and everything else every
 //! [`FOLD_ALL_EVERY`] or sooner when a lot is pending (a link's statements
 //! and pages once per interval, however often it was clicked).
-//! `query.rs` answers stats over a range, of one link or of all.
+//! `query.rs` answers stats over a range, of one link, of all or of a
+//! tag's; `range.rs` cuts the range into buckets (days in the `tz` of
+//! `zone.rs`); `shares.rs` makes percentages that add up to 100.
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
-//! Click stats over a range: of one link (series, devices, referrers,
-//! countries, A/B variants, bots) and of every link (series and the most
-//! clicked links).
+//! Click stats over a range: of one link (series, devices, referrers with
+//! `direct` for none, countries, A/B variants, bots) and of every link, or
+//! of a tag's links (a campaign: series and the most clicked links).
 
 use serde::{Deserialize, Serialize};
 use shortlink_core::device::DeviceClass;
