@@ -234,6 +234,15 @@ async fn day_buckets_follow_the_time_zone() {
         assert_eq!((s, v["error"]["field"].as_str()), (422, Some("tz")), "{v}");
         assert_eq!(v["error"]["code"], "invalid_tz");
     }
+    // An empty range end or bucket size is no default in disguise.
+    for (path, field) in [
+        ("/api/v1/stats?to=", "to"),
+        ("/api/v1/links/a/stats?from=", "from"),
+        ("/api/v1/stats?granularity=", "granularity"),
+    ] {
+        let (s, v) = d.req("GET", path, None).await;
+        assert_eq!((s, v["error"]["field"].as_str()), (400, Some(field)), "{v}");
+    }
     let out = d.cli(&["stats", "a", "--tz", "Nowhere/Else"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("Nowhere/Else"), "{}", stderr(&out));

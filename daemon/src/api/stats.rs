@@ -37,7 +37,7 @@ pub struct StatsParams {
 /// `hour` (default) or `day`.
 fn granularity_param(v: Option<&str>) -> Result<Granularity, ApiError> {
     match v {
-        None | Some("") | Some("hour") => Ok(Granularity::Hour),
+        None | Some("hour") => Ok(Granularity::Hour),
         Some("day") => Ok(Granularity::Day),
         Some(other) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -48,14 +48,23 @@ fn granularity_param(v: Option<&str>) -> Result<Granularity, ApiError> {
     }
 }
 
+/// A range end: absent is the default, empty is refused (the OpenAPI
+/// document says a time, and `to=` is more likely a template's hole than
+/// a wish for now).
 fn time_param(field: &'static str, v: Option<&str>) -> Result<Option<i64>, ApiError> {
-    v.filter(|s| !s.is_empty())
-        .map(|s| {
-            parse_time(s).map_err(|m| {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", m).field(field)
-            })
-        })
-        .transpose()
+    v.map(|s| {
+        if s.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                format!("{field} is empty: give Unix seconds or RFC 3339, or leave it out"),
+            )
+            .field(field));
+        }
+        parse_time(s)
+            .map_err(|m| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", m).field(field))
+    })
+    .transpose()
 }
 
 /// Click stats of a link: totals, an hourly or daily series, devices,
