@@ -255,7 +255,8 @@ async fn import_and_export_through_the_daemon() {
             "country_targets",
             "protected",
             "variants",
-            "check"
+            "check",
+            "title"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();

@@ -1,9 +1,11 @@
-//! `import` of the CSV exports of Bitly, Shlink, YOURLS and Kutt (sample
-//! files in `tests/fixtures/import/`): the format is known by the header,
+//! `import` of the CSV exports of Bitly, Shlink, YOURLS and Kutt, Shlink's
+//! import file and YOURLS's `source,target,hits` (sample files in
+//! `tests/fixtures/import/`): the format is known by the header,
 //! codes that fit our alias rules are kept as aliases, the others are
 //! imported without and reported, bad rows are named by line and column,
-//! created dates, tags and visit totals come across, and a second import
-//! skips what is there.
+//! created dates, titles, tags and visit totals come across, one code on
+//! two Shlink domains comes in twice, and a second import skips what is
+//! there.
 
 mod common;
 
@@ -93,9 +95,11 @@ async fn shlink_short_urls_export() {
         "https://www.example.com/blog/launch?utm_source=shlink"
     );
     assert_eq!(l["clicks"], 1284);
+    assert_eq!(l["title"], "Launch post");
     assert_eq!(l["tags"], serde_json::json!(["blog", "launch"]));
     assert_eq!(secs(&l["created_at"]), 1_681_283_702); // 2023-04-12T07:15:02Z
     assert_eq!(link(&d, "shop_1234").await["clicks"], 0);
+    assert_eq!(link(&d, "shop_1234").await["title"], Value::Null);
     let docs = find(&d, "docs.example.com/intro");
     assert_eq!(docs.len(), 1, "{docs:?}");
     assert_eq!(docs[0]["alias"], Value::Null);
@@ -123,6 +127,7 @@ async fn yourls_url_table_export() {
     let l = link(&d, "gh-yourls").await;
     assert_eq!(l["url"], "https://github.com/YOURLS/YOURLS");
     assert_eq!(l["clicks"], 1003);
+    assert_eq!(l["title"], "GitHub - YOURLS/YOURLS: Your Own URL Shortener");
     assert_eq!(secs(&l["created_at"]), 1_577_934_245); // 2020-01-02 03:04:05 UTC
     assert_eq!(link(&d, "ggl").await["clicks"], 42);
 }
@@ -169,6 +174,7 @@ async fn kutt_links_with_api_field_names() {
     let l = &find(&d, "shop.example.com/promo")[0];
     assert_eq!(l["alias"], Value::Null);
     assert_eq!(l["clicks"], 318);
+    assert_eq!(l["title"], "Spring promo");
     assert_eq!(secs(&l["created_at"]), 1_707_553_800); // 2024-02-10T08:30:00Z
     let docs = link(&d, "docs-v2").await;
     assert_eq!(secs(&docs["expires_at"]), 4_070_908_800); // 2099-01-01
@@ -199,10 +205,93 @@ async fn bitly_links_export() {
     let l = link(&d, "spring-sale").await;
     assert_eq!(l["url"], "https://shop.example.com/spring?utm_source=bitly");
     assert_eq!(l["clicks"], 2211);
+    assert_eq!(l["title"], "Spring sale");
     assert_eq!(l["tags"], serde_json::json!(["campaign", "spring"]));
     assert_eq!(secs(&l["created_at"]), 1_646_128_800); // 2022-03-01T10:00:00Z
     assert_eq!(link(&d, "about-us").await["clicks"], 87);
     assert_eq!(find(&d, "developer.example.com")[0]["clicks"], 640);
+}
+
+#[tokio::test]
+async fn shlink_import_file_with_one_code_on_two_domains() {
+    let d = Daemon::start().await;
+    // Forced or detected, the same file and the same outcome.
+    let (code, err) = import(&d, &["--format", "shlink", &fixture("shlink-import.csv")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "4 imported, 0 already present, 1 bad rows, 2 under a derived alias (code-domain) \
+             (shlink format)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("line 5: Long URL: "), "{err}");
+    assert!(
+        err.contains(
+            "line 3: domain: \"launch\" is on s.example.com too; the row for go.example.net \
+             is imported as \"launch-go-example-net\""
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 6: domain: ") && err.contains("\"launch-default\""),
+        "{err}"
+    );
+    let first = link(&d, "launch").await;
+    assert_eq!(first["url"], "https://www.example.com/blog/launch");
+    assert_eq!(first["title"], "Launch post");
+    assert_eq!(first["tags"], serde_json::json!(["blog", "launch"]));
+    let second = link(&d, "launch-go-example-net").await;
+    assert_eq!(second["url"], "https://www.example.net/lancement");
+    assert_eq!(second["title"], "Lancement");
+    assert_eq!(second["tags"], serde_json::json!(["blog", "fr"]));
+    assert_eq!(
+        link(&d, "launch-default").await["url"],
+        "https://www.example.com/root"
+    );
+    assert_eq!(link(&d, "start").await["title"], Value::Null);
+    let (code, again) = import(&d, &[&fixture("shlink-import.csv")]);
+    assert_eq!(code, Some(2), "{again}");
+    assert!(
+        again.contains("0 imported, 4 already present, 1 bad rows"),
+        "{again}"
+    );
+    // The title is searched by `q`.
+    let found = find(&d, "Lancement");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["alias"], "launch-go-example-net");
+}
+
+#[tokio::test]
+async fn yourls_export_plugin_source_target_hits() {
+    let d = Daemon::start().await;
+    let (code, err) = import(&d, &["--format", "yourls", &fixture("yourls-export.csv")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "3 imported, 0 already present, 1 bad rows, 1 without their code (yourls format)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 5: hits: \"many\" is not a whole number"),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 4: source: ") && err.contains("\"admin\""),
+        "{err}"
+    );
+    let yt = link(&d, "yt").await;
+    assert_eq!(yt["url"], "https://www.youtube.com/watch?v=dQw4w9WgXcQ");
+    assert_eq!(yt["clicks"], 512);
+    assert_eq!(link(&d, "blog").await["clicks"], 64);
+    assert_eq!(find(&d, "intranet.example.com")[0]["clicks"], 3);
+    let (code, again) = import(&d, &[&fixture("yourls-export.csv")]);
+    assert_eq!(code, Some(2), "{again}");
+    assert!(
+        again.contains("0 imported, 3 already present, 1 bad rows (yourls format)"),
+        "{again}"
+    );
 }
 
 #[tokio::test]

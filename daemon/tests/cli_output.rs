@@ -28,7 +28,7 @@ async fn list_pages_short_flags_and_json() {
     let text = ok(&out);
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(
-        text.starts_with("CODE\tCLICKS\tSTATE\tURL\tEXPIRES\tTAGS\n"),
+        text.starts_with("CODE\tCLICKS\tSTATE\tURL\tEXPIRES\tTAGS\tTITLE\n"),
         "{text}"
     );
     assert!(

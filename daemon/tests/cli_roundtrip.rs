@@ -114,7 +114,7 @@ async fn export_then_import_keeps_the_links_and_reimport_skips_them() {
         v,
         json!({"format": "shortlink", "imported": 0, "present": 6, "bad": 0,
                "without_code": 0, "new_code": 0, "disabled": 0, "kept_otherwise": 0,
-               "no_such_team": 0})
+               "no_such_team": 0, "derived_alias": 0})
     );
 
     // Creation times come across; a future one or a bad status is refused

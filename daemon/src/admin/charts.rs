@@ -18,21 +18,23 @@ pub struct Bar {
     pub value: i64,
 }
 
-/// A round number at or above `max` for the top of the y axis.
-pub fn nice_max(max: i64) -> i64 {
-    if max <= 4 {
-        return 4;
-    }
-    let mut step = 1i64;
-    while step * 10 < max {
-        step *= 10;
-    }
-    for m in [1, 2, 5, 10] {
-        if step * m >= max {
-            return step * m;
+/// Most grid intervals on the y axis.
+const INTERVALS: i64 = 4;
+
+/// The y axis of values up to `max`: a "nice" step (1, 2 or 5 × 10^n)
+/// and how many steps reach the top (1 to [`INTERVALS`]), so every tick
+/// is a multiple of the step (0, 2, 4, 6, never 0, 1, 2, 3, 5).
+pub fn y_axis(max: i64) -> (i64, i64) {
+    let max = max.max(1);
+    let least = (max + INTERVALS - 1) / INTERVALS;
+    let mut magnitude = 1i64;
+    let step = loop {
+        if let Some(&m) = [1, 2, 5].iter().find(|&&m| m * magnitude >= least) {
+            break m * magnitude;
         }
-    }
-    step * 10
+        magnitude = magnitude.saturating_mul(10);
+    };
+    (step, (max + step - 1) / step)
 }
 
 fn esc(s: &str) -> String {
@@ -45,7 +47,8 @@ fn esc(s: &str) -> String {
 /// A bar chart of `bars`, titled `title` (for screen readers), with a tick
 /// label under every `label_every`-th bar.
 pub fn bar_chart(title: &str, bars: &[Bar], label_every: usize) -> String {
-    let max = nice_max(bars.iter().map(|b| b.value).max().unwrap_or(0));
+    let (step, intervals) = y_axis(bars.iter().map(|b| b.value).max().unwrap_or(0));
+    let max = step * intervals;
     let plot_w = WIDTH - LEFT - 8.0;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let slot = plot_w / bars.len().max(1) as f64;
@@ -57,9 +60,9 @@ pub fn bar_chart(title: &str, bars: &[Bar], label_every: usize) -> String {
          role=\"img\" aria-label=\"{t}\"><title>{t}</title>",
         t = esc(title)
     );
-    for i in 0..=4 {
-        let v = max * i / 4;
-        let y = TOP + plot_h - plot_h * (i as f64) / 4.0;
+    for i in 0..=intervals {
+        let v = step * i;
+        let y = TOP + plot_h - plot_h * (i as f64) / intervals as f64;
         let _ = write!(
             s,
             "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{x2}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
@@ -132,14 +135,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn axis_tops() {
-        assert_eq!(nice_max(0), 4);
-        assert_eq!(nice_max(3), 4);
-        assert_eq!(nice_max(7), 10);
-        assert_eq!(nice_max(11), 20);
-        assert_eq!(nice_max(20), 20);
-        assert_eq!(nice_max(21), 50);
-        assert_eq!(nice_max(999), 1000);
+    fn axis_steps_are_nice_and_reach_the_top() {
+        // (largest value, step, intervals)
+        for (max, step, n) in [
+            (0, 1, 1),
+            (3, 1, 3),
+            (4, 1, 4),
+            (5, 2, 3),
+            (7, 2, 4),
+            (11, 5, 3),
+            (20, 5, 4),
+            (21, 10, 3),
+            (999, 500, 2),
+            (1_234_567, 500_000, 3),
+        ] {
+            assert_eq!(y_axis(max), (step, n), "{max}");
+        }
+        for max in 0..5000 {
+            let (step, n) = y_axis(max);
+            let mantissa = step / 10i64.pow(step.ilog10());
+            assert!([1, 2, 5].contains(&mantissa), "{max}: step {step}");
+            assert!(step * n >= max && (1..=INTERVALS).contains(&n), "{max}");
+            assert!(step * (n - 1) < max.max(1), "{max}: a needless interval");
+        }
+    }
+
+    #[test]
+    fn the_axis_labels_are_multiples_of_the_step() {
+        let bars: Vec<Bar> = [0, 5, 3]
+            .iter()
+            .map(|&value| Bar {
+                label: String::new(),
+                tick: String::new(),
+                value,
+            })
+            .collect();
+        let svg = bar_chart("c", &bars, 0);
+        let labels: Vec<&str> = svg
+            .split("text-anchor=\"end\">")
+            .skip(1)
+            .map(|t| t.split('<').next().unwrap())
+            .collect();
+        assert_eq!(labels, ["0", "2", "4", "6"]);
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! `/admin/dashboard`: links by state, clicks today and over 30 days (with
-//! a daily chart) and the most clicked links of those 30 days.
+//! a daily chart) and the most clicked links of those 30 days; with
+//! `?tag=NAME` the clicks are a campaign's (the links with that tag).
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use maud::html;
 
 use super::charts;
 
 use super::view::{self, Nav, Page};
 use super::{AdminError, AdminState, Authed};
-use crate::stats::{self, Granularity};
+use crate::stats::{self, Granularity, SiteQuery};
 use crate::store::{LinkState, ListQuery};
 use crate::timestamp::unix_now;
 
@@ -62,8 +63,20 @@ async fn ids_line(
     )))
 }
 
+/// Query of the dashboard.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct DashboardQuery {
+    /// Only the clicks of links with this tag (a campaign); empty: all.
+    #[serde(default)]
+    pub tag: String,
+}
+
 /// GET `/admin/dashboard`.
-pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, AdminError> {
+pub async fn page(
+    State(admin): State<AdminState>,
+    a: Authed,
+    Query(q): Query<DashboardQuery>,
+) -> Result<Page, AdminError> {
     let app = &admin.app;
     let now = unix_now();
     let p = a.principal();
@@ -79,9 +92,16 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
     };
     let total: u64 = states.iter().map(|(_, n)| n).sum();
     let today_start = now - now.rem_euclid(DAY);
-    let today = stats::site_query(app, &p, Some(today_start), None, Granularity::Day, 0).await?;
-    let month =
-        stats::site_query(app, &p, Some(now - 30 * DAY), None, Granularity::Day, TOP).await?;
+    let tag = Some(q.tag.trim().to_string()).filter(|t| !t.is_empty());
+    let days = |from: i64, top: usize| SiteQuery {
+        from: Some(from),
+        granularity: Granularity::Day,
+        tag: tag.clone(),
+        top,
+        ..SiteQuery::default()
+    };
+    let today = stats::site_query(app, &p, days(today_start, 0)).await?;
+    let month = stats::site_query(app, &p, days(now - 30 * DAY, TOP)).await?;
     let chart = charts::daily_clicks(&month.series);
     let flash = admin.sessions.take_flash(&a.token);
     let ids = ids_line(app, &p).await?;
@@ -100,6 +120,14 @@ pub async fn page(State(admin): State<AdminState>, a: Authed) -> Result<Page, Ad
                         span { (view::state_badge(state)) }
                     }
                 }
+            }
+            form.search id="dash-tag" method="get" action="/admin/dashboard" {
+                input type="search" name="tag" value=(q.tag) placeholder="Campaign tag" aria-label="Campaign tag";
+                button type="submit" { "Show" }
+                @if tag.is_some() { " " a href="/admin/dashboard" { "All links" } }
+            }
+            @if let Some(t) = &tag {
+                p.note id="dash-tag-note" { "Clicks of the links tagged " span.tag { (t) } "." }
             }
             section.cards id="dash-clicks" {
                 div.card { span.n id="dash-today" { (today.total) } span { "clicks today (UTC)" } }

@@ -143,8 +143,18 @@ pub enum AdminCommand {
     Webhook(super::webhooks::WebhookCommand),
     /// Click stats of a link: a summary; `--series` adds the buckets.
     Stats {
-        /// The link's code or alias.
-        code: String,
+        /// The link's code or alias; without it, every link's stats (or
+        /// with `--tag` a campaign's).
+        #[arg(required_unless_present = "tag", conflicts_with = "tag")]
+        code: Option<String>,
+        /// The stats of every link with this tag (a campaign): totals, the
+        /// series and the most clicked.
+        #[arg(long)]
+        tag: Option<String>,
+        /// IANA time zone whose midnights start the days (default UTC),
+        /// such as Europe/Paris.
+        #[arg(long)]
+        tz: Option<String>,
         /// Range start: Unix seconds or RFC 3339.
         #[arg(long)]
         from: Option<String>,
@@ -250,6 +260,10 @@ pub enum LinkCommand {
         /// `[checker]` settings.
         #[arg(long, value_enum)]
         check: Option<LinkCheck>,
+        /// A human name for the link (shown by `link list`, searched by
+        /// `-q`).
+        #[arg(long)]
+        title: Option<String>,
     },
     /// Show a link (JSON).
     Get {
@@ -261,7 +275,7 @@ pub enum LinkCommand {
         /// Most links shown (per page with `--all`).
         #[arg(short = 'n', long, default_value_t = 50)]
         limit: u32,
-        /// Substring of URL or alias.
+        /// Substring of the URL, alias or title.
         #[arg(short = 'q', long = "query", visible_alias = "q")]
         q: Option<String>,
         /// Only links with this tag.
@@ -367,6 +381,12 @@ pub struct UpdateArgs {
     /// `site` to leave it to the `[checker]` settings again.
     #[arg(long, value_enum)]
     pub check: Option<LinkCheck>,
+    /// A new title.
+    #[arg(long, conflicts_with = "no_title")]
+    pub title: Option<String>,
+    /// Remove the title.
+    #[arg(long)]
+    pub no_title: bool,
 }
 
 /// `--check`: the link's own choice about the link checker, or the site's.

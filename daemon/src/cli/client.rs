@@ -342,6 +342,14 @@ impl Client {
         self.get(&path).await
     }
 
+    /// `GET /api/v1/stats`: every link's, or with a tag a campaign's.
+    pub async fn site_stats(
+        &self,
+        params: &crate::api::stats::SiteStatsParams,
+    ) -> Result<crate::stats::SiteStatsView> {
+        self.get(&format!("/api/v1/stats?{}", query(params)?)).await
+    }
+
     /// `POST /api/v1/import` of one chunk, as its own task (so the caller
     /// can read the next chunk meanwhile).
     pub fn import(&self, rows: Vec<ImportRow>) -> tokio::task::JoinHandle<Result<ImportOutcome>> {

@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context, Result};
 
 use super::client::Client;
 use super::output::Output;
-use crate::links::import::formats::{Columns, Format};
+use crate::links::import::formats::{Columns, DomainCodes, Format};
 use crate::links::{ImportOutcome, ImportRow};
 
 /// Rows sent per import call: one transaction each in the daemon.
@@ -49,6 +49,9 @@ struct Totals {
     /// Links whose team the file names but this deployment lacks:
     /// imported into the importer's team.
     no_such_team: usize,
+    /// Rows whose code another row holds on another of the shortener's
+    /// domains: sent under a derived alias (`code-domain`).
+    derived_alias: usize,
 }
 
 /// A progress bar on stderr when it is a terminal, else none.
@@ -115,6 +118,7 @@ pub async fn import(
     let mut chunk: Vec<ImportRow> = Vec::with_capacity(IMPORT_CHUNK);
     let mut in_flight: VecDeque<ImportCall> = VecDeque::new();
     let mut record = csv::StringRecord::new();
+    let mut domains = DomainCodes::default();
     loop {
         let more = match reader.read_record(&mut record) {
             Ok(more) => more,
@@ -131,7 +135,13 @@ pub async fn import(
         if more {
             let line = record.position().map(|p| p.line()).unwrap_or(0);
             match columns.read(line, &record) {
-                Ok(row) => chunk.push(row),
+                Ok(mut row) => {
+                    if let Some(n) = domains.place(&columns, &record, &mut row) {
+                        bar.suspend(|| eprintln!("line {line}: domain: {}", n.message));
+                        totals.derived_alias += 1;
+                    }
+                    chunk.push(row)
+                }
                 Err(e) => {
                     bar.suspend(|| eprintln!("line {line}: {}: {}", e.column, e.message));
                     totals.bad += 1;
@@ -182,6 +192,12 @@ pub async fn import(
         }
         if totals.disabled > 0 {
             changed += &format!(", {} imported disabled", totals.disabled);
+        }
+        if totals.derived_alias > 0 {
+            changed += &format!(
+                ", {} under a derived alias (code-domain)",
+                totals.derived_alias
+            );
         }
         eprintln!(
             "{} imported, {} already present, {} bad rows{changed} ({} format)",

@@ -27,6 +27,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
             password_file,
             variants,
             check,
+            title,
         } => {
             let password = password_file
                 .as_deref()
@@ -45,6 +46,7 @@ pub async fn link(client: &Client, command: LinkCommand, out: &mut Output) -> Re
                 password,
                 variants: (!variants.is_empty()).then_some(variants),
                 check: check.and_then(|c| c.value()),
+                title,
                 ..CreateLink::default()
             };
             let link = client.create_link(&req).await?;
@@ -151,6 +153,11 @@ async fn patch_body(client: &Client, a: UpdateArgs) -> Result<Value> {
     if let Some(c) = a.check {
         body.insert("check".into(), json!(c.value()));
     }
+    if let Some(t) = a.title {
+        body.insert("title".into(), t.into());
+    } else if a.no_title {
+        body.insert("title".into(), Value::Null);
+    }
     if let Some(t) = country_map(a.country_targets)? {
         body.insert("country_targets".into(), json!(t));
     } else if a.no_country_targets {
@@ -241,7 +248,7 @@ async fn list(
     if out.json {
         return out.print_json(&json!({ "links": links, "total": total }));
     }
-    let mut t = Table::new(&["CODE", "CLICKS", "STATE", "URL", "EXPIRES", "TAGS"]);
+    let mut t = Table::new(&["CODE", "CLICKS", "STATE", "URL", "EXPIRES", "TAGS", "TITLE"]);
     for l in &links {
         t.row(vec![
             l.code.clone(),
@@ -250,6 +257,7 @@ async fn list(
             l.url.clone(),
             when(l.expires_at),
             l.tags.join(","),
+            l.title.clone().unwrap_or_default(),
         ]);
     }
     out.table(&t)?;

@@ -33,7 +33,7 @@ pub use args::{command, AdminCommand, Cli, Command};
 pub use client::Client;
 pub use settings::SettingsArgs;
 
-use crate::api::stats::StatsParams;
+use crate::api::stats::{SiteStatsParams, StatsParams};
 use crate::config::Config;
 
 /// Entry point of the binary.
@@ -115,18 +115,34 @@ async fn dispatch(
         AdminCommand::Link(c) => links::link(client, *c, out).await?,
         AdminCommand::Stats {
             code,
+            tag,
+            tz,
             from,
             to,
             granularity,
             series,
-        } => {
-            let params = StatsParams {
-                from,
-                to,
-                granularity: Some(granularity),
-            };
-            stats::stats(client, &code, params, series, out).await?
-        }
+        } => match code {
+            Some(code) => {
+                let params = StatsParams {
+                    from,
+                    to,
+                    granularity: Some(granularity),
+                    tz,
+                };
+                stats::stats(client, &code, params, series, out).await?
+            }
+            None => {
+                let params = SiteStatsParams {
+                    from,
+                    to,
+                    granularity: Some(granularity),
+                    top: None,
+                    tz,
+                    tag,
+                };
+                stats::site_stats(client, params, series, out).await?
+            }
+        },
         AdminCommand::Import { file, format } => {
             return import::import(client, &file, format, out).await
         }

@@ -8,7 +8,7 @@ use super::view::LinkView;
 use crate::timestamp::{format_time, Timestamp};
 
 /// The header of an export, in column order.
-pub const HEADER: [&str; 23] = [
+pub const HEADER: [&str; 24] = [
     "code",
     "url",
     "alias",
@@ -29,6 +29,7 @@ pub const HEADER: [&str; 23] = [
     "protected",
     "variants",
     "check",
+    "title",
     "renew_on_access",
     "team",
     "creator",
@@ -141,6 +142,7 @@ pub fn record(l: &LinkView, team: &str) -> [String; HEADER.len()] {
         if l.protected { "true" } else { "" }.to_string(),
         variants_cell(&l.variants),
         l.check.map(|m| m.as_str().to_string()).unwrap_or_default(),
+        opt(&l.title),
         l.renew_ttl.map(|s| s.to_string()).unwrap_or_default(),
         team.to_string(),
         opt(&l.created_by),
@@ -208,6 +210,7 @@ mod tests {
                 },
             ],
             check: Some(shortlink_core::check_mode::CheckMode::Report),
+            title: Some("Spring, at last".into()),
         }
     }
 
@@ -262,7 +265,7 @@ mod tests {
             "aZ3kQ9x,\"https://example.com/a,b\",spring,2030-03-17T17:46:40Z,\"x,y\",7,1,\
              2023-11-14T22:13:20Z,301,5,true,,https://m.example.com/,,,false,\
              DE=https://example.de/a=b FR=https://example.fr/,,\
-             3=https://example.com/a?x=1 1=https://example.com/b,report,86400,sales,alice"
+             3=https://example.com/a?x=1 1=https://example.com/b,report,\"Spring, at last\",86400,sales,alice"
         );
         let mut r = reader(text.as_bytes());
         let header = r.headers().unwrap().clone();
@@ -286,6 +289,7 @@ mod tests {
         assert_eq!(extra.country_targets, Some(view().country_targets));
         assert_eq!(extra.variants, Some(view().variants));
         assert_eq!(extra.check, view().check);
+        assert_eq!(extra.title, view().title);
         assert_eq!(extra.renew_ttl, Some(86_400));
         assert_eq!(extra.team.as_deref(), Some("sales"));
         assert_eq!(extra.creator.as_deref(), Some("alice"));

@@ -246,6 +246,10 @@ pub struct CreateLink {
     /// `[checker]` settings decide.
     #[schema(schema_with = check_schema)]
     pub check: Option<CheckMode>,
+    /// A human name for the link (at most 512 characters, no control
+    /// characters; blank: none), shown in lists and searched by `q`.
+    #[schema(max_length = 512, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
+    pub title: Option<String>,
 }
 
 /// One A/B target: a URL judged like `url`, and its weight.
@@ -422,4 +426,9 @@ pub struct UpdateLink {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(schema_with = check_schema)]
     pub check: Option<Option<CheckMode>>,
+    /// New title (at most 512 characters); `null` or blank removes it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>, nullable, max_length = 512,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
+    pub title: Option<Option<String>>,
 }

@@ -19,6 +19,7 @@ pub mod password;
 pub mod patch;
 pub mod rules;
 pub mod team;
+pub mod title;
 pub mod view;
 
 pub use import::{ImportError, ImportExtra, ImportOutcome, ImportRow, MAX_IMPORT};

@@ -54,6 +54,8 @@ pub struct CheckedPatch {
     forward_query: Option<Option<bool>>,
     /// `Some(None)` leaves the checker to the site's settings again.
     check: Option<Option<CheckMode>>,
+    /// `Some(None)` removes the title.
+    title: Option<Option<String>>,
     /// Replaces the country targets (empty: removes them).
     country_targets: Option<CountryTargets>,
     /// A new password hash (`Some(None)` removes the password); hashed
@@ -145,6 +147,9 @@ impl LinkRules {
         out.disabled = patch.disabled;
         out.forward_query = patch.forward_query;
         out.check = patch.check;
+        if let Some(t) = &patch.title {
+            out.title = Some(super::title::check_title(t.as_deref())?);
+        }
         if let Some(t) = &patch.country_targets {
             out.country_targets = Some(match t {
                 Some(t) => self.check_country_targets(t, &mut out.alias_targets)?,
@@ -233,6 +238,9 @@ impl CheckedPatch {
         }
         if let Some(f) = self.forward_query {
             link.forward_query = f;
+        }
+        if let Some(t) = self.title {
+            link.title = t;
         }
         if let Some(m) = self.check {
             link.check = m;

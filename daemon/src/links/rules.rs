@@ -127,6 +127,7 @@ impl LinkRules {
             None => Vec::new(),
         };
         let disabled = req.disabled.unwrap_or(false);
+        let title = super::title::check_title(req.title.as_deref())?;
         let link = Link {
             id: 0,
             alias: req.alias.clone(),
@@ -153,6 +154,7 @@ impl LinkRules {
             broken: false,
             check: req.check,
             taken_down: false,
+            title,
         };
         Ok(Prepared {
             dedupe_hash: dedupe_hash(req, &link),

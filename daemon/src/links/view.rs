@@ -85,6 +85,9 @@ pub struct LinkView {
     #[serde(default)]
     #[schema(schema_with = super::input::check_schema)]
     pub check: Option<CheckMode>,
+    /// The link's title; `null` for none.
+    #[serde(default)]
+    pub title: Option<String>,
 }
 
 impl LinkView {
@@ -140,6 +143,7 @@ impl LinkView {
                 })
                 .collect(),
             check: link.check,
+            title: link.title.clone(),
         }
     }
 }

@@ -9,7 +9,9 @@
 //! when those take effect and the edge is told), and everything else every
 //! [`FOLD_ALL_EVERY`] or sooner when a lot is pending (a link's statements
 //! and pages once per interval, however often it was clicked).
-//! `query.rs` answers stats over a range, of one link or of all.
+//! `query.rs` answers stats over a range, of one link, of all or of a
+//! tag's; `range.rs` cuts the range into buckets (days in the `tz` of
+//! `zone.rs`); `shares.rs` makes percentages that add up to 100.
 
 use std::time::Duration;
 
@@ -22,11 +24,15 @@ use crate::store::{FoldOutcome, StoreResult};
 use crate::timestamp::unix_now;
 
 mod query;
+mod range;
+pub mod shares;
+mod zone;
 
 pub use query::{
     query, site_query, CountryCount, DeviceCounts, Granularity, LinkCount, Point, ReferrerCount,
-    SiteStatsView, StatsView, VariantCount, MAX_BUCKETS, MAX_TOP,
+    SiteQuery, SiteStatsView, StatsView, VariantCount, DIRECT, MAX_BUCKETS, MAX_TOP,
 };
+pub use zone::StatsZone;
 
 /// Longest time acknowledged clicks of a link with a visit limit or
 /// renew-on-access wait to be folded into the tables (and so the longest a

@@ -1,46 +1,32 @@
-//! Click stats over a range: of one link (series, devices, referrers,
-//! countries, A/B variants, bots) and of every link (series and the most
-//! clicked links).
+//! Click stats over a range: of one link (series, devices, referrers with
+//! `direct` for none, countries, A/B variants, bots) and of every link, or
+//! of a tag's links (a campaign: series and the most clicked links).
 
 use serde::{Deserialize, Serialize};
 use shortlink_core::device::DeviceClass;
 use utoipa::ToSchema;
 
+use super::range::Range;
+pub use super::range::{Granularity, Point, MAX_BUCKETS};
+use super::zone::StatsZone;
 use crate::access::Scope;
 use crate::app::App;
 use crate::auth::Principal;
-use crate::store::LinkError;
-use crate::timestamp::{self, unix_now, Timestamp};
+use crate::store::{LinkError, SiteFilter};
+use crate::timestamp::Timestamp;
 
-/// Most buckets one stats query returns.
-pub const MAX_BUCKETS: i64 = 24 * 400;
 /// Most links a site-wide query ranks.
 pub const MAX_TOP: usize = 100;
 
-/// Bucket size of a series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Granularity {
-    /// One bucket per hour.
-    #[default]
-    Hour,
-    /// One bucket per day (UTC).
-    Day,
-}
-
-/// One point of a series.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Point {
-    /// Bucket start.
-    pub t: Timestamp,
-    /// Clicks in the bucket, bots included.
-    pub clicks: i64,
-}
+/// The referrer "host" of clicks that sent no `Referer`: typed in,
+/// bookmarked, or from an app or an e-mail that sends none.
+pub const DIRECT: &str = "direct";
 
 /// Clicks from one referrer host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ReferrerCount {
-    /// Host of the `Referer`; empty when none was sent.
+    /// Host of the `Referer`; `direct` when none was sent.
+    #[schema(example = "direct")]
     pub host: String,
     /// Clicks from it in the range.
     pub clicks: i64,
@@ -134,6 +120,10 @@ pub struct StatsView {
     pub to: Timestamp,
     /// Bucket size of `series`.
     pub granularity: Granularity,
+    /// The IANA time zone whose midnights start the day buckets (`UTC`
+    /// unless the query gave `tz`).
+    #[schema(example = "Europe/Paris")]
+    pub tz: String,
     /// Clicks in the range, bots included.
     pub total: i64,
     /// Bot clicks in the range (also part of `total`).
@@ -142,7 +132,8 @@ pub struct StatsView {
     pub series: Vec<Point>,
     /// Clicks in the range by device class.
     pub devices: DeviceCounts,
-    /// Top referrer hosts in the range.
+    /// Top referrer hosts in the range; clicks without a `Referer` as
+    /// `direct`.
     pub referrers: Vec<ReferrerCount>,
     /// Clicks in the range by visitor country, most first.
     pub countries: Vec<CountryCount>,
@@ -155,103 +146,6 @@ pub struct StatsView {
     pub bots_all_time: i64,
 }
 
-/// A query's range: `[from, to)` aligned to whole buckets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Range {
-    from: i64,
-    to: i64,
-    bucket: i64,
-    granularity: Granularity,
-}
-
-impl Range {
-    /// The range of `[from, to)` (Unix seconds; defaults: the last 7 days)
-    /// in `granularity` buckets, refused when empty or over
-    /// [`MAX_BUCKETS`].
-    fn new(
-        from: Option<i64>,
-        to: Option<i64>,
-        granularity: Granularity,
-    ) -> Result<Self, LinkError> {
-        let bucket = match granularity {
-            Granularity::Hour => 3600,
-            Granularity::Day => 86_400,
-        };
-        // Both ends, rounded out to whole buckets, are written back in RFC
-        // 3339: years 0000 to 9999, less the day a bucket may round up.
-        let (earliest, latest) = (timestamp::EARLIEST, timestamp::LATEST - 86_400);
-        for (field, t) in [("from", from), ("to", to)] {
-            if let Some(t) = t.filter(|t| !(earliest..=latest).contains(t)) {
-                return Err(LinkError::Invalid {
-                    field,
-                    code: "invalid_range",
-                    message: format!(
-                        "{field} ({t}) must lie between {earliest} and {latest} \
-                         (the years 0000 to 9999, less a day)"
-                    ),
-                });
-            }
-        }
-        let to = to.unwrap_or(unix_now() + 1);
-        let from = from.unwrap_or(to - 7 * 86_400);
-        if from >= to {
-            return Err(LinkError::Invalid {
-                field: "from",
-                code: "invalid_range",
-                message: format!("from ({from}) must be before to ({to})"),
-            });
-        }
-        let range = Range {
-            from: from.div_euclid(bucket) * bucket,
-            to: (to + bucket - 1).div_euclid(bucket) * bucket,
-            bucket,
-            granularity,
-        };
-        let buckets = range.buckets();
-        if buckets > MAX_BUCKETS {
-            return Err(LinkError::Invalid {
-                field: "from",
-                code: "invalid_range",
-                message: format!(
-                    "the range spans {buckets} buckets; at most {MAX_BUCKETS} (use granularity=day or a shorter range)"
-                ),
-            });
-        }
-        Ok(range)
-    }
-
-    fn buckets(&self) -> i64 {
-        (self.to - self.from) / self.bucket
-    }
-
-    /// The hours the range covers, first and last.
-    fn hours(&self) -> (i64, i64) {
-        (self.from / 3600, self.to / 3600 - 1)
-    }
-
-    fn daily(&self) -> bool {
-        self.granularity == Granularity::Day
-    }
-
-    /// Every bucket of the range, zeros included, filled from `(bucket
-    /// start, clicks)` pairs.
-    fn series(&self, counts: impl IntoIterator<Item = (i64, i64)>) -> Vec<Point> {
-        let mut series: Vec<Point> = (0..self.buckets())
-            .map(|i| Point {
-                t: Timestamp(self.from + i * self.bucket),
-                clicks: 0,
-            })
-            .collect();
-        for (t, n) in counts {
-            let i = (t - self.from) / self.bucket;
-            if let Some(p) = usize::try_from(i).ok().and_then(|i| series.get_mut(i)) {
-                p.clicks += n;
-            }
-        }
-        series
-    }
-}
-
 /// Stats of a link `by` may see over `[from, to)` (Unix seconds;
 /// defaults: the last 7 days).
 pub async fn query(
@@ -261,11 +155,12 @@ pub async fn query(
     from: Option<i64>,
     to: Option<i64>,
     granularity: Granularity,
+    zone: &StatsZone,
 ) -> Result<StatsView, LinkError> {
     let link = app.links().acting_as(by).get(code).await?;
-    let range = Range::new(from, to, granularity)?;
+    let range = Range::new(from, to, granularity, zone)?;
     let (from_hour, to_hour) = range.hours();
-    let (id, daily) = (link.id, range.daily());
+    let (id, daily) = (link.id, range.store_daily());
     let r = app.store.link_stats(id, from_hour, to_hour, daily).await?;
     let series = range.series(r.series);
     let mut devices = DeviceCounts::default();
@@ -283,20 +178,33 @@ pub async fn query(
         from: range.from.into(),
         to: range.to.into(),
         granularity,
+        tz: zone.name().to_string(),
         total: r.total,
         bots: r.bots,
         series,
         devices,
-        referrers: r
-            .referrers
-            .into_iter()
-            .map(|(host, clicks)| ReferrerCount { host, clicks })
-            .collect(),
+        referrers: referrer_counts(r.referrers),
         countries: country_counts(r.countries),
         variants: variant_counts(&link.variants, &r.variants, by.has(Scope::LinksRead)),
         total_all_time: link.clicks,
         bots_all_time: link.bot_clicks,
     })
+}
+
+/// The referrers of a tally as the API shows them: no `Referer` is
+/// [`DIRECT`] (merged with a host that really is named `direct`, which
+/// no public host is).
+fn referrer_counts(counts: Vec<(String, i64)>) -> Vec<ReferrerCount> {
+    let mut out: Vec<ReferrerCount> = Vec::with_capacity(counts.len());
+    for (host, clicks) in counts {
+        let host = if host.is_empty() { DIRECT.into() } else { host };
+        match out.iter_mut().find(|r| r.host == host) {
+            Some(r) => r.clicks += clicks,
+            None => out.push(ReferrerCount { host, clicks }),
+        }
+    }
+    out.sort_by(|a, b| b.clicks.cmp(&a.clicks).then_with(|| a.host.cmp(&b.host)));
+    out
 }
 
 /// Clicks of one link in a site-wide range.
@@ -321,6 +229,13 @@ pub struct SiteStatsView {
     pub to: Timestamp,
     /// Bucket size of `series`.
     pub granularity: Granularity,
+    /// The IANA time zone whose midnights start the day buckets.
+    #[schema(example = "Europe/Paris")]
+    pub tz: String,
+    /// Only the links with this tag were counted (a campaign); absent:
+    /// every link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
     /// Clicks on every link in the range, bots included.
     pub total: i64,
     /// Bot clicks in the range (also part of `total`).
@@ -333,29 +248,64 @@ pub struct SiteStatsView {
     pub countries: Vec<CountryCount>,
 }
 
-/// Stats of every link `by` sees (their team's, or all for an admin) over
-/// `[from, to)`, with the `top` most clicked links (at most [`MAX_TOP`]).
+/// What a site-wide stats query asks: the range, its buckets and zone,
+/// which links, how many of the most clicked.
+#[derive(Debug, Clone, Default)]
+pub struct SiteQuery {
+    /// Range start, Unix seconds (default: `to` minus 7 days).
+    pub from: Option<i64>,
+    /// Range end, exclusive (default: now).
+    pub to: Option<i64>,
+    /// Bucket size.
+    pub granularity: Granularity,
+    /// Whose midnights start the days.
+    pub zone: StatsZone,
+    /// Only links with this tag (a campaign).
+    pub tag: Option<String>,
+    /// How many of the most clicked links (at most [`MAX_TOP`]).
+    pub top: usize,
+}
+
+/// Stats of every link `by` sees (their team's, or all for an admin; with
+/// the query's tag, when it has one) over the query's range.
 pub async fn site_query(
     app: &App,
     by: &Principal,
-    from: Option<i64>,
-    to: Option<i64>,
-    granularity: Granularity,
-    top: usize,
+    q: SiteQuery,
 ) -> Result<SiteStatsView, LinkError> {
-    let range = Range::new(from, to, granularity)?;
+    let range = Range::new(q.from, q.to, q.granularity, &q.zone)?;
     let (from_hour, to_hour) = range.hours();
-    let (daily, top) = (range.daily(), top.min(MAX_TOP));
+    let (daily, top) = (range.store_daily(), q.top.min(MAX_TOP));
     let show_urls = by.has(Scope::LinksRead);
-    let r = app
+    let tag = match q.tag.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) => Some(
+            crate::links::rules::check_tags(&[t.to_string()])
+                .map_err(|e| match e {
+                    LinkError::Invalid { code, message, .. } => LinkError::Invalid {
+                        field: "tag",
+                        code,
+                        message,
+                    },
+                    e => e,
+                })?
+                .remove(0),
+        ),
+        None => None,
+    };
+    let filter = SiteFilter {
+        team: by.team_filter(),
+        tag: tag.clone(),
+    };
+    let (r, top) = app
         .store
-        .site_stats(from_hour, to_hour, daily, top, by.team_filter())
+        .site_stats(from_hour, to_hour, daily, top, filter)
         .await?;
-    let (r, top) = r;
     Ok(SiteStatsView {
         from: range.from.into(),
         to: range.to.into(),
-        granularity,
+        granularity: q.granularity,
+        tz: q.zone.name().to_string(),
+        tag,
         total: r.total,
         bots: r.bots,
         series: range.series(r.series),

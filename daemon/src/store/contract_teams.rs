@@ -26,6 +26,14 @@ pub(crate) fn link_of(id: u64, team_id: i64) -> NewLink {
     }
 }
 
+/// The site stats filter of team `id`.
+fn of_team(id: i64) -> crate::store::SiteFilter {
+    crate::store::SiteFilter {
+        team: Some(id),
+        tag: None,
+    }
+}
+
 fn ids(links: &[Link]) -> Vec<u64> {
     links.iter().map(|l| l.id).collect()
 }
@@ -93,17 +101,20 @@ async fn scoped_lists(store: &Store, sales: i64) {
         clicks: vec![click(1, 5), click(2, 7)],
     };
     store.append_clicks(vec![batch], 36_000).await.unwrap();
-    let (all, _) = store.site_stats(0, 20, false, 5, None).await.unwrap();
+    let (all, _) = store
+        .site_stats(0, 20, false, 5, Default::default())
+        .await
+        .unwrap();
     assert_eq!(all.total, 12);
     let (team, top) = store
-        .site_stats(0, 20, false, 5, Some(sales))
+        .site_stats(0, 20, false, 5, of_team(sales))
         .await
         .unwrap();
     assert_eq!(team.total, 7, "only the team's clicks, pending ones too");
     assert_eq!(top.iter().map(|(l, _)| l.id).collect::<Vec<_>>(), vec![2]);
     store.fold_clicks().await.unwrap();
     let (team, _) = store
-        .site_stats(0, 20, false, 5, Some(sales))
+        .site_stats(0, 20, false, 5, of_team(sales))
         .await
         .unwrap();
     assert_eq!(team.total, 7, "and once folded");

@@ -51,7 +51,7 @@ use async_trait::async_trait;
 pub use cache::LinkCache;
 pub use changes::{Change, ChangeLog, Resume};
 pub use checks::{CheckResult, CheckStore, CheckTarget, LinkCheck, Recorded};
-pub use clicks::{ClickStore, FoldOutcome, RangeStats, SiteStats};
+pub use clicks::{ClickStore, FoldOutcome, RangeStats, SiteFilter, SiteStats};
 pub use credentials::{ApiKey, App, CredentialStore};
 pub use error::{StoreError, StoreResult};
 pub use ids::IdStore;

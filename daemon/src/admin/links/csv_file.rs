@@ -14,7 +14,7 @@ use maud::{html, Markup};
 use super::super::view::{self, Nav, Page};
 use super::super::{AdminError, AdminState, Authed};
 use crate::links::csv_format;
-use crate::links::import::formats::Format;
+use crate::links::import::formats::{DomainCodes, Format};
 use crate::links::{ImportError, ImportRow, LinkView, MAX_IMPORT};
 use crate::store::{Link, ListQuery};
 use crate::timestamp::unix_now;
@@ -116,6 +116,8 @@ fn read_rows(data: &[u8]) -> Result<(Vec<ImportRow>, Vec<ImportError>), String> 
     )?;
     let columns = format.columns(&header)?;
     let (mut rows, mut bad) = (Vec::new(), Vec::new());
+    // Shlink's same code on two domains: the later rows under `code-domain`.
+    let mut domains = DomainCodes::default();
     let refused = |line, message| ImportError {
         line,
         field: None,
@@ -126,7 +128,10 @@ fn read_rows(data: &[u8]) -> Result<(Vec<ImportRow>, Vec<ImportError>), String> 
             Ok(r) => {
                 let line = r.position().map_or(0, |p| p.line());
                 match columns.read(line, &r) {
-                    Ok(row) => rows.push(row),
+                    Ok(mut row) => {
+                        domains.place(&columns, &r, &mut row);
+                        rows.push(row)
+                    }
                     Err(e) => bad.push(refused(line, format!("{}: {}", e.column, e.message))),
                 }
             }

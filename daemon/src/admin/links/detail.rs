@@ -15,6 +15,7 @@ use super::form::{general_error, link_fields, LinkForm};
 use crate::codes;
 use crate::links::LinkView;
 use crate::qr;
+use crate::stats::shares::percentages;
 use crate::stats::{self, Granularity, StatsView};
 use crate::store::Link;
 use crate::timestamp::unix_now;
@@ -48,6 +49,7 @@ impl Charts {
             Some(now - 47 * 3600),
             Some(now + 1),
             Granularity::Hour,
+            &Default::default(),
         )
         .await?;
         let daily = stats::query(
@@ -57,6 +59,7 @@ impl Charts {
             Some(now - 29 * 86_400),
             Some(now + 1),
             Granularity::Day,
+            &Default::default(),
         )
         .await?;
         Ok(Self {
@@ -96,10 +99,18 @@ fn device_targets(l: &Link) -> Vec<(&'static str, &str)> {
     .collect()
 }
 
+/// Rows of names, clicks and shares of `total`: what the rows leave out
+/// (past the top ones) is one `(others)` row, and the shares add up to
+/// 100 (largest remainders).
 fn share_rows(rows: &[(String, i64)], total: i64) -> Markup {
+    let mut rows = rows.to_vec();
+    let rest = total - rows.iter().map(|(_, n)| n).sum::<i64>();
+    if rest > 0 {
+        rows.push(("(others)".into(), rest));
+    }
+    let counts: Vec<i64> = rows.iter().map(|(_, n)| *n).collect();
     html! {
-        @for (name, n) in rows {
-            @let pct = if total > 0 { n * 100 / total } else { 0 };
+        @for ((name, n), pct) in rows.iter().zip(percentages(&counts)) {
             tr {
                 td { (name) }
                 td.num { (n) }
@@ -124,14 +135,7 @@ fn breakdown(s: &StatsView) -> Markup {
     let referrers: Vec<(String, i64)> = s
         .referrers
         .iter()
-        .map(|r| {
-            let host = if r.host.is_empty() {
-                "(none)".to_string()
-            } else {
-                r.host.clone()
-            };
-            (host, r.clicks)
-        })
+        .map(|r| (r.host.clone(), r.clicks))
         .collect();
     // `--`: nginx's `shortlink_country` variable was unset or not a code.
     let countries: Vec<(String, i64)> = s
@@ -178,17 +182,16 @@ fn breakdown(s: &StatsView) -> Markup {
 /// Clicks per A/B variant: a chart and a table of each variant's URL,
 /// weight (and the share it asks for) and clicks (and the share it got).
 fn variants_card(s: &StatsView) -> Markup {
-    let weights: u64 = s.variants.iter().map(|v| u64::from(v.weight)).sum();
-    let clicks: i64 = s.variants.iter().map(|v| v.clicks).sum();
+    let weights: Vec<i64> = s.variants.iter().map(|v| i64::from(v.weight)).collect();
+    let clicks: Vec<i64> = s.variants.iter().map(|v| v.clicks).collect();
+    let shares = percentages(&weights).into_iter().zip(percentages(&clicks));
     html! {
         div.card id="variants" {
             div id="chart-variants" { (view::raw_svg(charts::variant_clicks(&s.variants))) }
             table.share id="variant-clicks" {
                 thead { tr { th { "Variant" } th { "Target" } th.num { "Weight" } th.num { "Clicks" } th { "Share" } } }
                 tbody {
-                    @for v in &s.variants {
-                        @let asked = (u64::from(v.weight) * 100).checked_div(weights).unwrap_or(0);
-                        @let got = if clicks > 0 { v.clicks * 100 / clicks } else { 0 };
+                    @for (v, (asked, got)) in s.variants.iter().zip(shares) {
                         tr.variant-clicks {
                             td { (v.index + 1) }
                             td { (v.url.as_deref().unwrap_or("")) }
@@ -237,6 +240,7 @@ pub(super) fn detail_page(
                         button type="button" data-copy="#short-url" id="copy-short-url" { "Copy" }
                     }
                     dl.facts {
+                        @if let Some(t) = &link.title { dt { "Title" } dd id="title" { (t) } }
                         dt { "Target" } dd id="target" { a href=(link.url) rel="noreferrer noopener" target="_blank" { (link.url) } }
                         dt { "Generated code" } dd { code { (generated) } }
                         dt { "Clicks" } dd id="clicks" { (link.clicks) }

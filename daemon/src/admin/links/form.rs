@@ -49,6 +49,8 @@ pub struct LinkForm {
     pub variants: String,
     /// `off`, `report`, `fallback`, or empty for the site's checker settings.
     pub check: String,
+    /// Title; empty for none.
+    pub title: String,
 }
 
 /// What [`LinkForm::numbers`] reads from the form's text.
@@ -100,6 +102,7 @@ impl LinkForm {
             protected: false,
             variants: f.get("variants"),
             check: f.get("check"),
+            title: f.get("title"),
         }
     }
 
@@ -138,6 +141,7 @@ impl LinkForm {
                 .collect::<Vec<_>>()
                 .join("\n"),
             check: l.check.map(|m| m.as_str().to_string()).unwrap_or_default(),
+            title: s(&l.title),
         }
     }
 
@@ -274,6 +278,7 @@ impl LinkForm {
             password: self.new_password(),
             variants: (!variants.is_empty()).then_some(variants),
             check,
+            title: Self::opt(self.title.trim()),
             ..CreateLink::default()
         })
     }
@@ -315,6 +320,7 @@ impl LinkForm {
             },
             variants: Some((!variants.is_empty()).then_some(variants)),
             check: Some(check),
+            title: Some(Self::opt(self.title.trim())),
             ..UpdateLink::default()
         })
     }
@@ -353,6 +359,8 @@ pub(super) fn link_fields(form: &LinkForm, errors: &FieldErrors) -> Markup {
     .collect();
     html! {
         (view::text_input("Target URL", "url", &form.url, "url", Some("Absolute http(s) URL."), errors))
+        (view::text_input("Title (optional)", "title", &form.title, "text",
+            Some("A name for the link, shown in lists and found by the search."), errors))
         div.row {
             (view::text_input("Alias (optional)", "alias", &form.alias, "text",
                 Some("1 to 64 of A-Z a-z 0-9 - _; the generated code works too."), errors))

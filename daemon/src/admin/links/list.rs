@@ -22,7 +22,7 @@ pub const PAGE_SIZE: u32 = 25;
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct ListParams {
-    /// Substring of the URL or alias, or a generated code.
+    /// Substring of the URL, alias or title, or a generated code.
     pub q: String,
     /// Only links with this tag.
     pub tag: String,
@@ -245,7 +245,7 @@ pub async fn list(
                 }
             }
             form.search method="get" action="/admin/links" id="search" {
-                input type="search" name="q" value=(q) placeholder="Search target URL, alias or code" aria-label="Search";
+                input type="search" name="q" value=(q) placeholder="Search target URL, alias, title or code" aria-label="Search";
                 input type="text" name="tag" value=(tag) placeholder="Tag" aria-label="Tag";
                 @if is_admin {
                     select name="team" aria-label="Team" id="team-filter" {
@@ -285,6 +285,7 @@ pub async fn list(
                             tr data-code=(code) data-id=(l.id) {
                                 td.code { a href={ "/admin/links/" (code) } { (code) } }
                                 td.target title=(l.url) {
+                                    @if let Some(t) = &l.title { span.title { (t) } " " }
                                     (l.url)
                                     @for t in &l.tags { " " span.tag { (t) } }
                                 }

@@ -26,7 +26,7 @@ pub struct ListParams {
     /// `(sort value, id)` position, so pages stay stable while links are
     /// added.
     pub cursor: Option<String>,
-    /// Substring of the URL or alias, or a generated code.
+    /// Substring (case-sensitive) of the URL, alias or title, or a generated code.
     pub q: Option<String>,
     /// Only links with this tag; repeat the parameter or separate tags by
     /// commas for several (see `tags_mode`).

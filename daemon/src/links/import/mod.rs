@@ -222,6 +222,7 @@ impl Links<'_> {
             country_targets: extra.country_targets,
             variants: extra.variants,
             check: extra.check,
+            title: extra.title,
             ..CreateLink::default()
         };
         let created_at = extra.created_at.as_deref().map(|t| created_at(t, now));

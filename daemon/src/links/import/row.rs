@@ -57,6 +57,9 @@ pub struct ImportExtra {
     /// keeps it (its id) when that id is free here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// The link's title; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Click total to restore, bots included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clicks: Option<u64>,

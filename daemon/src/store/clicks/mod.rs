@@ -7,7 +7,7 @@ mod site;
 
 pub use aggregate::{Aggregate, LinkAgg, RowKey};
 pub use range::{RangeStats, RangeTally};
-pub use site::{SiteStats, SiteTally};
+pub use site::{SiteFilter, SiteStats, SiteTally};
 
 use async_trait::async_trait;
 use shortlink_core::ipc::ClickBatch;
@@ -62,15 +62,15 @@ pub trait ClickStore: Send + Sync {
         daily: bool,
     ) -> StoreResult<RangeStats>;
 
-    /// Stats of every link (of team `team`, when given) over the same
-    /// range, with the `top` most clicked links (deleted ones left out),
-    /// every acknowledged click included.
+    /// Stats of every link `filter` keeps over the same range, with the
+    /// `top` most clicked links (deleted ones left out), every
+    /// acknowledged click included.
     async fn site_stats(
         &self,
         from_hour: i64,
         to_hour: i64,
         daily: bool,
         top: usize,
-        team: Option<i64>,
+        filter: SiteFilter,
     ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)>;
 }

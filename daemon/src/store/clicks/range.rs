@@ -20,7 +20,7 @@ pub struct RangeStats {
     pub series: Vec<(i64, i64)>,
     /// Clicks per device class (its `u8` value).
     pub devices: Vec<(u8, i64)>,
-    /// Top referrer hosts.
+    /// Top referrer hosts; `""` for the clicks that sent none.
     pub referrers: Vec<(String, i64)>,
     /// Clicks per visitor country (`--`: unknown), most first.
     pub countries: Vec<(Country, i64)>,
@@ -66,7 +66,7 @@ impl RangeTally {
     }
 
     /// Adds `n` clicks in `hour` (hours since the epoch); an empty referrer
-    /// is none.
+    /// is none (ranked with the hosts, as `""`).
     pub fn add(
         &mut self,
         hour: i64,
@@ -86,12 +86,11 @@ impl RangeTally {
             .entry(hour.div_euclid(self.bucket_hours))
             .or_default() += n;
         *self.devices.entry(device).or_default() += n;
-        if !referrer.is_empty() {
-            match self.referrers.get_mut(referrer) {
-                Some(c) => *c += n,
-                None => {
-                    self.referrers.insert(referrer.to_string(), n);
-                }
+        // No referrer is a host of its own (`""`): shown as "direct".
+        match self.referrers.get_mut(referrer) {
+            Some(c) => *c += n,
+            None => {
+                self.referrers.insert(referrer.to_string(), n);
             }
         }
     }

@@ -6,6 +6,16 @@ use std::collections::{BTreeMap, HashMap};
 
 use shortlink_core::country::Country;
 
+/// Which links a site-wide stats read counts: both stores apply it to
+/// the stored and the pending clicks alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteFilter {
+    /// Only this team's links (a caller who is not an admin).
+    pub team: Option<i64>,
+    /// Only links with this tag: a campaign's totals and series.
+    pub tag: Option<String>,
+}
+
 /// Click numbers of all links over a range of hours.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SiteStats {

@@ -59,6 +59,9 @@ pub struct Link {
     /// allow/block lists'): it answers as gone whatever `disabled` says,
     /// and only the takedown's undo lifts it, never an edit.
     pub taken_down: bool,
+    /// A human name for the link (the page's title, the campaign's name);
+    /// searched by the list's `q`. `None`: none.
+    pub title: Option<String>,
 }
 
 /// Variants as stored: a JSON array of `{"url", "weight"}`, `None` for

@@ -37,7 +37,7 @@ pub struct ListQuery {
     pub sort: ListSort,
     /// Smallest first; the default is largest (newest) first.
     pub ascending: bool,
-    /// Substring of the URL or alias.
+    /// Substring (case-sensitive) of the URL, alias or title.
     pub q: Option<String>,
     /// The id `q` decodes to when it is a generated code: that link
     /// matches too.

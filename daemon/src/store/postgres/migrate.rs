@@ -29,6 +29,7 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("schema_v13.sql"),
     include_str!("schema_v14.sql"),
     include_str!("schema_v15.sql"),
+    include_str!("schema_v16.sql"),
 ];
 
 /// The newest schema version this build knows.

@@ -34,7 +34,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id, broken, check_mode, taken_down"
+         variants, team_id, broken, check_mode, taken_down, title"
     };
 }
 const COLUMNS: &str = columns!();
@@ -85,6 +85,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Link> {
             })?),
         },
         taken_down: row.get(25)?,
+        title: row.get(26)?,
     })
 }
 
@@ -103,9 +104,9 @@ fn alias_conflict(e: rusqlite::Error, alias: Option<&str>) -> StoreError {
 pub const INSERT: &str = "INSERT INTO links (id, alias, url, created_at, updated_at, expires_at, \
      renew_ttl, max_visits, redirect, target_desktop, target_mobile, target_ios, target_android, \
      disabled, tags, created_by, dedupe_hash, forward_query, country_targets, password_hash, \
-     variants, team_id, check_mode) \
+     variants, team_id, check_mode, title) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-     ?19, ?20, ?21, ?22, ?23)";
+     ?19, ?20, ?21, ?22, ?23, ?24)";
 
 /// Inserts a new link; an alias in use is a [`StoreError::Conflict`].
 pub fn insert(conn: &Connection, link: &Link, dedupe_hash: Option<&[u8]>) -> StoreResult<()> {
@@ -143,6 +144,7 @@ pub fn insert_with(
         variants_to_stored(&link.variants),
         link.team_id,
         link.check.map(CheckMode::as_str),
+        link.title,
     ])
     .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if link.alias.is_some() {
@@ -163,7 +165,7 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
              renew_ttl = ?6, max_visits = ?7, redirect = ?8, target_desktop = ?9, \
              target_mobile = ?10, target_ios = ?11, target_android = ?12, disabled = ?13, \
              tags = ?14, forward_query = ?15, country_targets = ?16, password_hash = ?17, \
-             variants = ?18, check_mode = ?19, dedupe_hash = NULL, \
+             variants = ?18, check_mode = ?19, title = ?20, dedupe_hash = NULL, \
              broken = CASE WHEN ?19 IN ('off', 'report') THEN 0 ELSE broken END WHERE id = ?1",
         )?
         .execute(params![
@@ -186,6 +188,7 @@ pub fn update(conn: &Connection, link: &Link, old_alias: Option<&str>) -> StoreR
             link.password_hash,
             variants_to_stored(&link.variants),
             link.check.map(CheckMode::as_str),
+            link.title,
         ])
         .map_err(|e| alias_conflict(e, link.alias.as_deref()))?;
     if n == 0 {

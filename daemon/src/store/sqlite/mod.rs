@@ -107,6 +107,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("schema_v21.sql"),
     include_str!("schema_v22.sql"),
     include_str!("schema_v23.sql"),
+    include_str!("schema_v24.sql"),
 ];
 
 /// The schema version (`PRAGMA user_version`) after the last migration:

@@ -29,6 +29,7 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         tags: h.col(&["tags"]),
         tag_separators: &[',', '|', ';'],
         clicks: h.col(&["clicks", "total_clicks", "engagements"]),
+        title: h.col(&["title"]),
         switched_off: h
             .col(&["archived"])
             .map(|c| (c, "archived in Bitly"))

@@ -2,8 +2,8 @@
 //! (`GET /api/v2/links`) and are written to CSV with the API's field
 //! names: `id,address,target,description,visit_count,created_at,
 //! updated_at,expire_in,banned,password,link`. `address` is the code,
-//! `visit_count` the total visits, `expire_in` an ISO 8601 time. A
-//! description has no field here. A banned link, or a password-protected
+//! `visit_count` the total visits, `expire_in` an ISO 8601 time, the
+//! `description` (Kutt's only name for a link) becomes the title. A banned link, or a password-protected
 //! one (the export carries no password), comes in disabled, with a note:
 //! never as an open redirect.
 
@@ -21,6 +21,7 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         created_at: h.col(&["created_at"]),
         expires_at: h.col(&["expire_in"]),
         clicks: h.col(&["visit_count"]),
+        title: h.col(&["description"]),
         switched_off: [
             ("banned", "banned in Kutt"),
             (

@@ -6,10 +6,13 @@
 //! One file per format: what that shortener writes and how it maps.
 
 mod bitly;
+mod domains;
 mod kutt;
 mod shlink;
 mod shortlink;
 mod yourls;
+
+pub use domains::DomainCodes;
 
 use csv::StringRecord;
 use time::format_description::well_known::Rfc3339;
@@ -24,9 +27,10 @@ pub enum Format {
     Shortlink,
     /// Bitly's link export.
     Bitly,
-    /// Shlink's short URL export.
+    /// Shlink's short URL export, or the CSV file its importer reads.
     Shlink,
-    /// YOURLS's URL table (its export plugins).
+    /// YOURLS's URL table, or the `source,target,hits` of its export
+    /// plugin.
     Yourls,
     /// Kutt's links, with the API's field names.
     Kutt,
@@ -187,6 +191,9 @@ pub struct Columns {
     creator: Option<Col>,
     /// desktop, mobile, ios, android.
     targets: [Option<Col>; 4],
+    title: Option<Col>,
+    /// Which of the shortener's domains the code lives on (Shlink's).
+    domain: Option<Col>,
 }
 
 /// A cell that cannot be read: its column and why.
@@ -220,12 +227,20 @@ impl Columns {
             "protected" => self.protected.as_ref(),
             "variants" => self.variants.as_ref(),
             "check" => self.check.as_ref(),
+            "title" => self.title.as_ref(),
             "renew_on_access" => self.renew.as_ref(),
             "team" => self.team.as_ref(),
             "creator" => self.creator.as_ref(),
             _ => None,
         }?;
         Some(&col.name)
+    }
+
+    /// The domain cell of `record`, when the format has one and it is
+    /// not empty.
+    pub fn domain<'a>(&self, record: &'a StringRecord) -> Option<&'a str> {
+        let c = self.domain.as_ref()?;
+        Some(record.get(c.index)?.trim()).filter(|v| !v.is_empty())
     }
 
     /// The row at `line` of the file.
@@ -285,6 +300,7 @@ impl Columns {
             clicks: count(&self.clicks)?,
             bot_clicks: count(&self.bot_clicks)?,
             code: cell(record, &self.code).map(|(_, v)| v.to_string()),
+            title: cell(record, &self.title).map(|(_, v)| v.to_string()),
             alias_optional: self.foreign,
             ..ImportExtra::default()
         };
@@ -464,7 +480,7 @@ mod tests {
 
     #[test]
     fn headers_tell_the_formats_apart() {
-        let cases: [(&[&str], Option<Format>); 7] = [
+        let cases: [(&[&str], Option<Format>); 9] = [
             (&["code", "url", "alias", "clicks"], Some(Format::Shortlink)),
             (&["url"], Some(Format::Shortlink)),
             (
@@ -492,6 +508,11 @@ mod tests {
                 &["Title", "Long URL", "Bitlink", "Created"],
                 Some(Format::Bitly),
             ),
+            (
+                &["Long URL", "Short code", "Title", "Domain", "Tags"],
+                Some(Format::Shlink),
+            ),
+            (&["source", "target", "hits"], Some(Format::Yourls)),
             (&["name", "target_url"], None),
         ];
         for (h, want) in cases {

@@ -1,10 +1,10 @@
 //! Our own `shortlinkd export` (`links::csv_format::HEADER`): `code,url,
 //! alias,expires_at,tags,clicks,bot_clicks,created_at,redirect,max_visits,
 //! disabled,target_desktop,target_mobile,target_ios,target_android,
-//! forward_query,country_targets,protected,variants,check,renew_on_access,
-//! team,creator` (a `true` in `protected` is refused: exports never carry
-//! passwords). Only `url` is needed; the generated code and the click
-//! totals come back with the link.
+//! forward_query,country_targets,protected,variants,check,title,
+//! renew_on_access,team,creator` (a `true` in `protected` is refused:
+//! exports never carry passwords). Only `url` is needed; the generated
+//! code, the click totals and the title come back with the link.
 
 use super::{Columns, Headers};
 
@@ -34,6 +34,7 @@ pub fn columns(h: &Headers) -> Option<Columns> {
         protected: h.col(&["protected"]),
         variants: h.col(&["variants"]),
         check: h.col(&["check"]),
+        title: h.col(&["title"]),
         renew: h.col(&["renew_on_access"]),
         team: h.col(&["team"]),
         creator: h.col(&["creator"]),

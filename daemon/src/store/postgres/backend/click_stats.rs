@@ -13,7 +13,7 @@ use tokio_postgres::IsolationLevel;
 use super::rows::{columns, from_row};
 use crate::store::clicks::{RangeTally, SiteTally};
 use crate::store::postgres::PgError;
-use crate::store::{Link, RangeStats, SiteStats, StoreResult};
+use crate::store::{Link, RangeStats, SiteFilter, SiteStats, StoreResult};
 
 /// Stats of `link_id` for hours `from_hour..=to_hour`, in hour or day
 /// buckets, the clicks and their split by variant read in one snapshot.
@@ -81,15 +81,15 @@ pub(super) async fn link_stats(
     Ok(tally.finish())
 }
 
-/// Stats of every link for hours `from_hour..=to_hour`, in hour or day
-/// buckets, with the `top` most clicked links (deleted ones left out), all
-/// read in one snapshot.
+/// Stats of every link `filter` keeps for hours `from_hour..=to_hour`, in
+/// hour or day buckets, with the `top` most clicked links (deleted ones
+/// left out), all read in one snapshot.
 pub(super) async fn site_stats(
     c: &mut deadpool_postgres::Client,
     (from_hour, to_hour): (i64, i64),
     daily: bool,
     top: usize,
-    team: Option<i64>,
+    filter: &SiteFilter,
 ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)> {
     let tx = c
         .build_transaction()
@@ -103,12 +103,14 @@ pub(super) async fn site_stats(
             "SELECT link_id, hour, bot, country, sum(count)::bigint FROM clicks \
              WHERE hour BETWEEN $1 AND $2 \
              AND ($3::bigint IS NULL OR link_id IN (SELECT id FROM links WHERE team_id = $3)) \
+             AND ($4::text IS NULL OR link_id IN \
+                  (SELECT id FROM links WHERE jsonb_exists(tags::jsonb, $4))) \
              GROUP BY link_id, hour, bot, country",
         )
         .await
         .map_err(PgError::query("preparing site stats"))?;
     let rows = tx
-        .query(&st, &[&from_hour, &to_hour, &team])
+        .query(&st, &[&from_hour, &to_hour, &filter.team, &filter.tag])
         .await
         .map_err(PgError::query("reading site stats"))?;
     let mut tally = SiteTally::new(daily);

@@ -35,7 +35,7 @@ use crate::store::postgres::clicks::{
 };
 use crate::store::postgres::{changes, PgError};
 use crate::store::{
-    ClickStore, FoldOutcome, Link, RangeStats, SiteStats, StoreResult, WebhookEvent,
+    ClickStore, FoldOutcome, Link, RangeStats, SiteFilter, SiteStats, StoreResult, WebhookEvent,
 };
 use crate::timestamp::unix_now;
 
@@ -321,10 +321,10 @@ impl ClickStore for PgStore {
         to_hour: i64,
         daily: bool,
         top: usize,
-        team: Option<i64>,
+        filter: SiteFilter,
     ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)> {
         self.fold_log().await?;
         let mut c = self.pg().get().await?;
-        click_stats::site_stats(&mut c, (from_hour, to_hour), daily, top, team).await
+        click_stats::site_stats(&mut c, (from_hour, to_hour), daily, top, &filter).await
     }
 }

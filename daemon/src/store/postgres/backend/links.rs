@@ -74,7 +74,7 @@ async fn insert_row(
             "INSERT INTO links (",
             insert_columns!(),
             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17, $18, $19, $20, $21, $22, $23)"
+             $17, $18, $19, $20, $21, $22, $23, $24)"
         ))
         .await
         .map_err(failed("preparing a link insert"))?;
@@ -190,7 +190,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
              renew_ttl = $6, max_visits = $7, redirect = $8, target_desktop = $9, \
              target_mobile = $10, target_ios = $11, target_android = $12, disabled = $13, \
              tags = $14, forward_query = $15, country_targets = $16, password_hash = $17, \
-             variants = $18, check_mode = $19::text, dedupe_hash = NULL, \
+             variants = $18, check_mode = $19::text, title = $20, dedupe_hash = NULL, \
              broken = CASE WHEN $19::text IN ('off', 'report') THEN false ELSE broken END \
              WHERE id = $1 RETURNING ",
             columns!()
@@ -222,6 +222,7 @@ async fn update_in(tx: &Transaction<'_>, id: u64, edit: LinkEdit) -> StoreResult
                 &new.password_hash,
                 &variants_to_stored(&new.variants),
                 &new.check.map(CheckMode::as_str),
+                &new.title,
             ],
         )
         .await;

@@ -21,10 +21,11 @@ macro_rules! state_sql {
 }
 
 /// The filter of a list and its count, over parameters `$1`..`$10` (see
-/// [`Filter::params`]). `q` is a case-sensitive substring of the URL or
-/// alias, as SQLite's `instr`; tags are the stored JSON array.
+/// [`Filter::params`]). `q` is a case-sensitive substring of the URL,
+/// alias or title, as SQLite's `instr`; tags are the stored JSON array.
 const MATCHING: &str = concat!(
-    "($1::text IS NULL OR strpos(url, $1) > 0 OR strpos(alias, $1) > 0 OR id = $2::bigint) \
+    "($1::text IS NULL OR strpos(url, $1) > 0 OR strpos(alias, $1) > 0 OR strpos(title, $1) > 0 \
+       OR id = $2::bigint) \
      AND ($3::text[] IS NULL OR CASE WHEN $4::boolean \
        THEN jsonb_exists_all(tags::jsonb, $3) ELSE jsonb_exists_any(tags::jsonb, $3) END) \
      AND ($5::text IS NULL OR $5 = ",

@@ -17,13 +17,13 @@ macro_rules! insert_columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, dedupe_hash, forward_query, country_targets, password_hash, variants, \
-         team_id, check_mode"
+         team_id, check_mode, title"
     };
 }
 pub(super) use insert_columns;
 
 /// How many [`insert_columns!`] there are.
-pub(super) const COLUMNS: usize = 23;
+pub(super) const COLUMNS: usize = 24;
 
 /// The type of each of [`insert_columns!`], for a binary `COPY`.
 pub(super) const COLUMN_TYPES: [Type; COLUMNS] = [
@@ -50,6 +50,7 @@ pub(super) const COLUMN_TYPES: [Type; COLUMNS] = [
     Type::TEXT,  // variants
     Type::INT8,  // team_id
     Type::TEXT,  // check_mode
+    Type::TEXT,  // title
 ];
 
 /// A new link's values in their stored forms, for [`insert_columns!`].
@@ -79,7 +80,7 @@ impl<'a> Values<'a> {
         })
     }
 
-    /// The values as `$1` to `$23`, in [`insert_columns!`] order.
+    /// The values as `$1` to `$24`, in [`insert_columns!`] order.
     pub(super) fn params(&self) -> [&(dyn ToSql + Sync); COLUMNS] {
         let l = self.link;
         [
@@ -106,6 +107,7 @@ impl<'a> Values<'a> {
             &self.variants,
             &l.team_id,
             &self.check,
+            &l.title,
         ]
     }
 }

@@ -41,11 +41,11 @@ pub(super) async fn insert_one(
             "WITH made AS (INSERT INTO links (",
             insert_columns!(),
             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17, $18, $19, $20, $21, $22, $23)) \
+             $17, $18, $19, $20, $21, $22, $23, $24)) \
              INSERT INTO webhook_deliveries (webhook_id, event, link_id, payload, \
              next_attempt_at, created_at) \
-             SELECT id, $24, $1, $25, $26, $26 FROM webhooks \
-             WHERE team_id = $22 AND active AND (',' || events || ',') LIKE $27 ORDER BY id"
+             SELECT id, $25, $1, $26, $27, $27 FROM webhooks \
+             WHERE team_id = $22 AND active AND (',' || events || ',') LIKE $28 ORDER BY id"
         ))
         .await
         .map_err(failed("preparing a plain link insert"))?;

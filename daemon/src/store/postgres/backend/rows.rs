@@ -17,7 +17,7 @@ macro_rules! columns {
         "id, alias, url, created_at, updated_at, expires_at, renew_ttl, max_visits, \
          redirect, target_desktop, target_mobile, target_ios, target_android, disabled, tags, \
          created_by, clicks, bot_clicks, forward_query, country_targets, password_hash, \
-         variants, team_id, broken, check_mode, taken_down"
+         variants, team_id, broken, check_mode, taken_down, title"
     };
 }
 pub(super) use columns;
@@ -84,6 +84,7 @@ pub(super) fn from_row(row: &Row) -> StoreResult<Link> {
             ),
         },
         taken_down: row.get(25),
+        title: row.get(26),
     })
 }
 

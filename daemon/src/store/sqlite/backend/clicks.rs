@@ -7,7 +7,7 @@ use shortlink_core::ipc::ClickBatch;
 use tokio::sync::Notify;
 
 use crate::store::sqlite::{clicks, links as table, SqliteStore};
-use crate::store::{ClickStore, FoldOutcome, Link, RangeStats, SiteStats, StoreResult};
+use crate::store::{ClickStore, FoldOutcome, Link, RangeStats, SiteFilter, SiteStats, StoreResult};
 
 #[async_trait]
 impl ClickStore for SqliteStore {
@@ -48,10 +48,10 @@ impl ClickStore for SqliteStore {
         to_hour: i64,
         daily: bool,
         top: usize,
-        team: Option<i64>,
+        filter: SiteFilter,
     ) -> StoreResult<(SiteStats, Vec<(Link, i64)>)> {
         self.read_counted(move |c, o| {
-            let r = clicks::site_stats(c, o, (from_hour, to_hour), daily, top, team)?;
+            let r = clicks::site_stats(c, o, (from_hour, to_hour), daily, top, &filter)?;
             let mut top = Vec::with_capacity(r.top.len());
             for &(id, n) in &r.top {
                 // Clicks of a deleted link go with it: every id is a link.

@@ -31,7 +31,7 @@ async fn stats(store: &SqliteStore, id: u64) -> (RangeStats, SiteStats) {
         .read_counted(move |c, o| {
             Ok((
                 range_stats(c, o, id, 0, 200, false)?,
-                site_stats(c, o, (0, 200), false, 10, None)?,
+                site_stats(c, o, (0, 200), false, 10, &Default::default())?,
             ))
         })
         .await

@@ -156,7 +156,11 @@ pub(crate) mod tests {
         assert_eq!(stats.total, 7);
         assert_eq!(stats.bots, 4);
         assert_eq!(stats.series, vec![(100 * 3600, 2), (101 * 3600, 5)]);
-        assert_eq!(stats.referrers, vec![("news.example.com".to_string(), 2)]);
+        // Without a referrer: `""`, ranked with the hosts.
+        assert_eq!(
+            stats.referrers,
+            vec![("".to_string(), 5), ("news.example.com".to_string(), 2)]
+        );
         let daily = store
             .read_counted(|c, o| range_stats(c, o, 5, 0, 200, true))
             .await
@@ -215,7 +219,7 @@ pub(crate) mod tests {
             .await
             .unwrap();
         assert_eq!(stats.series, vec![(i64::from(hour) * 3600, 4)]);
-        assert!(stats.referrers.is_empty(), "{stats:?}");
+        assert_eq!(stats.referrers, vec![("".to_string(), 4)], "{stats:?}");
         let variants = store
             .read(|c| {
                 Ok(c.query_row("SELECT count(*) FROM variant_clicks", [], |r| {

@@ -3,33 +3,41 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{params, Connection};
+use rusqlite::{named_params, Connection};
 use shortlink_core::country::Country;
 
 use super::pending::ClickOverlay;
 use crate::store::clicks::SiteTally;
-use crate::store::{SiteStats, StoreResult};
+use crate::store::{SiteFilter, SiteStats, StoreResult};
 
-/// Stats of every link (of team `team`, when given) for hours
-/// `from_hour..=to_hour`, in hour or day buckets, with the `top` most
-/// clicked links.
+/// The links `filter` keeps (its team's, with its tag), as SQL over the
+/// parameters `:team` and `:tag`.
+const KEPT: &str = "(:team IS NULL OR team_id = :team) AND (:tag IS NULL OR EXISTS \
+     (SELECT 1 FROM json_each(links.tags) AS t WHERE t.value = :tag))";
+
+/// Stats of every link `filter` keeps for hours `from_hour..=to_hour`, in
+/// hour or day buckets, with the `top` most clicked links.
 pub fn site_stats(
     conn: &Connection,
     overlay: &ClickOverlay<'_>,
     (from_hour, to_hour): (i64, i64),
     daily: bool,
     top: usize,
-    team: Option<i64>,
+    filter: &SiteFilter,
 ) -> StoreResult<SiteStats> {
     let mut tally = SiteTally::new(daily);
+    let every = filter.team.is_none() && filter.tag.is_none();
+    let kept = named_params! { ":team": filter.team, ":tag": filter.tag };
     {
-        let mut st = conn.prepare_cached(
+        let mut st = conn.prepare_cached(&format!(
             "SELECT link_id, hour, bot, country, sum(count) FROM clicks \
-             WHERE hour BETWEEN ?1 AND ?2 \
-             AND (?3 IS NULL OR link_id IN (SELECT id FROM links WHERE team_id = ?3)) \
-             GROUP BY link_id, hour, bot, country",
-        )?;
-        let mut rows = st.query(params![from_hour, to_hour, team])?;
+             WHERE hour BETWEEN :from AND :to \
+             AND (:every OR link_id IN (SELECT id FROM links WHERE {KEPT})) \
+             GROUP BY link_id, hour, bot, country"
+        ))?;
+        let mut params = kept.to_vec();
+        params.extend(named_params! { ":from": from_hour, ":to": to_hour, ":every": every });
+        let mut rows = st.query(params.as_slice())?;
         while let Some(r) = rows.next()? {
             let country = Country::from_stored(r.get_ref(3)?.as_str().unwrap_or(""));
             tally.add(
@@ -41,21 +49,20 @@ pub fn site_stats(
             );
         }
     }
-    // Pending clicks name only their link: the team's ids decide.
-    let of_team: Option<HashSet<u64>> = match team {
-        None => None,
-        Some(t) => {
-            let mut st = conn.prepare_cached("SELECT id FROM links WHERE team_id = ?1")?;
-            let ids = st.query_map([t], |r| r.get::<_, i64>(0))?;
-            Some(
-                ids.map(|id| id.map(|id| id as u64))
-                    .collect::<Result<_, _>>()?,
-            )
-        }
+    // Pending clicks name only their link: the kept ids decide.
+    let kept_ids: Option<HashSet<u64>> = if every {
+        None
+    } else {
+        let mut st = conn.prepare_cached(&format!("SELECT id FROM links WHERE {KEPT}"))?;
+        let ids = st.query_map(kept, |r| r.get::<_, i64>(0))?;
+        Some(
+            ids.map(|id| id.map(|id| id as u64))
+                .collect::<Result<_, _>>()?,
+        )
     };
     for (link, k, n) in overlay.all_rows() {
         if (from_hour..=to_hour).contains(&k.hour)
-            && of_team.as_ref().is_none_or(|s| s.contains(&link))
+            && kept_ids.as_ref().is_none_or(|s| s.contains(&link))
         {
             tally.add(link, k.hour, k.bot, k.country, n);
         }

@@ -81,7 +81,13 @@ async fn links_from_before_the_short_key_are_found_after_the_migration() {
         crate::store::sqlite::migrations_to(19)
             .to_latest(&mut c)
             .unwrap();
-        insert(&c, &link(1), Some(&hash(5, 6))).unwrap();
+        // With v19's columns (today's insert names newer ones).
+        c.execute(
+            "INSERT INTO links (id, url, created_at, updated_at, dedupe_hash) \
+             VALUES (1, 'https://e.com/1', 0, 0, ?1)",
+            [hash(5, 6).to_vec()],
+        )
+        .unwrap();
         let index: String = c
             .query_row(
                 "SELECT group_concat(name) FROM sqlite_master \

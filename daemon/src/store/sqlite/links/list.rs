@@ -22,7 +22,8 @@ fn key_sql(sort: ListSort) -> &'static str {
 /// The filter of [`list`] and [`count_matching`]. The state is
 /// [`Link::state`] in SQL: disabled, then expired, then exhausted.
 const MATCHING: &str = concat!(
-    "(:q IS NULL OR instr(url, :q) > 0 OR instr(alias, :q) > 0 OR id = :code_id) \
+    "(:q IS NULL OR instr(url, :q) > 0 OR instr(alias, :q) > 0 OR instr(title, :q) > 0 \
+       OR id = :code_id) \
      AND (:tags IS NULL OR CASE WHEN :all_tags \
        THEN (SELECT count(DISTINCT t.value) FROM json_each(links.tags) AS t \
              WHERE t.value IN (SELECT w.value FROM json_each(:tags) AS w)) = json_array_length(:tags) \
