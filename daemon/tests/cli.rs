@@ -256,7 +256,10 @@ async fn import_and_export_through_the_daemon() {
             "protected",
             "variants",
             "check",
-            "title"
+            "title",
+            "renew_on_access",
+            "team",
+            "creator"
         ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
