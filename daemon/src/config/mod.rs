@@ -20,6 +20,7 @@ mod checker;
 mod database;
 mod recycling;
 mod targets;
+mod url_text;
 mod webhooks;
 
 use std::net::SocketAddr;
@@ -30,7 +31,7 @@ use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
 pub use checker::CheckerConfig;
-pub use database::{DatabaseHost, DatabaseUrl, SslMode};
+pub use database::{session_attrs, DatabaseHost, DatabaseServer, DatabaseUrl, SslMode};
 pub use recycling::{RecyclingConfig, MIN_GRACE_DAYS};
 pub use targets::Targets;
 pub use webhooks::WebhookConfig;
@@ -57,6 +58,19 @@ pub enum ConfigError {
         path: String,
         /// The parser's message, naming the key.
         message: String,
+    },
+    /// The file holds a database password, and users other than its owner
+    /// can read it.
+    #[error(
+        "config file {path} holds a password in its `database` URL but other users can read \
+         it (mode {mode:o}): chmod 600 {path}, or put the password in a file named by \
+         database_password_file and take it out of the URL"
+    )]
+    PasswordReadable {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
     },
     /// A flag or environment value could not be laid over the file.
     #[error("{0}")]
@@ -283,10 +297,34 @@ impl Config {
             path: path.display().to_string(),
             source,
         })?;
-        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        // The parser's message quotes the line: a `database` URL in it
+        // would show its password.
+        let config: Self = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.display().to_string(),
-            message: e.to_string(),
-        })
+            message: url_text::redact_urls_in(&e.to_string()),
+        })?;
+        if config
+            .database
+            .as_ref()
+            .is_some_and(|d| d.password.is_some())
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path)
+                .map_err(|source| ConfigError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })?
+                .permissions()
+                .mode()
+                & 0o777;
+            if mode & 0o044 != 0 {
+                return Err(ConfigError::PasswordReadable {
+                    path: path.display().to_string(),
+                    mode,
+                });
+            }
+        }
+        Ok(config)
     }
 
     /// Range checks, so a bad value stops the daemon at start with its name.
@@ -429,6 +467,7 @@ fn is_origin(text: &str) -> bool {
 mod tests {
     use super::*;
     use clap::{Args, Command};
+    use std::os::unix::fs::PermissionsExt;
 
     /// What clap matches for these flags (and the test's environment).
     fn given(flags: &[&str]) -> ArgMatches {
@@ -534,10 +573,21 @@ mod tests {
              database_password_file = \"/etc/sl/pw\"\n",
         )
         .unwrap();
+        let err = Config::load(Some(&path), &given(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&path.display().to_string())
+                && err.contains("chmod 600")
+                && err.contains("database_password_file")
+                && !err.contains("filepw"),
+            "{err}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let config = Config::load(Some(&path), &given(&[])).unwrap();
         let db = config.database.unwrap();
         assert_eq!(
-            (db.user.as_str(), db.port, db.dbname.as_str()),
+            (db.user.as_str(), db.servers[0].port, db.dbname.as_str()),
             ("sl", 5433, "links")
         );
         assert_eq!(db.password.as_deref(), Some("filepw"), "a file may hold it");
@@ -576,6 +626,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("database") && err.contains("mysql"), "{err}");
+        // A TOML error quotes the line; the password in it is hidden.
+        for line in [
+            "database = \"postgres://sl:s3cret@db1/links?pool=3\"\n",
+            "database = \"postgres://sl@db1/links?password=s3cret&pool=3\"\n",
+            "database = \"postgres://sl:s3cret@db1/links\" x\n",
+        ] {
+            std::fs::write(&path, line).unwrap();
+            let err = Config::load(Some(&path), &given(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("***") && !err.contains("s3cret"), "{err}");
+        }
     }
 
     #[test]

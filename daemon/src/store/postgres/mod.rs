@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::config::TargetSessionAttrs;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::{Config, DatabaseHost, DatabaseUrl};
@@ -287,11 +288,20 @@ pub async fn connect(config: &Config) -> Result<Pg, PgError> {
 /// The pool alone (no connection is made until the first `get`).
 pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg, PgError> {
     let mut pc = tokio_postgres::Config::new();
-    pc.user(&url.user).dbname(&url.dbname).port(url.port);
-    match &url.host {
-        DatabaseHost::Tcp(host) => pc.host(host),
-        DatabaseHost::Socket(dir) => pc.host_path(dir),
-    };
+    pc.user(&url.user).dbname(&url.dbname);
+    // libpq's host list: tried in order, each with its own port.
+    for server in &url.servers {
+        match &server.host {
+            DatabaseHost::Tcp(host) => pc.host(host),
+            DatabaseHost::Socket(dir) => pc.host_path(dir),
+        };
+        pc.port(server.port);
+    }
+    if let Some(attrs) = url.param("target_session_attrs") {
+        pc.target_session_attrs(
+            crate::config::session_attrs(&attrs).unwrap_or(TargetSessionAttrs::Any),
+        );
+    }
     if let Some(password) = password {
         pc.password(password);
     }
