@@ -116,6 +116,16 @@ pub struct Config {
         default_missing_value = "true"
     )]
     pub database_notify: bool,
+    /// Seconds to connect to PostgreSQL (per listed server), to wait for a
+    /// pooled connection or a lock, and to check that a pooled connection
+    /// still answers: a hung server is met with a 503 after about this
+    /// long, not a hung request.
+    #[arg(long, env = "SHORTLINKD_DATABASE_TIMEOUT")]
+    pub database_timeout: u64,
+    /// Seconds PostgreSQL lets one statement run (`statement_timeout`)
+    /// before cancelling it (migrations excepted).
+    #[arg(long, env = "SHORTLINKD_DATABASE_STATEMENT_TIMEOUT")]
+    pub database_statement_timeout: u64,
     /// Deployment key file shared with nginx (default <data_dir>/key).
     #[arg(long, env = "SHORTLINKD_KEY_FILE")]
     pub key_file: Option<PathBuf>,
@@ -231,6 +241,8 @@ impl Default for Config {
             database: None,
             database_password_file: None,
             database_notify: true,
+            database_timeout: 5,
+            database_statement_timeout: 30,
             key_file: None,
             ipc_socket: None,
             api_socket: None,
@@ -379,6 +391,21 @@ impl Config {
         }
         if self.cache_size == 0 {
             return invalid("cache_size", "must be at least 1".into());
+        }
+        if !(1..=3600).contains(&self.database_timeout) {
+            return invalid(
+                "database_timeout",
+                format!("{} is outside 1..=3600 seconds", self.database_timeout),
+            );
+        }
+        if !(1..=86_400).contains(&self.database_statement_timeout) {
+            return invalid(
+                "database_statement_timeout",
+                format!(
+                    "{} is outside 1..=86400 seconds",
+                    self.database_statement_timeout
+                ),
+            );
         }
         if self.spool_interval == 0 {
             return invalid("spool_interval", "must be at least 1 second".into());

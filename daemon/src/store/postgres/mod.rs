@@ -8,6 +8,7 @@
 //! opened by `app::open_store` when `database` is set.
 
 pub mod backend;
+pub mod bounds;
 pub mod changes;
 pub mod click_log;
 pub mod clicks;
@@ -31,9 +32,7 @@ use crate::config::{Config, DatabaseHost, DatabaseUrl};
 /// Connections kept open by one daemon.
 pub const POOL_SIZE: usize = 16;
 
-/// How long the server lets a session sit idle inside a transaction before
-/// ending it (set on every connection).
-pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
+pub use bounds::{PgBounds, IDLE_IN_TRANSACTION};
 
 /// Why a PostgreSQL operation failed; every variant says what was being
 /// done, and none carries the password.
@@ -100,6 +99,16 @@ pub enum PgError {
         /// Fingerprint of the key this daemon read.
         key: String,
     },
+    /// No connection could be had within the bound ([`bounds`]): the
+    /// server hangs (a stopped process, a cut network), or every
+    /// connection is held by operations it does not answer.
+    #[error("PostgreSQL at {url} did not answer within {after:?}")]
+    Unanswered {
+        /// The database, without its password.
+        url: String,
+        /// How long was waited.
+        after: Duration,
+    },
     /// A session to the server ended (server restart, network).
     #[error("PostgreSQL: {0} ended")]
     SessionEnded(&'static str),
@@ -155,7 +164,7 @@ impl PgError {
     /// restarting, connection lost): the same request may succeed later.
     pub fn is_unreachable(&self) -> bool {
         match self {
-            PgError::SessionEnded(_) => true,
+            PgError::SessionEnded(_) | PgError::Unanswered { .. } => true,
             PgError::Connect { source, .. } => match source {
                 deadpool_postgres::PoolError::Backend(e) => gone(e),
                 deadpool_postgres::PoolError::Timeout(t) => {
@@ -180,6 +189,8 @@ impl PgError {
 #[derive(Clone)]
 pub struct Pg {
     pool: Pool,
+    /// How long taking a connection may take in all ([`bounds`]).
+    get_bound: Duration,
     /// The URL without its password, for messages.
     shown: String,
     /// How to open a connection outside the pool (the change follower's
@@ -200,29 +211,41 @@ impl std::fmt::Debug for Pg {
 }
 
 impl Pg {
-    /// A pooled connection.
+    /// A pooled connection, within [`bounds`]: an unanswering server is
+    /// an error after a bounded wait, never a hang.
     pub async fn get(&self) -> Result<deadpool_postgres::Client, PgError> {
         let started = std::time::Instant::now();
-        match self.pool.get().await {
-            Ok(client) => {
+        let got = tokio::time::timeout(self.get_bound, self.pool.get()).await;
+        let e = match got {
+            Ok(Ok(client)) => {
                 // A connection made since the outage was noticed proves
                 // the server answers; one handed out again (checked only
                 // for being open) proves nothing newer.
                 let made = deadpool_postgres::Object::metrics(&client).created;
                 self.reach.answered(&self.shown, made);
-                Ok(client)
+                return Ok(client);
             }
-            Err(source) => {
-                let e = PgError::Connect {
-                    url: self.shown.clone(),
-                    source,
-                };
-                if e.is_unreachable() {
-                    self.reach.failed(&self.shown, &e, started);
-                }
-                Err(e)
-            }
+            Err(_) => PgError::Unanswered {
+                url: self.shown.clone(),
+                after: self.get_bound,
+            },
+            // Every connection busy is load, unless the server is known
+            // not to answer: then they are held by operations it hangs.
+            Ok(Err(deadpool_postgres::PoolError::Timeout(
+                deadpool_postgres::TimeoutType::Wait,
+            ))) if self.reach.problem().is_some() => PgError::Unanswered {
+                url: self.shown.clone(),
+                after: started.elapsed(),
+            },
+            Ok(Err(source)) => PgError::Connect {
+                url: self.shown.clone(),
+                source,
+            },
+        };
+        if e.is_unreachable() {
+            self.reach.failed(&self.shown, &e, started);
         }
+        Err(e)
     }
 
     /// Whether changes wake the followers by `NOTIFY` (else they poll).
@@ -279,14 +302,30 @@ pub async fn connect(config: &Config) -> Result<Pg, PgError> {
         Some(path) => Some(read_password(path)?),
         None => url.password.clone(),
     };
-    let mut pg = open(url, password.as_deref(), POOL_SIZE)?;
+    let mut pg = open_bounded(
+        url,
+        password.as_deref(),
+        POOL_SIZE,
+        PgBounds::from_config(config),
+    )?;
     pg.notify = config.database_notify;
     migrate::run(&pg).await?;
     Ok(pg)
 }
 
-/// The pool alone (no connection is made until the first `get`).
+/// The pool alone (no connection is made until the first `get`), with the
+/// default bounds.
 pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg, PgError> {
+    open_bounded(url, password, size, PgBounds::default())
+}
+
+/// The pool alone, with `bounds` on every wait.
+pub fn open_bounded(
+    url: &DatabaseUrl,
+    password: Option<&str>,
+    size: usize,
+    bounds: PgBounds,
+) -> Result<Pg, PgError> {
     let mut pc = tokio_postgres::Config::new();
     pc.user(&url.user).dbname(&url.dbname);
     // libpq's host list: tried in order, each with its own port.
@@ -310,32 +349,35 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
             .as_deref()
             .unwrap_or("shortlinkd"),
     );
-    // A session left idle inside a transaction holds back the change-log
-    // horizon of every node (`changes`): the server ends it.
-    pc.options(format!(
-        "-c idle_in_transaction_session_timeout={}",
-        IDLE_IN_TRANSACTION.as_millis()
-    ));
-    let timeout = url.param("connect_timeout").and_then(|s| s.parse().ok());
-    pc.connect_timeout(Duration::from_secs(timeout.unwrap_or(5)));
+    let connect = url
+        .param("connect_timeout")
+        .and_then(|s| s.parse().ok())
+        .map_or(bounds.timeout, Duration::from_secs);
+    bounds.apply(&mut pc, connect);
     pc.ssl_mode(url.ssl_mode().wire());
     let tls = tls::connector(url.ssl_mode(), url.param("sslrootcert").as_deref())?;
+    let create = bounds.create(url.servers.len(), connect);
     let manager = Manager::from_config(
         pc.clone(),
         tls.clone(),
         ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
+            // A query per hand-out: a connection to a server that stopped
+            // answering fails its check within the bound instead of
+            // hanging the request that would use it.
+            recycling_method: RecyclingMethod::Verified,
         },
     );
     let pool = Pool::builder(manager)
         .max_size(size)
         .runtime(deadpool_postgres::Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(10)))
-        .create_timeout(Some(Duration::from_secs(timeout.unwrap_or(5))))
+        .wait_timeout(Some(bounds.timeout))
+        .recycle_timeout(Some(bounds.timeout))
+        .create_timeout(Some(create))
         .build()
         .map_err(|e| PgError::Invalid(format!("cannot build the connection pool: {e}")))?;
     Ok(Pg {
         pool,
+        get_bound: bounds.get(create),
         shown: url.to_string(),
         config: pc,
         tls,
