@@ -18,6 +18,7 @@ pub mod ids;
 pub mod migrate;
 pub mod reach;
 pub mod recycle;
+pub mod startup;
 pub mod tls;
 
 use std::path::{Path, PathBuf};
@@ -109,6 +110,10 @@ pub enum PgError {
         /// How long was waited.
         after: Duration,
     },
+    /// The daemon was told to stop while it waited for the server
+    /// ([`startup`]).
+    #[error("stopped while waiting for PostgreSQL at {0}")]
+    StoppedWaiting(String),
     /// A session to the server ended (server restart, network).
     #[error("PostgreSQL: {0} ended")]
     SessionEnded(&'static str),
@@ -297,6 +302,13 @@ impl Pg {
 /// `database_password_file`, and brings the schema up to date
 /// ([`migrate::run`]).
 pub async fn connect(config: &Config) -> Result<Pg, PgError> {
+    let pg = pool(config)?;
+    migrate::run(&pg).await?;
+    Ok(pg)
+}
+
+/// Builds the pool for `config.database` (no connection is made yet).
+pub fn pool(config: &Config) -> Result<Pg, PgError> {
     let url = config.database.as_ref().ok_or(PgError::NotConfigured)?;
     let password = match &config.database_password_file {
         Some(path) => Some(read_password(path)?),
@@ -309,7 +321,6 @@ pub async fn connect(config: &Config) -> Result<Pg, PgError> {
         PgBounds::from_config(config),
     )?;
     pg.notify = config.database_notify;
-    migrate::run(&pg).await?;
     Ok(pg)
 }
 
