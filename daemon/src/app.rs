@@ -315,7 +315,7 @@ mod tests {
             ),
             ..Config::default()
         };
-        let Err(err) = open_store(&config, &DeploymentKey::from_bytes([3; 32])).await else {
+        let Err(err) = open_store(&config, &DeploymentKey::from_bytes([3; 32]), None).await else {
             panic!("nothing listens on port 1");
         };
         assert!(
