@@ -180,6 +180,9 @@ async fn a_daemon_started_before_its_database_waits_and_becomes_ready() {
         1,
         "said once per wait: {text}"
     );
+    assert!(text.contains("PostgreSQL answers; starting"), "{text}");
+    // Not reported as an outage of a running daemon as well.
+    assert!(!text.contains("cached redirects go on"), "{text}");
     assert!(!text.contains("key file"), "{text}");
     child.kill().unwrap();
     child.wait().unwrap();

@@ -220,16 +220,31 @@ impl Pg {
     /// an error after a bounded wait, never a hang.
     pub async fn get(&self) -> Result<deadpool_postgres::Client, PgError> {
         let started = std::time::Instant::now();
-        let got = tokio::time::timeout(self.get_bound, self.pool.get()).await;
-        let e = match got {
-            Ok(Ok(client)) => {
+        match self.take().await {
+            Ok(client) => {
                 // A connection made since the outage was noticed proves
                 // the server answers; one handed out again (checked only
                 // for being open) proves nothing newer.
                 let made = deadpool_postgres::Object::metrics(&client).created;
                 self.reach.answered(&self.shown, made);
-                return Ok(client);
+                Ok(client)
             }
+            Err(e) => {
+                if e.is_unreachable() {
+                    self.reach.failed(&self.shown, &e, started);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// A pooled connection within the bound, outside the outage state
+    /// (the wait at start says it waits its own way).
+    async fn take(&self) -> Result<deadpool_postgres::Client, PgError> {
+        let started = std::time::Instant::now();
+        let got = tokio::time::timeout(self.get_bound, self.pool.get()).await;
+        Err(match got {
+            Ok(Ok(client)) => return Ok(client),
             Err(_) => PgError::Unanswered {
                 url: self.shown.clone(),
                 after: self.get_bound,
@@ -246,11 +261,7 @@ impl Pg {
                 url: self.shown.clone(),
                 source,
             },
-        };
-        if e.is_unreachable() {
-            self.reach.failed(&self.shown, &e, started);
-        }
-        Err(e)
+        })
     }
 
     /// Whether changes wake the followers by `NOTIFY` (else they poll).

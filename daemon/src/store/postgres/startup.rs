@@ -2,8 +2,9 @@
 //! database host may come up after the daemon's, and a daemon that exits
 //! at once leaves the site down until someone restarts it. `serve` waits
 //! instead, retrying with backoff, and becomes ready when the server
-//! answers. The wait is said once (the pool's [`super::reach`] logs the
-//! outage's start and end), not once per attempt. A server that answers
+//! answers. The wait is said once when it starts and once when it ends,
+//! not once per attempt (and not as an outage of a running daemon,
+//! [`super::reach`]). A server that answers
 //! and refuses (wrong password, no such database) is no outage: that
 //! stops the daemon with the server's words.
 
@@ -25,7 +26,7 @@ pub async fn wait(pg: &Pg, stop: &CancellationToken) -> Result<(), PgError> {
     let mut pause = FIRST_RETRY;
     let mut waiting: Option<Instant> = None;
     loop {
-        match pg.get().await {
+        match pg.take().await {
             Ok(_) => {
                 if let Some(since) = waiting {
                     tracing::info!(url = pg.url(), after = ?since.elapsed(), "PostgreSQL answers; starting");
