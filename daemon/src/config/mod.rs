@@ -118,8 +118,8 @@ pub struct Config {
     pub database_notify: bool,
     /// Seconds to connect to PostgreSQL (per listed server), to wait for a
     /// pooled connection or a lock, and to check that a pooled connection
-    /// still answers: a hung server is met with a 503 after about this
-    /// long, not a hung request.
+    /// still answers: a hung server is met with a 503 within a few times
+    /// this long, not a hung request.
     #[arg(long, env = "SHORTLINKD_DATABASE_TIMEOUT")]
     pub database_timeout: u64,
     /// Seconds PostgreSQL lets one statement run (`statement_timeout`)

@@ -196,6 +196,10 @@ pub struct Pg {
     pool: Pool,
     /// How long taking a connection may take in all ([`bounds`]).
     get_bound: Duration,
+    /// How long during a known outage: long enough to make a connection
+    /// (every listed server tried), without the wait for a pooled one
+    /// first: a hung server is not waited for in full by every request.
+    outage_bound: Duration,
     /// The URL without its password, for messages.
     shown: String,
     /// How to open a connection outside the pool (the change follower's
@@ -242,18 +246,23 @@ impl Pg {
     /// (the wait at start says it waits its own way).
     async fn take(&self) -> Result<deadpool_postgres::Client, PgError> {
         let started = std::time::Instant::now();
-        let got = tokio::time::timeout(self.get_bound, self.pool.get()).await;
+        let bound = if self.reach.is_down() {
+            self.outage_bound
+        } else {
+            self.get_bound
+        };
+        let got = tokio::time::timeout(bound, self.pool.get()).await;
         Err(match got {
             Ok(Ok(client)) => return Ok(client),
             Err(_) => PgError::Unanswered {
                 url: self.shown.clone(),
-                after: self.get_bound,
+                after: bound,
             },
             // Every connection busy is load, unless the server is known
             // not to answer: then they are held by operations it hangs.
             Ok(Err(deadpool_postgres::PoolError::Timeout(
                 deadpool_postgres::TimeoutType::Wait,
-            ))) if self.reach.problem().is_some() => PgError::Unanswered {
+            ))) if self.reach.is_down() => PgError::Unanswered {
                 url: self.shown.clone(),
                 after: started.elapsed(),
             },
@@ -400,6 +409,7 @@ pub fn open_bounded(
     Ok(Pg {
         pool,
         get_bound: bounds.get(create),
+        outage_bound: create,
         shown: url.to_string(),
         config: pc,
         tls,
