@@ -199,7 +199,7 @@ pub struct Pg {
     /// How long during a known outage: long enough to make a connection
     /// (every listed server tried), without the wait for a pooled one
     /// first: a hung server is not waited for in full by every request.
-    outage_bound: Duration,
+    create_bound: Duration,
     /// The URL without its password, for messages.
     shown: String,
     /// How to open a connection outside the pool (the change follower's
@@ -247,7 +247,7 @@ impl Pg {
     async fn take(&self) -> Result<deadpool_postgres::Client, PgError> {
         let started = std::time::Instant::now();
         let bound = if self.reach.is_down() {
-            self.outage_bound
+            self.create_bound
         } else {
             self.get_bound
         };
@@ -310,6 +310,12 @@ impl Pg {
     /// The connection settings (for a session of its own, outside the pool).
     pub fn client_config(&self) -> &tokio_postgres::Config {
         &self.config
+    }
+
+    /// How long making one connection may take (every listed server
+    /// tried): the bound of a session of its own, too.
+    pub fn create_bound(&self) -> Duration {
+        self.create_bound
     }
 
     /// The TLS connector for such a session.
@@ -409,7 +415,7 @@ pub fn open_bounded(
     Ok(Pg {
         pool,
         get_bound: bounds.get(create),
-        outage_bound: create,
+        create_bound: create,
         shown: url.to_string(),
         config: pc,
         tls,
