@@ -196,9 +196,9 @@ pub struct Pg {
     pool: Pool,
     /// How long taking a connection may take in all ([`bounds`]).
     get_bound: Duration,
-    /// How long during a known outage: long enough to make a connection
-    /// (every listed server tried), without the wait for a pooled one
-    /// first: a hung server is not waited for in full by every request.
+    /// How long making one connection may take (every listed server
+    /// tried); also the bound of taking one during a known outage, so a
+    /// hung server is not waited for in full by every request.
     create_bound: Duration,
     /// The URL without its password, for messages.
     shown: String,
