@@ -658,6 +658,7 @@ mod tests {
             "database = \"postgres://sl:s3cret@db1/links?pool=3\"\n",
             "database = \"postgres://sl@db1/links?password=s3cret&pool=3\"\n",
             "database = \"postgres://sl:s3cret@db1/links\" x\n",
+            "database = \"mysql://sl:s3cret@db1/links\"\n",
         ] {
             std::fs::write(&path, line).unwrap();
             let err = Config::load(Some(&path), &given(&[]))

@@ -63,26 +63,19 @@ fn redact_password_param(text: &str) -> String {
     out
 }
 
-/// `text` (an error message, a config line) with every `postgres://` or
-/// `postgresql://` URL in it redacted; a URL ends at white space or a
-/// quote.
+/// `text` (an error message, a config line) with every URL in it
+/// (`scheme://…`, any scheme: a `mysql://` URL given by mistake holds a
+/// password too) redacted; a URL is bounded by white space or quotes.
 pub fn redact_urls_in(text: &str) -> String {
+    let bound = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`');
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find("postgres") {
-        let (before, from) = rest.split_at(at);
-        out.push_str(before);
-        let len = from
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
-            .unwrap_or(from.len());
-        let (candidate, after) = from.split_at(len);
-        if candidate.starts_with("postgres://") || candidate.starts_with("postgresql://") {
-            out.push_str(&redact(candidate));
-        } else {
-            out.push_str(candidate);
-        }
-        // Never empty ("postgres" has no white space): the loop moves on.
-        rest = after;
+    while let Some(at) = rest.find("://") {
+        let start = rest[..at].rfind(bound).map_or(0, |i| i + 1);
+        let end = rest[at..].find(bound).map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..start]);
+        out.push_str(&redact(&rest[start..end]));
+        rest = &rest[end..];
     }
     out.push_str(rest);
     out
@@ -128,12 +121,12 @@ mod tests {
     fn urls_inside_other_text_are_hidden() {
         let toml_error = "TOML parse error at line 1, column 12\n  |\n1 | database = \
                           \"postgres://sl:s3cret@h/d?x=1\"\n  |            ^^^^\n\
-                          \"postgresql://a:b3@h/d\": unknown parameter `x`; postgres is fine";
+                          \"postgresql://a:b3@h/d\": unknown parameter `x`; mysql://u:m4@h/d \
+                          postgres is fine";
         let shown = redact_urls_in(toml_error);
-        assert!(
-            !shown.contains("s3cret") && !shown.contains("b3@"),
-            "{shown}"
-        );
+        for secret in ["s3cret", "b3@", "m4@"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
         assert!(shown.contains("postgres://sl:***@h/d?x=1"), "{shown}");
         assert!(shown.ends_with("postgres is fine"), "{shown}");
     }
