@@ -7,6 +7,7 @@ use std::time::Instant;
 use shortlink_core::handshake::LinkAuth;
 use shortlink_core::spool::SpoolSeal;
 use shortlink_core::{Codec, DeploymentKey, Fingerprint};
+use tokio_util::sync::CancellationToken;
 
 use crate::app_secret::SecretSeal;
 use crate::auth::AuthCache;
@@ -27,8 +28,14 @@ pub(crate) mod files;
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     /// The deployment key could not be read.
-    #[error("cannot load the key file: {0}")]
-    Key(#[from] shortlink_core::KeyError),
+    #[error("cannot load the key file {path}: {}", key_problem(.source))]
+    Key {
+        /// The key file.
+        path: String,
+        /// Why it could not be loaded.
+        #[source]
+        source: shortlink_core::KeyError,
+    },
     /// The database could not be opened.
     #[error("cannot open the database {path}: {source}")]
     Store {
@@ -59,19 +66,44 @@ pub enum AppError {
     },
 }
 
+/// What is wrong with the key file, without its path again.
+fn key_problem(e: &shortlink_core::KeyError) -> String {
+    match e {
+        shortlink_core::KeyError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The deployment key the configuration names.
+fn load_key(config: &Config) -> Result<DeploymentKey, AppError> {
+    let path = config.key_path();
+    DeploymentKey::load(&path).map_err(|source| AppError::Key {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
 /// Opens the store the configuration names: the PostgreSQL database of
 /// `database` (shared with the other nodes; its pool is returned for the
 /// change-log follower), else the SQLite database under the data directory
 /// (its files created with their modes first).
-async fn open_store(config: &Config, key: &DeploymentKey) -> Result<(Store, Option<Pg>), AppError> {
+/// A PostgreSQL server that cannot be reached is waited for when `wait`
+/// is given, until it is cancelled (`store::postgres::startup`).
+async fn open_store(
+    config: &Config,
+    key: &DeploymentKey,
+    wait: Option<&CancellationToken>,
+) -> Result<(Store, Option<Pg>), AppError> {
     files::data_dir(config)?;
     if let Some(url) = &config.database {
-        let pg = PgStore::open(config, key)
-            .await
-            .map_err(|source| AppError::Postgres {
-                url: url.to_string(),
-                source,
-            })?;
+        let opened = match wait {
+            Some(stop) => PgStore::open_waiting(config, key, stop).await,
+            None => PgStore::open(config, key).await,
+        };
+        let pg = opened.map_err(|source| AppError::Postgres {
+            url: url.to_string(),
+            source,
+        })?;
         let pool = pg.pg().clone();
         return Ok((Store::from(pg), Some(pool)));
     }
@@ -137,8 +169,19 @@ impl App {
     /// `segment_size` overrides the configured lease size (the CLI leases
     /// small ones).
     pub async fn open(config: Config, segment_size: Option<u64>) -> Result<SharedApp, AppError> {
-        let key = DeploymentKey::load(&config.key_path())?;
+        let key = load_key(&config)?;
         Self::with_key(config, &key, segment_size).await
+    }
+
+    /// Like [`App::open`] for `serve`: a PostgreSQL server that cannot be
+    /// reached is waited for until `stop` is cancelled.
+    pub async fn open_waiting(
+        config: Config,
+        stop: &CancellationToken,
+    ) -> Result<SharedApp, AppError> {
+        let key = load_key(&config)?;
+        let (store, shared) = open_store(&config, &key, Some(stop)).await?;
+        Ok(Self::build(config, &key, store, shared, None))
     }
 
     /// Like [`App::open`] with a key already in hand.
@@ -147,7 +190,7 @@ impl App {
         key: &DeploymentKey,
         segment_size: Option<u64>,
     ) -> Result<SharedApp, AppError> {
-        let (store, shared) = open_store(&config, key).await?;
+        let (store, shared) = open_store(&config, key, None).await?;
         Ok(Self::build(config, key, store, shared, segment_size))
     }
 
@@ -272,7 +315,7 @@ mod tests {
             ),
             ..Config::default()
         };
-        let Err(err) = open_store(&config, &DeploymentKey::from_bytes([3; 32])).await else {
+        let Err(err) = open_store(&config, &DeploymentKey::from_bytes([3; 32]), None).await else {
             panic!("nothing listens on port 1");
         };
         assert!(

@@ -29,6 +29,7 @@ pub mod ids;
 pub mod ipc;
 pub mod links;
 pub mod metrics;
+pub mod outage_log;
 pub mod process_stats;
 pub mod qr;
 pub mod recycle;

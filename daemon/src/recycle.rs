@@ -56,6 +56,7 @@ pub async fn run(app: SharedApp, stop: CancellationToken) {
     );
     let mut tick = tokio::time::interval(Duration::from_secs(config.sweep_interval));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sweeping = crate::outage_log::OutageLog::new("sweep for recyclable ids");
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -65,17 +66,14 @@ pub async fn run(app: SharedApp, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             swept = sweep(&app) => swept,
         };
-        match swept {
-            Ok(s) if !s.released.is_empty() || !s.purged.is_empty() => tracing::info!(
+        match sweeping.record(swept) {
+            Some(s) if !s.released.is_empty() || !s.purged.is_empty() => tracing::info!(
                 purged = ?s.purged,
                 released = ?s.released,
                 old_links = s.links,
                 "recycled id ranges"
             ),
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "the id recycling sweep failed; trying again later")
-            }
+            _ => {}
         }
     }
 }

@@ -371,13 +371,13 @@ async fn maintenance(app: SharedApp, token: CancellationToken) {
     let mut spool_tick = tokio::time::interval(Duration::from_secs(app.config.spool_interval));
     let mut prune_tick = tokio::time::interval(Duration::from_secs(3600));
     spool_tick.tick().await;
+    // Every few seconds while the database is down: said once per outage.
+    let mut importing = crate::outage_log::OutageLog::new("import the click spool");
     loop {
         tokio::select! {
             _ = token.cancelled() => break,
             _ = spool_tick.tick() => {
-                if let Err(e) = spool::import_dir(&app, &app.config.spool_path()).await {
-                    tracing::error!(error = %e, "spool import failed");
-                }
+                importing.record(spool::import_dir(&app, &app.config.spool_path()).await);
             }
             _ = prune_tick.tick() => {
                 let keep = app.config.batch_retention_days as i64 * 86_400;

@@ -278,6 +278,55 @@ impl PgCluster {
         let _ = self.run(cmd, "pg_ctl stop -m immediate");
     }
 
+    /// The server's processes: the postmaster (first line of
+    /// `postmaster.pid`) and its children (backends, background workers).
+    pub fn server_pids(&self) -> Vec<i32> {
+        let pid_file = self.data().join("postmaster.pid");
+        let Some(main) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
+        else {
+            return Vec::new();
+        };
+        let mut pids = vec![main];
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold
+            // spaces, so read after its closing parenthesis.
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<i32>().ok());
+            if ppid == Some(main) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Stops every server process (SIGSTOP), as a crashed host or a cut
+    /// network looks to a client: connections stay open, nothing answers,
+    /// new connections are accepted by the kernel and never greeted.
+    pub fn freeze(&self) {
+        self.signal_all(libc::SIGSTOP);
+    }
+
+    /// Lets a [frozen](PgCluster::freeze) server go on.
+    pub fn thaw(&self) {
+        self.signal_all(libc::SIGCONT);
+    }
+
+    fn signal_all(&self, signal: libc::c_int) {
+        for pid in self.server_pids() {
+            // SAFETY: kill(2) has no memory preconditions; a pid gone
+            // meanwhile gets ESRCH, which is ignored.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
     /// The server log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
@@ -379,6 +428,8 @@ impl Drop for PgCluster {
         if !self.owned {
             return;
         }
+        // A frozen server would never act on pg_ctl's stop signal.
+        self.thaw();
         self.kill();
         if !self.keep && !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);

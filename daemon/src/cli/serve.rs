@@ -6,9 +6,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::app::App;
+use crate::app::{App, AppError};
 use crate::config::Config;
 use crate::server;
+use crate::store::postgres::PgError;
 
 /// Log lines on stderr, filtered by `RUST_LOG` (default `info`).
 pub fn init_logging(json: bool) {
@@ -39,11 +40,27 @@ pub fn keygen(path: &Path) -> Result<()> {
 
 /// Runs the daemon until SIGTERM or SIGINT.
 pub async fn serve(config: Config) -> Result<()> {
-    let key_path = config.key_path();
-    let app = App::open(config.clone(), None)
-        .await
-        .with_context(|| format!("key file {}", key_path.display()))?;
-    let shutdown = server::shutdown_signal().context("cannot handle SIGTERM and SIGINT")?;
+    let signal = server::shutdown_signal().context("cannot handle SIGTERM and SIGINT")?;
+    // Cancelled by SIGTERM: ends the wait for an unreachable database at
+    // start, then the server.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        signal.await;
+        on_signal.cancel();
+    });
+    let app = match App::open_waiting(config.clone(), &stop).await {
+        Ok(app) => app,
+        Err(AppError::Postgres {
+            source: PgError::StoppedWaiting(_),
+            ..
+        }) => {
+            tracing::info!("stopped before PostgreSQL answered; bye");
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let shutdown = stop.cancelled_owned();
     let listeners = server::bind(&config).await?;
     if let Some(addr) = listeners.tcp_addr() {
         tracing::info!(%addr, "HTTP API also on TCP");

@@ -1,13 +1,18 @@
 //! The `database` setting: a `postgres://USER@HOST:PORT/DB` URL that puts
 //! several nodes' daemons on one PostgreSQL (without it: SQLite under
-//! `data_dir`). Parsed once, where it is read (flag, environment or file),
-//! so a bad URL stops the daemon with what is wrong in it; its `Debug` and
-//! `Display` never show a password.
+//! `data_dir`). Like libpq's, it may list several servers
+//! (`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write`):
+//! each is tried in turn, so a failover is followed without a config
+//! change. Parsed once, where it is read (flag, environment or file), so a
+//! bad URL stops the daemon with what is wrong in it; its `Debug`, its
+//! `Display` and its errors never show a password.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use super::url_text;
 
 /// Where the PostgreSQL server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +23,15 @@ pub enum DatabaseHost {
     Socket(PathBuf),
 }
 
+/// One server of the URL's list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseServer {
+    /// Where it listens.
+    pub host: DatabaseHost,
+    /// Its port (5432 when the URL names none).
+    pub port: u16,
+}
+
 /// A parsed `database` URL.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -26,13 +40,13 @@ pub struct DatabaseUrl {
     text: String,
     /// The role the daemon connects as.
     pub user: String,
-    /// The server.
-    pub host: DatabaseHost,
-    /// Its port (5432 when the URL names none).
-    pub port: u16,
+    /// The servers, tried in this order (one unless the URL lists more).
+    pub servers: Vec<DatabaseServer>,
     /// The database name.
     pub dbname: String,
-    /// A password written into the URL (refused on the command line).
+    /// A password written into the URL, as `user:password@` or
+    /// `?password=` (refused on the command line and in a file other users
+    /// can read).
     pub password: Option<String>,
 }
 
@@ -95,18 +109,37 @@ const KNOWN_PARAMS: &[&str] = &[
     "sslrootcert",
     "application_name",
     "connect_timeout",
+    "target_session_attrs",
+    "password",
 ];
+
+/// The values of `target_session_attrs`.
+pub const SESSION_ATTRS: &str = "any, read-write, read-only";
+
+/// What the driver is told for a `target_session_attrs` value.
+pub fn session_attrs(value: &str) -> Option<tokio_postgres::config::TargetSessionAttrs> {
+    use tokio_postgres::config::TargetSessionAttrs as Attrs;
+    Some(match value {
+        "any" => Attrs::Any,
+        "read-write" => Attrs::ReadWrite,
+        "read-only" => Attrs::ReadOnly,
+        _ => return None,
+    })
+}
 
 impl DatabaseUrl {
     /// Parses and checks a URL, naming what is wrong with it.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let url = url::Url::parse(text).map_err(|e| {
-            format!(
-                "\"{}\" is not a URL ({e}); expected postgres://USER@HOST:PORT/DB",
-                redact(text)
-            )
-        })?;
         let shown = redact(text);
+        // The `url` crate takes one host: parse the URL with the first of
+        // a list, and each host of the list on its own.
+        let (single, listed) = match url_text::split_hosts(text) {
+            Some((first, hosts)) => (first, Some(hosts)),
+            None => (text.to_string(), None),
+        };
+        let url = url::Url::parse(&single).map_err(|e| {
+            format!("\"{shown}\" is not a URL ({e}); expected postgres://USER@HOST:PORT/DB")
+        })?;
         if !matches!(url.scheme(), "postgres" | "postgresql") {
             return Err(format!(
                 "\"{shown}\": scheme `{}` is not postgres:// (or postgresql://)",
@@ -122,16 +155,17 @@ impl DatabaseUrl {
                 "\"{shown}\": no user (postgres://USER@HOST:PORT/DB)"
             ));
         }
-        let host = match url.host_str() {
-            None | Some("") => return Err(format!("\"{shown}\": no host")),
-            Some(h) => {
-                let h = decode(h)?;
-                if h.starts_with('/') {
-                    DatabaseHost::Socket(PathBuf::from(h))
-                } else {
-                    DatabaseHost::Tcp(h.trim_start_matches('[').trim_end_matches(']').into())
-                }
-            }
+        let servers = match listed {
+            None => vec![server_of(&url, &shown)?],
+            Some(hosts) => hosts
+                .iter()
+                .map(|h| {
+                    let one = url::Url::parse(&format!("postgres://u@{h}/d")).map_err(|e| {
+                        format!("\"{shown}\": host `{h}` of the list is not HOST:PORT ({e})")
+                    })?;
+                    server_of(&one, &shown)
+                })
+                .collect::<Result<Vec<_>, String>>()?,
         };
         let dbname = decode(url.path().trim_start_matches('/'))?;
         if dbname.is_empty() || dbname.contains('/') {
@@ -152,6 +186,11 @@ impl DatabaseUrl {
                     SslMode::NAMES
                 ));
             }
+            if key == "target_session_attrs" && session_attrs(&value).is_none() {
+                return Err(format!(
+                    "\"{shown}\": target_session_attrs={value} is not one of {SESSION_ATTRS}"
+                ));
+            }
             if key == "connect_timeout" && value.parse::<u64>().is_err() {
                 return Err(format!(
                     "\"{shown}\": connect_timeout={value} is not whole seconds"
@@ -162,7 +201,11 @@ impl DatabaseUrl {
         let mode = param("sslmode")
             .and_then(|m| SslMode::parse(&m))
             .unwrap_or(SslMode::Prefer);
-        if mode.requires_tls() && matches!(host, DatabaseHost::Socket(_)) {
+        if mode.requires_tls()
+            && servers
+                .iter()
+                .any(|s| matches!(s.host, DatabaseHost::Socket(_)))
+        {
             return Err(format!(
                 "\"{shown}\": sslmode={} needs TCP: PostgreSQL has no TLS on a Unix socket",
                 param("sslmode").unwrap_or_default()
@@ -175,12 +218,20 @@ impl DatabaseUrl {
                 param("sslmode").unwrap_or_default()
             ));
         }
-        let password = url.password().map(decode).transpose()?;
+        let password = match (url.password(), param("password")) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "\"{shown}\": a password both before the host and as ?password="
+                ))
+            }
+            (Some(p), None) => Some(decode(p)?),
+            (None, Some(p)) => Some(p.into_owned()),
+            (None, None) => None,
+        };
         Ok(Self {
             text: text.to_string(),
             user,
-            port: url.port().unwrap_or(5432),
-            host,
+            servers,
             dbname,
             password,
         })
@@ -195,7 +246,9 @@ impl DatabaseUrl {
 
     /// A query parameter of the URL.
     pub fn param(&self, key: &str) -> Option<String> {
-        url::Url::parse(&self.text).ok().and_then(|u| {
+        let single =
+            url_text::split_hosts(&self.text).map_or_else(|| self.text.clone(), |(s, _)| s);
+        url::Url::parse(&single).ok().and_then(|u| {
             u.query_pairs()
                 .find(|(k, _)| k == key)
                 .map(|(_, v)| v.into_owned())
@@ -205,21 +258,27 @@ impl DatabaseUrl {
 
 /// `text` with any password replaced by `***`.
 fn redact(text: &str) -> String {
-    match url::Url::parse(text) {
-        Ok(mut url) if url.password().is_some() => {
-            let _ = url.set_password(Some("***"));
-            url.to_string()
+    url_text::redact(text)
+}
+
+/// The host and port of a URL holding one host.
+fn server_of(url: &url::Url, shown: &str) -> Result<DatabaseServer, String> {
+    let host = match url.host_str() {
+        None | Some("") => return Err(format!("\"{shown}\": no host")),
+        Some(h) => {
+            let h = percent_decode(h)
+                .ok_or_else(|| format!("\"{shown}\": bad percent-encoding in {h:?}"))?;
+            if h.starts_with('/') {
+                DatabaseHost::Socket(PathBuf::from(h))
+            } else {
+                DatabaseHost::Tcp(h.trim_start_matches('[').trim_end_matches(']').into())
+            }
         }
-        Ok(_) => text.to_string(),
-        // Unparseable: show it only up to the host part's `@`, past any secret.
-        Err(_) => match text.rfind('@') {
-            Some(at) => match text[..at].find("://") {
-                Some(s) => format!("{}***{}", &text[..s + 3], &text[at..]),
-                None => format!("***{}", &text[at..]),
-            },
-            None => text.to_string(),
-        },
-    }
+    };
+    Ok(DatabaseServer {
+        host,
+        port: url.port().unwrap_or(5432),
+    })
 }
 
 fn percent_decode(s: &str) -> Option<String> {
@@ -311,13 +370,70 @@ mod tests {
     fn a_url_gives_its_parts() {
         let u = DatabaseUrl::parse("postgres://sl@db.example:6432/links?sslmode=disable").unwrap();
         assert_eq!(u.user, "sl");
-        assert_eq!(u.host, DatabaseHost::Tcp("db.example".into()));
-        assert_eq!((u.port, u.dbname.as_str()), (6432, "links"));
+        assert_eq!(
+            u.servers,
+            [DatabaseServer {
+                host: DatabaseHost::Tcp("db.example".into()),
+                port: 6432
+            }]
+        );
+        assert_eq!(u.dbname, "links");
         assert_eq!(u.password, None);
         assert_eq!(u.param("sslmode").as_deref(), Some("disable"));
         let u = DatabaseUrl::parse("postgresql://sl@%2Frun%2Fpostgresql/links").unwrap();
-        assert_eq!(u.host, DatabaseHost::Socket("/run/postgresql".into()));
-        assert_eq!(u.port, 5432);
+        assert_eq!(
+            u.servers[0].host,
+            DatabaseHost::Socket("/run/postgresql".into())
+        );
+        assert_eq!(u.servers[0].port, 5432);
+    }
+
+    #[test]
+    fn a_host_list_is_every_server_in_order() {
+        let u = DatabaseUrl::parse(
+            "postgres://sl@db1:5433,[::1]:5434,db3/links?target_session_attrs=read-write",
+        )
+        .unwrap();
+        let servers: Vec<_> = u.servers.iter().map(|s| (s.host.clone(), s.port)).collect();
+        assert_eq!(
+            servers,
+            [
+                (DatabaseHost::Tcp("db1".into()), 5433),
+                (DatabaseHost::Tcp("::1".into()), 5434),
+                (DatabaseHost::Tcp("db3".into()), 5432),
+            ]
+        );
+        assert_eq!((u.user.as_str(), u.dbname.as_str()), ("sl", "links"));
+        assert_eq!(
+            u.param("target_session_attrs").as_deref(),
+            Some("read-write")
+        );
+        assert_eq!(
+            session_attrs("read-write"),
+            Some(tokio_postgres::config::TargetSessionAttrs::ReadWrite)
+        );
+        for (bad, says) in [
+            ("postgres://sl@db1,db2:x/d", "host `db2:x` of the list"),
+            ("postgres://sl@db1,/d", "host `` of the list"),
+            (
+                "postgres://sl@db1,db2/d?target_session_attrs=primary",
+                "not one of any, read-write",
+            ),
+        ] {
+            let err = DatabaseUrl::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_password_parameter_is_the_password_and_is_hidden() {
+        let u = DatabaseUrl::parse("postgres://sl@h1,h2/d?password=s3cret").unwrap();
+        assert_eq!(u.password.as_deref(), Some("s3cret"));
+        assert!(!u.to_string().contains("s3cret"), "{u}");
+        let err = DatabaseUrl::parse("postgres://sl:a@h/d?password=s3cret").unwrap_err();
+        assert!(err.contains("both") && !err.contains("s3cret"), "{err}");
+        let err = DatabaseUrl::parse("postgres://sl@h/d?password=s3cret&pool=1").unwrap_err();
+        assert!(err.contains("`pool`") && !err.contains("s3cret"), "{err}");
     }
 
     #[test]

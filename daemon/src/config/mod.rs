@@ -20,6 +20,7 @@ mod checker;
 mod database;
 mod recycling;
 mod targets;
+mod url_text;
 mod webhooks;
 
 use std::net::SocketAddr;
@@ -30,7 +31,7 @@ use clap::{ArgMatches, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
 pub use checker::CheckerConfig;
-pub use database::{DatabaseHost, DatabaseUrl, SslMode};
+pub use database::{session_attrs, DatabaseHost, DatabaseServer, DatabaseUrl, SslMode};
 pub use recycling::{RecyclingConfig, MIN_GRACE_DAYS};
 pub use targets::Targets;
 pub use webhooks::WebhookConfig;
@@ -57,6 +58,19 @@ pub enum ConfigError {
         path: String,
         /// The parser's message, naming the key.
         message: String,
+    },
+    /// The file holds a database password, and users other than its owner
+    /// can read it.
+    #[error(
+        "config file {path} holds a password in its `database` URL but other users can read \
+         it (mode {mode:o}): chmod 600 {path}, or put the password in a file named by \
+         database_password_file and take it out of the URL"
+    )]
+    PasswordReadable {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
     },
     /// A flag or environment value could not be laid over the file.
     #[error("{0}")]
@@ -102,6 +116,16 @@ pub struct Config {
         default_missing_value = "true"
     )]
     pub database_notify: bool,
+    /// Seconds to connect to PostgreSQL (per listed server), to wait for a
+    /// pooled connection or a lock, and to check that a pooled connection
+    /// still answers: a hung server is met with a 503 within a few times
+    /// this long, not a hung request.
+    #[arg(long, env = "SHORTLINKD_DATABASE_TIMEOUT")]
+    pub database_timeout: u64,
+    /// Seconds PostgreSQL lets one statement run (`statement_timeout`)
+    /// before cancelling it (migrations excepted).
+    #[arg(long, env = "SHORTLINKD_DATABASE_STATEMENT_TIMEOUT")]
+    pub database_statement_timeout: u64,
     /// Deployment key file shared with nginx (default <data_dir>/key).
     #[arg(long, env = "SHORTLINKD_KEY_FILE")]
     pub key_file: Option<PathBuf>,
@@ -217,6 +241,8 @@ impl Default for Config {
             database: None,
             database_password_file: None,
             database_notify: true,
+            database_timeout: 5,
+            database_statement_timeout: 30,
             key_file: None,
             ipc_socket: None,
             api_socket: None,
@@ -283,10 +309,34 @@ impl Config {
             path: path.display().to_string(),
             source,
         })?;
-        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        // The parser's message quotes the line: a `database` URL in it
+        // would show its password.
+        let config: Self = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.display().to_string(),
-            message: e.to_string(),
-        })
+            message: url_text::redact_urls_in(&e.to_string()),
+        })?;
+        if config
+            .database
+            .as_ref()
+            .is_some_and(|d| d.password.is_some())
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path)
+                .map_err(|source| ConfigError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })?
+                .permissions()
+                .mode()
+                & 0o777;
+            if mode & 0o044 != 0 {
+                return Err(ConfigError::PasswordReadable {
+                    path: path.display().to_string(),
+                    mode,
+                });
+            }
+        }
+        Ok(config)
     }
 
     /// Range checks, so a bad value stops the daemon at start with its name.
@@ -341,6 +391,21 @@ impl Config {
         }
         if self.cache_size == 0 {
             return invalid("cache_size", "must be at least 1".into());
+        }
+        if !(1..=3600).contains(&self.database_timeout) {
+            return invalid(
+                "database_timeout",
+                format!("{} is outside 1..=3600 seconds", self.database_timeout),
+            );
+        }
+        if !(1..=86_400).contains(&self.database_statement_timeout) {
+            return invalid(
+                "database_statement_timeout",
+                format!(
+                    "{} is outside 1..=86400 seconds",
+                    self.database_statement_timeout
+                ),
+            );
         }
         if self.spool_interval == 0 {
             return invalid("spool_interval", "must be at least 1 second".into());
@@ -429,6 +494,7 @@ fn is_origin(text: &str) -> bool {
 mod tests {
     use super::*;
     use clap::{Args, Command};
+    use std::os::unix::fs::PermissionsExt;
 
     /// What clap matches for these flags (and the test's environment).
     fn given(flags: &[&str]) -> ArgMatches {
@@ -534,10 +600,21 @@ mod tests {
              database_password_file = \"/etc/sl/pw\"\n",
         )
         .unwrap();
+        let err = Config::load(Some(&path), &given(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&path.display().to_string())
+                && err.contains("chmod 600")
+                && err.contains("database_password_file")
+                && !err.contains("filepw"),
+            "{err}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let config = Config::load(Some(&path), &given(&[])).unwrap();
         let db = config.database.unwrap();
         assert_eq!(
-            (db.user.as_str(), db.port, db.dbname.as_str()),
+            (db.user.as_str(), db.servers[0].port, db.dbname.as_str()),
             ("sl", 5433, "links")
         );
         assert_eq!(db.password.as_deref(), Some("filepw"), "a file may hold it");
@@ -576,6 +653,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("database") && err.contains("mysql"), "{err}");
+        // A TOML error quotes the line; the password in it is hidden.
+        for line in [
+            "database = \"postgres://sl:s3cret@db1/links?pool=3\"\n",
+            "database = \"postgres://sl@db1/links?password=s3cret&pool=3\"\n",
+            "database = \"postgres://sl:s3cret@db1/links\" x\n",
+            "database = \"mysql://sl:s3cret@db1/links\"\n",
+        ] {
+            std::fs::write(&path, line).unwrap();
+            let err = Config::load(Some(&path), &given(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("***") && !err.contains("s3cret"), "{err}");
+        }
     }
 
     #[test]

@@ -143,24 +143,13 @@ pub async fn keep_hosts_current(
     token: tokio_util::sync::CancellationToken,
 ) {
     let mut tick = tokio::time::interval(REFRESH_HOSTS_EVERY);
-    let mut failing = false;
+    let mut refreshing = crate::outage_log::OutageLog::new("read the hosts taken down");
     loop {
         tokio::select! {
             _ = token.cancelled() => return,
             _ = tick.tick() => {}
         }
-        match refresh_hosts(&app).await {
-            Ok(()) if failing => {
-                failing = false;
-                tracing::info!("the hosts taken down are read again");
-            }
-            Ok(()) => {}
-            Err(e) if !failing => {
-                failing = true;
-                tracing::warn!(error = %e, "cannot read the hosts taken down (said once until it works)");
-            }
-            Err(_) => {}
-        }
+        refreshing.record(refresh_hosts(&app).await);
     }
 }
 

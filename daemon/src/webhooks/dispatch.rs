@@ -11,6 +11,7 @@
 //! event. Every few seconds it also sweeps for the time-driven events
 //! (expiries, click summaries). Nothing here is awaited by a request.
 
+use crate::outage_log::OutageLog;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -206,6 +207,9 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
     let mut swept: Option<Instant> = None;
     let summary_every = Duration::from_secs(cfg.summary_interval);
     let mut summarised: Option<Instant> = None;
+    // While the database is down every tick fails: said once per outage.
+    let mut sweeping = OutageLog::new("sweep for webhook events");
+    let mut claiming = OutageLog::new("claim webhook deliveries");
     loop {
         tokio::select! {
             _ = token.cancelled() => break,
@@ -224,16 +228,15 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
                 }
             }
             let every = cfg.summary_interval as i64;
-            match app.store.sweep_webhook_events(unix_now(), every).await {
-                Ok(s) if s.expired + s.summaries > 0 => {
+            let swept = app.store.sweep_webhook_events(unix_now(), every).await;
+            if let Some(s) = sweeping.record(swept) {
+                if s.expired + s.summaries > 0 {
                     tracing::debug!(
                         expired = s.expired,
                         summaries = s.summaries,
                         "webhook events queued"
                     );
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot sweep for webhook events"),
             }
         }
         let free = senders.available_permits();
@@ -243,16 +246,12 @@ pub async fn run(app: SharedApp, token: CancellationToken) {
         let now = unix_now();
         let lease = now + cfg.timeout_ms.div_ceil(1000) as i64 + LEASE_MARGIN;
         let share = in_flight.share(team_cap(cfg.concurrency));
-        let due = match app
+        let claimed = app
             .store
             .claim_deliveries(now, lease, free as u32, share)
-            .await
-        {
-            Ok(due) => due,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot claim webhook deliveries");
-                continue;
-            }
+            .await;
+        let Some(due) = claiming.record(claimed) else {
+            continue;
         };
         for d in due {
             let Ok(permit) = Arc::clone(&senders).acquire_owned().await else {

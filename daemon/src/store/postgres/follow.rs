@@ -168,10 +168,15 @@ struct Listener {
 
 impl Listener {
     async fn start(pg: &Pg, wake: mpsc::Sender<()>) -> Result<Listener, PgError> {
-        let (client, mut connection) = pg
-            .client_config()
-            .connect(pg.tls())
+        // Bounded like the pool's connections: a hung server (connection
+        // accepted, never greeted) must not hang the follower.
+        let connecting = pg.client_config().connect(pg.tls());
+        let (client, mut connection) = tokio::time::timeout(pg.create_bound(), connecting)
             .await
+            .map_err(|_| PgError::Unanswered {
+                url: pg.url().to_string(),
+                after: pg.create_bound(),
+            })?
             .map_err(PgError::query("opening the LISTEN session"))?;
         let task = tokio::spawn(async move {
             loop {

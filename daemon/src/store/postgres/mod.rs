@@ -8,6 +8,7 @@
 //! opened by `app::open_store` when `database` is set.
 
 pub mod backend;
+pub mod bounds;
 pub mod changes;
 pub mod click_log;
 pub mod clicks;
@@ -17,12 +18,14 @@ pub mod ids;
 pub mod migrate;
 pub mod reach;
 pub mod recycle;
+pub mod startup;
 pub mod tls;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::config::TargetSessionAttrs;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::{Config, DatabaseHost, DatabaseUrl};
@@ -30,9 +33,7 @@ use crate::config::{Config, DatabaseHost, DatabaseUrl};
 /// Connections kept open by one daemon.
 pub const POOL_SIZE: usize = 16;
 
-/// How long the server lets a session sit idle inside a transaction before
-/// ending it (set on every connection).
-pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
+pub use bounds::{PgBounds, IDLE_IN_TRANSACTION};
 
 /// Why a PostgreSQL operation failed; every variant says what was being
 /// done, and none carries the password.
@@ -99,6 +100,20 @@ pub enum PgError {
         /// Fingerprint of the key this daemon read.
         key: String,
     },
+    /// No connection could be had within the bound ([`bounds`]): the
+    /// server hangs (a stopped process, a cut network), or every
+    /// connection is held by operations it does not answer.
+    #[error("PostgreSQL at {url} did not answer within {after:?}")]
+    Unanswered {
+        /// The database, without its password.
+        url: String,
+        /// How long was waited.
+        after: Duration,
+    },
+    /// The daemon was told to stop while it waited for the server
+    /// ([`startup`]).
+    #[error("stopped while waiting for PostgreSQL at {0}")]
+    StoppedWaiting(String),
     /// A session to the server ended (server restart, network).
     #[error("PostgreSQL: {0} ended")]
     SessionEnded(&'static str),
@@ -154,7 +169,7 @@ impl PgError {
     /// restarting, connection lost): the same request may succeed later.
     pub fn is_unreachable(&self) -> bool {
         match self {
-            PgError::SessionEnded(_) => true,
+            PgError::SessionEnded(_) | PgError::Unanswered { .. } => true,
             PgError::Connect { source, .. } => match source {
                 deadpool_postgres::PoolError::Backend(e) => gone(e),
                 deadpool_postgres::PoolError::Timeout(t) => {
@@ -179,6 +194,12 @@ impl PgError {
 #[derive(Clone)]
 pub struct Pg {
     pool: Pool,
+    /// How long taking a connection may take in all ([`bounds`]).
+    get_bound: Duration,
+    /// How long making one connection may take (every listed server
+    /// tried); also the bound of taking one during a known outage, so a
+    /// hung server is not waited for in full by every request.
+    create_bound: Duration,
     /// The URL without its password, for messages.
     shown: String,
     /// How to open a connection outside the pool (the change follower's
@@ -199,10 +220,11 @@ impl std::fmt::Debug for Pg {
 }
 
 impl Pg {
-    /// A pooled connection.
+    /// A pooled connection, within [`bounds`]: an unanswering server is
+    /// an error after a bounded wait, never a hang.
     pub async fn get(&self) -> Result<deadpool_postgres::Client, PgError> {
         let started = std::time::Instant::now();
-        match self.pool.get().await {
+        match self.take().await {
             Ok(client) => {
                 // A connection made since the outage was noticed proves
                 // the server answers; one handed out again (checked only
@@ -211,17 +233,44 @@ impl Pg {
                 self.reach.answered(&self.shown, made);
                 Ok(client)
             }
-            Err(source) => {
-                let e = PgError::Connect {
-                    url: self.shown.clone(),
-                    source,
-                };
+            Err(e) => {
                 if e.is_unreachable() {
                     self.reach.failed(&self.shown, &e, started);
                 }
                 Err(e)
             }
         }
+    }
+
+    /// A pooled connection within the bound, outside the outage state
+    /// (the wait at start says it waits its own way).
+    async fn take(&self) -> Result<deadpool_postgres::Client, PgError> {
+        let started = std::time::Instant::now();
+        let bound = if self.reach.is_down() {
+            self.create_bound
+        } else {
+            self.get_bound
+        };
+        let got = tokio::time::timeout(bound, self.pool.get()).await;
+        Err(match got {
+            Ok(Ok(client)) => return Ok(client),
+            Err(_) => PgError::Unanswered {
+                url: self.shown.clone(),
+                after: bound,
+            },
+            // Every connection busy is load, unless the server is known
+            // not to answer: then they are held by operations it hangs.
+            Ok(Err(deadpool_postgres::PoolError::Timeout(
+                deadpool_postgres::TimeoutType::Wait,
+            ))) if self.reach.is_down() => PgError::Unanswered {
+                url: self.shown.clone(),
+                after: started.elapsed(),
+            },
+            Ok(Err(source)) => PgError::Connect {
+                url: self.shown.clone(),
+                source,
+            },
+        })
     }
 
     /// Whether changes wake the followers by `NOTIFY` (else they poll).
@@ -263,6 +312,12 @@ impl Pg {
         &self.config
     }
 
+    /// How long making one connection may take (every listed server
+    /// tried): the bound of a session of its own, too.
+    pub fn create_bound(&self) -> Duration {
+        self.create_bound
+    }
+
     /// The TLS connector for such a session.
     pub fn tls(&self) -> MakeRustlsConnect {
         self.tls.clone()
@@ -273,25 +328,56 @@ impl Pg {
 /// `database_password_file`, and brings the schema up to date
 /// ([`migrate::run`]).
 pub async fn connect(config: &Config) -> Result<Pg, PgError> {
+    let pg = pool(config)?;
+    migrate::run(&pg).await?;
+    Ok(pg)
+}
+
+/// Builds the pool for `config.database` (no connection is made yet).
+pub fn pool(config: &Config) -> Result<Pg, PgError> {
     let url = config.database.as_ref().ok_or(PgError::NotConfigured)?;
     let password = match &config.database_password_file {
         Some(path) => Some(read_password(path)?),
         None => url.password.clone(),
     };
-    let mut pg = open(url, password.as_deref(), POOL_SIZE)?;
+    let mut pg = open_bounded(
+        url,
+        password.as_deref(),
+        POOL_SIZE,
+        PgBounds::from_config(config),
+    )?;
     pg.notify = config.database_notify;
-    migrate::run(&pg).await?;
     Ok(pg)
 }
 
-/// The pool alone (no connection is made until the first `get`).
+/// The pool alone (no connection is made until the first `get`), with the
+/// default bounds.
 pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg, PgError> {
+    open_bounded(url, password, size, PgBounds::default())
+}
+
+/// The pool alone, with `bounds` on every wait.
+pub fn open_bounded(
+    url: &DatabaseUrl,
+    password: Option<&str>,
+    size: usize,
+    bounds: PgBounds,
+) -> Result<Pg, PgError> {
     let mut pc = tokio_postgres::Config::new();
-    pc.user(&url.user).dbname(&url.dbname).port(url.port);
-    match &url.host {
-        DatabaseHost::Tcp(host) => pc.host(host),
-        DatabaseHost::Socket(dir) => pc.host_path(dir),
-    };
+    pc.user(&url.user).dbname(&url.dbname);
+    // libpq's host list: tried in order, each with its own port.
+    for server in &url.servers {
+        match &server.host {
+            DatabaseHost::Tcp(host) => pc.host(host),
+            DatabaseHost::Socket(dir) => pc.host_path(dir),
+        };
+        pc.port(server.port);
+    }
+    if let Some(attrs) = url.param("target_session_attrs") {
+        pc.target_session_attrs(
+            crate::config::session_attrs(&attrs).unwrap_or(TargetSessionAttrs::Any),
+        );
+    }
     if let Some(password) = password {
         pc.password(password);
     }
@@ -300,32 +386,36 @@ pub fn open(url: &DatabaseUrl, password: Option<&str>, size: usize) -> Result<Pg
             .as_deref()
             .unwrap_or("shortlinkd"),
     );
-    // A session left idle inside a transaction holds back the change-log
-    // horizon of every node (`changes`): the server ends it.
-    pc.options(format!(
-        "-c idle_in_transaction_session_timeout={}",
-        IDLE_IN_TRANSACTION.as_millis()
-    ));
-    let timeout = url.param("connect_timeout").and_then(|s| s.parse().ok());
-    pc.connect_timeout(Duration::from_secs(timeout.unwrap_or(5)));
+    let connect = url
+        .param("connect_timeout")
+        .and_then(|s| s.parse().ok())
+        .map_or(bounds.timeout, Duration::from_secs);
+    bounds.apply(&mut pc, connect);
     pc.ssl_mode(url.ssl_mode().wire());
     let tls = tls::connector(url.ssl_mode(), url.param("sslrootcert").as_deref())?;
+    let create = bounds.create(url.servers.len(), connect);
     let manager = Manager::from_config(
         pc.clone(),
         tls.clone(),
         ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
+            // A query per hand-out: a connection to a server that stopped
+            // answering fails its check within the bound instead of
+            // hanging the request that would use it.
+            recycling_method: RecyclingMethod::Verified,
         },
     );
     let pool = Pool::builder(manager)
         .max_size(size)
         .runtime(deadpool_postgres::Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(10)))
-        .create_timeout(Some(Duration::from_secs(timeout.unwrap_or(5))))
+        .wait_timeout(Some(bounds.timeout))
+        .recycle_timeout(Some(bounds.timeout))
+        .create_timeout(Some(create))
         .build()
         .map_err(|e| PgError::Invalid(format!("cannot build the connection pool: {e}")))?;
     Ok(Pg {
         pool,
+        get_bound: bounds.get(create),
+        create_bound: create,
         shown: url.to_string(),
         config: pc,
         tls,

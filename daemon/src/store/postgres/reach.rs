@@ -78,6 +78,11 @@ impl Reach {
         }
     }
 
+    /// Whether an outage is going on (no lock taken).
+    pub fn is_down(&self) -> bool {
+        self.is_down.load(Ordering::Acquire)
+    }
+
     /// Why the server is unreachable, if it is.
     pub fn problem(&self) -> Option<String> {
         self.down

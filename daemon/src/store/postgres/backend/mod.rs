@@ -36,7 +36,7 @@ use shortlink_core::DeploymentKey;
 pub use changes::SETTLE;
 
 use super::identity::{self, StoreIdentity};
-use super::{clicks as click_batches, connect, Pg, PgError};
+use super::{clicks as click_batches, connect, startup, Pg, PgError};
 use crate::app_secret::SecretSeal;
 use crate::config::Config;
 use crate::store::{Database, LinkCache, Store, StoreError, StoreResult, StoreStats};
@@ -76,7 +76,24 @@ impl PgStore {
     /// Connects (password from its file), brings the schema up to date and
     /// checks the database was made under `key`.
     pub async fn open(config: &Config, key: &DeploymentKey) -> Result<Self, PgError> {
-        let pg = connect(config).await?;
+        Self::open_on(connect(config).await?, config, key).await
+    }
+
+    /// Like [`PgStore::open`], but a server that cannot be reached is
+    /// waited for ([`startup::wait`]) until `stop` is cancelled.
+    pub async fn open_waiting(
+        config: &Config,
+        key: &DeploymentKey,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Result<Self, PgError> {
+        let pg = super::pool(config)?;
+        startup::wait(&pg, stop).await?;
+        super::migrate::run(&pg).await?;
+        Self::open_on(pg, config, key).await
+    }
+
+    /// Checks the database's identity on a migrated pool.
+    async fn open_on(pg: Pg, config: &Config, key: &DeploymentKey) -> Result<Self, PgError> {
         let identity = identity::claim(&pg, key.fingerprint()).await?;
         let opened_at = changes::head_at_open(&mut pg.get().await?).await?;
         Ok(Self {
