@@ -136,7 +136,7 @@ grep -q '^ExecStart=/usr/bin/shortlinkd ' "$t/lib/systemd/system/shortlinkd.serv
 put 0644 conf/shortlinkd.toml "$t/etc/shortlinkd/shortlinkd.toml"
 put 0644 README.md "$t/usr/share/doc/shortlinkd/README.md"
 # The pages README.md links to, at the same relative paths.
-for doc in docs/*.md docs/*.png; do
+for doc in docs/*.md docs/screenshots/*.png; do
   put 0644 "$doc" "$t/usr/share/doc/shortlinkd/$doc"
 done
 put 0644 packaging/copyright "$t/usr/share/doc/shortlinkd/copyright"
