@@ -5,9 +5,10 @@
 //! whichever worker answers. Plain data, so the zone holds it as it is.
 //!
 //! A table the zone allocates once, sized by the zone ([`slots_for_zone`]),
-//! keyed by link id (a link's code and its alias share one lease). Each slot remembers the limit its visits
-//! were leased under: once the link's limit changes, the edge sees the new
-//! one in the link's entry and the old visits are dropped. Visits a slot
+//! keyed by link id (a link's code and its alias share one lease). Each
+//! slot remembers the limit its visits were leased under: once the link's
+//! limit changes, the edge sees the new one in the link's entry and the old
+//! visits are dropped. Visits a slot
 //! gives up (a changed limit, or the slot taken for another link when the
 //! table is full) are handed back, so the daemon may lease them again.
 

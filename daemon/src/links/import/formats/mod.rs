@@ -318,7 +318,16 @@ impl Columns {
                 })?);
         }
         extra.team = cell(record, &self.team).map(|(_, v)| v.to_string());
-        extra.creator = cell(record, &self.creator).map(|(_, v)| v.to_string());
+        if let Some((c, v)) = cell(record, &self.creator) {
+            // A name, as keys and users have: bounded and printable.
+            if v.chars().count() > MAX_CREATOR || v.chars().any(char::is_control) {
+                return Err(error(
+                    &c.name,
+                    format!("a creator is at most {MAX_CREATOR} printable characters"),
+                ));
+            }
+            extra.creator = Some(v.to_string());
+        }
         if let Some((c, d)) = cell(record, &self.disabled) {
             extra.disabled = flag(d).ok_or_else(|| error(&c.name, not_a_flag(d)))?;
         }
@@ -378,6 +387,9 @@ impl Columns {
         ))
     }
 }
+
+/// Longest creator name an import keeps.
+const MAX_CREATOR: usize = 200;
 
 /// A column's cell in `record`, trimmed; `None` when absent or empty.
 fn cell<'a>(record: &'a StringRecord, c: &'a Option<Col>) -> Option<(&'a Col, &'a str)> {
@@ -476,6 +488,20 @@ mod tests {
 
     fn record(cells: &[&str]) -> StringRecord {
         StringRecord::from(cells.to_vec())
+    }
+
+    #[test]
+    fn a_creator_cell_is_bounded_and_printable() {
+        let long = "x".repeat(MAX_CREATOR + 1);
+        for bad in [long.as_str(), "a\u{7}b"] {
+            let text = format!("url,creator\nhttps://e.com/,\"{bad}\"\n");
+            let mut r = crate::links::csv_format::reader(text.as_bytes());
+            let header = r.headers().unwrap().clone();
+            let cols = Format::detect(&header).unwrap().columns(&header).unwrap();
+            let rec = r.records().next().unwrap().unwrap();
+            let e = cols.read(2, &rec).unwrap_err();
+            assert_eq!(e.column, "creator");
+        }
     }
 
     #[test]
