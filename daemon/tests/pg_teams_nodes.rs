@@ -16,14 +16,7 @@ use testpg::PgCluster;
 const BOUND: Duration = Duration::from_secs(35);
 
 async fn node(cluster: &PgCluster, url: &str) -> Daemon {
-    let password = cluster.password_file();
-    Daemon::start_with(&[
-        "--database",
-        url,
-        "--database-password-file",
-        password.to_str().unwrap(),
-    ])
-    .await
+    common::on_cluster(cluster, url, &[]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

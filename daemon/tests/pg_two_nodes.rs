@@ -17,14 +17,7 @@ use testpg::PgCluster;
 const REACH: Duration = Duration::from_secs(3);
 
 async fn node(cluster: &PgCluster, url: &str) -> Daemon {
-    let password = cluster.password_file();
-    Daemon::start_with(&[
-        "--database",
-        url,
-        "--database-password-file",
-        password.to_str().unwrap(),
-    ])
-    .await
+    common::on_cluster(cluster, url, &[]).await
 }
 
 fn code(v: &Value) -> String {

@@ -19,16 +19,7 @@ use testpg::PgCluster;
 const ANSWER: Duration = Duration::from_secs(60);
 
 async fn node(cluster: &PgCluster, url: &str) -> Daemon {
-    let password = cluster.password_file();
-    Daemon::start_with(&[
-        "--database",
-        url,
-        "--database-password-file",
-        password.to_str().unwrap(),
-        "--database-timeout",
-        "2",
-    ])
-    .await
+    common::on_cluster(cluster, url, &["--database-timeout", "2"]).await
 }
 
 /// `d`'s answer to `method path`, or a failure naming the request if it

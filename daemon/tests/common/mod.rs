@@ -47,6 +47,20 @@ pub fn suite_database() -> Vec<String> {
     ]
 }
 
+/// A daemon on database `url` of a test's own `cluster`, with `extra`
+/// `serve` arguments.
+pub async fn on_cluster(cluster: &testpg::PgCluster, url: &str, extra: &[&str]) -> Daemon {
+    let password = cluster.password_file();
+    let mut args = vec![
+        "--database",
+        url,
+        "--database-password-file",
+        password.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    Daemon::start_with(&args).await
+}
+
 /// Whether the suite runs on PostgreSQL (`with-pg`).
 pub fn on_postgres() -> bool {
     std::env::var_os(testpg::SUITE_CLUSTER_ENV).is_some()
