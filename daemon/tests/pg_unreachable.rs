@@ -213,3 +213,115 @@ async fn a_refused_login_at_start_is_an_error_naming_the_database() {
         "{err}"
     );
 }
+
+/// A session of the test's own on `db` (to hold locks the daemon meets).
+async fn session(cluster: &PgCluster, db: &str) -> tokio_postgres::Client {
+    let (client, connection) =
+        tokio_postgres::connect(&cluster.url_with_password(db), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_past_the_lock_timeout_is_a_503_not_a_500() {
+    let cluster = PgCluster::start("locked");
+    let url = cluster.create_db("links");
+    let d = node(&cluster, &url).await;
+    let made = d.create(json!({"url": "https://e.com/locked"})).await;
+    let code = made["code"].as_str().expect("a code").to_string();
+    let mut holder = session(&cluster, "links").await;
+    let tx = holder.transaction().await.unwrap();
+    tx.batch_execute("SELECT 1 FROM links FOR UPDATE")
+        .await
+        .unwrap();
+    // The edit waits for the row lock until lock_timeout (the
+    // --database-timeout of 2 s) ends it.
+    let (s, v) = answer(
+        &d,
+        "PATCH",
+        &format!("/api/v1/links/{code}"),
+        Some(json!({"url": "https://e.com/edited"})),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (503, Some("database_unavailable")),
+        "{v}"
+    );
+    tx.rollback().await.unwrap();
+    let (s, v) = answer(
+        &d,
+        "PATCH",
+        &format!("/api/v1/links/{code}"),
+        Some(json!({"url": "https://e.com/edited"})),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_a_server_that_hangs_mid_request_is_given_up() {
+    let cluster = PgCluster::start("midhang");
+    let url = cluster.create_db("links");
+    let d = common::on_cluster(
+        &cluster,
+        &url,
+        &[
+            "--database-timeout",
+            "2",
+            "--database-statement-timeout",
+            "3",
+        ],
+    )
+    .await;
+    let made = d.create(json!({"url": "https://e.com/midhang"})).await;
+    let code = made["code"].as_str().expect("a code").to_string();
+    let mut holder = session(&cluster, "links").await;
+    let tx = holder.transaction().await.unwrap();
+    tx.batch_execute("SELECT 1 FROM links FOR UPDATE")
+        .await
+        .unwrap();
+    // The edit reaches the server and waits for the lock; then the server
+    // stops, so its lock_timeout never fires and nothing ever answers. The
+    // daemon gives the request up (statement timeout + database timeout)
+    // instead of waiting for ever.
+    let edit = {
+        let path = format!("/api/v1/links/{code}");
+        let d = &d;
+        async move {
+            answer(
+                d,
+                "PATCH",
+                &path,
+                Some(json!({"url": "https://e.com/never"})),
+            )
+            .await
+        }
+    };
+    let freeze = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cluster.freeze();
+    };
+    let ((s, v), ()) = tokio::join!(edit, freeze);
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (503, Some("database_unavailable")),
+        "{v}"
+    );
+    cluster.thaw();
+    drop(tx);
+    drop(holder);
+    // The daemon works on once the server is back.
+    let deadline = tokio::time::Instant::now() + ANSWER;
+    loop {
+        let (s, v) = answer(&d, "GET", &format!("/api/v1/links/{code}"), None).await;
+        if s == 200 {
+            assert_eq!(v["url"], "https://e.com/midhang", "{v}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{s} {v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

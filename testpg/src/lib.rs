@@ -6,6 +6,8 @@
 //!
 //! Used by the daemon's test suite and the end-to-end suite.
 
+mod replica;
+
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;

@@ -29,22 +29,57 @@ pub struct Cluster {
     pub nodes: Vec<Node>,
     pub codec: Codec,
     pub pg: PgCluster,
+    /// The synchronous standby of `pg`, if the cluster has one
+    /// ([`Cluster::start_replicated`]).
+    pub standby: Option<PgCluster>,
     /// The shared database's URL (no password: nodes read it from a file).
     pub url: String,
 }
+
+/// The standby's name on its primary (`application_name`).
+pub const STANDBY: &str = "standby1";
 
 impl Cluster {
     /// A private PostgreSQL and `n` nodes on one database of it.
     pub fn start(name: &str, n: usize) -> Cluster {
         let pg = PgCluster::start(name);
         let url = pg.create_db("shortlink");
+        Self::with_nodes(name, n, pg, None, url, "")
+    }
+
+    /// A private primary with a synchronous standby, and `n` nodes whose
+    /// URL lists both servers (`target_session_attrs=read-write`: each
+    /// daemon uses whichever accepts writes, so a promotion is followed
+    /// without a change). `settings` go into each daemon's config file.
+    pub fn start_replicated(name: &str, n: usize, settings: &str) -> Cluster {
+        let pg = PgCluster::start(name);
+        pg.create_db("shortlink");
+        let standby = pg.start_standby(STANDBY);
+        pg.make_synchronous(STANDBY);
+        let url = format!(
+            "postgres://{}@127.0.0.1:{},127.0.0.1:{}/shortlink?target_session_attrs=read-write",
+            testpg::USER,
+            pg.port,
+            standby.port
+        );
+        Self::with_nodes(name, n, pg, Some(standby), url, settings)
+    }
+
+    fn with_nodes(
+        name: &str,
+        n: usize,
+        pg: PgCluster,
+        standby: Option<PgCluster>,
+        url: String,
+        settings: &str,
+    ) -> Cluster {
         let mut nodes = Vec::new();
         let mut codec = None;
         for i in 0..n {
             let scratch = Scratch::new(&format!("{name}-node{i}"));
             let (key, c) = scratch.key();
             codec = Some(c);
-            let config = node_config(&scratch, &url, &pg);
+            let config = node_config(&scratch, &url, &pg, settings);
             let daemon = Daemon::start_with_config(&scratch, &key, Some(config));
             let nginx = Nginx::start(
                 &scratch,
@@ -61,18 +96,19 @@ impl Cluster {
             nodes,
             codec: codec.expect("at least one node"),
             pg,
+            standby,
             url,
         }
     }
 }
 
 /// The daemon's config file naming the shared database.
-fn node_config(scratch: &Scratch, url: &str, pg: &PgCluster) -> PathBuf {
+fn node_config(scratch: &Scratch, url: &str, pg: &PgCluster, settings: &str) -> PathBuf {
     let path = scratch.path("shortlinkd.toml");
     std::fs::write(
         &path,
         format!(
-            "database = \"{url}\"\ndatabase_password_file = \"{}\"\n",
+            "database = \"{url}\"\ndatabase_password_file = \"{}\"\n{settings}",
             pg.password_file().display()
         ),
     )

@@ -86,6 +86,13 @@ impl PgBounds {
         connect * servers.max(1) as u32 + self.timeout
     }
 
+    /// How long a request on an open session may go unanswered before the
+    /// session is given up ([`super::watched`]): past the statement
+    /// timeout, a server that runs has answered (if only to cancel it).
+    pub fn request(&self) -> Duration {
+        self.statement + self.timeout
+    }
+
     /// How long taking a connection from the pool may take in all: waiting
     /// for a free one or checking an idle one (`timeout` against a hung
     /// server), then making one.

@@ -170,14 +170,12 @@ impl Listener {
     async fn start(pg: &Pg, wake: mpsc::Sender<()>) -> Result<Listener, PgError> {
         // Bounded like the pool's connections: a hung server (connection
         // accepted, never greeted) must not hang the follower.
-        let connecting = pg.client_config().connect(pg.tls());
-        let (client, mut connection) = tokio::time::timeout(pg.create_bound(), connecting)
+        let (client, mut connection) = tokio::time::timeout(pg.create_bound(), pg.session())
             .await
             .map_err(|_| PgError::Unanswered {
                 url: pg.url().to_string(),
                 after: pg.create_bound(),
-            })?
-            .map_err(PgError::query("opening the LISTEN session"))?;
+            })??;
         let task = tokio::spawn(async move {
             loop {
                 match std::future::poll_fn(|cx| connection.poll_message(cx)).await {

@@ -40,7 +40,8 @@ pub fn newest() -> i32 {
 /// Brings the schema up to [`newest`]; returns the versions applied here
 /// (empty when another daemon had applied them, or none were missing).
 pub async fn run(pg: &Pg) -> Result<Vec<i32>, PgError> {
-    let mut client = pg.get().await?;
+    // A session of its own, not watched: a migration may run long.
+    let mut client = pg.unwatched_session().await?;
     let tx = client
         .transaction()
         .await

@@ -12,6 +12,8 @@ pub mod bounds;
 pub mod changes;
 pub mod click_log;
 pub mod clicks;
+pub mod connect;
+mod exchange;
 pub mod follow;
 pub mod identity;
 pub mod ids;
@@ -20,13 +22,13 @@ pub mod reach;
 pub mod recycle;
 pub mod startup;
 pub mod tls;
+pub mod watched;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::config::TargetSessionAttrs;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::{Config, DatabaseHost, DatabaseUrl};
 
@@ -183,6 +185,19 @@ impl PgError {
         }
     }
 
+    /// True when the server cut a statement for the daemon's own bounds
+    /// (`statement_timeout`: 57014, `lock_timeout`: 55P03): the server
+    /// runs but is too busy or too locked now, and the same request may
+    /// succeed later (a 503, not a 500).
+    pub fn ran_out_of_time(&self) -> bool {
+        match self {
+            PgError::Query { source, .. } => source
+                .as_db_error()
+                .is_some_and(|db| matches!(db.code().code(), "57014" | "55P03")),
+            _ => false,
+        }
+    }
+
     /// Wraps a driver error with what was being done.
     pub fn query(doing: &'static str) -> impl FnOnce(tokio_postgres::Error) -> PgError {
         move |source| PgError::Query { doing, source }
@@ -205,8 +220,9 @@ pub struct Pg {
     /// How to open a connection outside the pool (the change follower's
     /// `LISTEN` session).
     config: tokio_postgres::Config,
-    /// TLS as the URL's `sslmode` asks ([`tls`]).
-    tls: MakeRustlsConnect,
+    /// Opens sessions: TLS as the URL's `sslmode` asks ([`tls`]), each
+    /// server bounded, requests [watched](watched).
+    connector: connect::Connector,
     /// Whether the server answers; an outage is logged once ([`reach`]).
     reach: std::sync::Arc<reach::Reach>,
     /// Whether writers `NOTIFY` and followers `LISTEN` (`database_notify`).
@@ -236,6 +252,11 @@ impl Pg {
             Err(e) => {
                 if e.is_unreachable() {
                     self.reach.failed(&self.shown, &e, started);
+                    // The idle connections are to the server that failed:
+                    // checking each would cost the next requests a bound
+                    // apiece (a hung server), so drop them all; new ones
+                    // go to whichever listed server takes writes now.
+                    self.pool.retain(|_, _| false);
                 }
                 Err(e)
             }
@@ -318,9 +339,36 @@ impl Pg {
         self.create_bound
     }
 
-    /// The TLS connector for such a session.
-    pub fn tls(&self) -> MakeRustlsConnect {
-        self.tls.clone()
+    /// Opens a session of its own (outside the pool) to the first listed
+    /// server that fits `target_session_attrs`.
+    pub async fn session(&self) -> Result<connect::Session, PgError> {
+        self.connector
+            .session(&self.config)
+            .await
+            .map_err(|e| self.connect_error(e))
+    }
+
+    /// Like [`Pg::session`], but a request may run as long as it takes (a
+    /// migration rewriting a big table); the session's connection is
+    /// driven by a task of its own.
+    pub async fn unwatched_session(&self) -> Result<tokio_postgres::Client, PgError> {
+        let (client, connection) = self
+            .connector
+            .unwatched()
+            .session(&self.config)
+            .await
+            .map_err(|e| self.connect_error(e))?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+
+    fn connect_error(&self, e: tokio_postgres::Error) -> PgError {
+        PgError::Connect {
+            url: self.shown.clone(),
+            source: deadpool_postgres::PoolError::Backend(e),
+        }
     }
 }
 
@@ -394,9 +442,10 @@ pub fn open_bounded(
     pc.ssl_mode(url.ssl_mode().wire());
     let tls = tls::connector(url.ssl_mode(), url.param("sslrootcert").as_deref())?;
     let create = bounds.create(url.servers.len(), connect);
-    let manager = Manager::from_config(
+    let connector = connect::Connector::new(tls, bounds.request());
+    let manager = Manager::from_connect(
         pc.clone(),
-        tls.clone(),
+        connector.clone(),
         ManagerConfig {
             // A query per hand-out: a connection to a server that stopped
             // answering fails its check within the bound instead of
@@ -418,7 +467,7 @@ pub fn open_bounded(
         create_bound: create,
         shown: url.to_string(),
         config: pc,
-        tls,
+        connector,
         reach: Default::default(),
         notify: true,
     })

@@ -201,7 +201,9 @@ impl From<PgError> for StoreError {
                 source: deadpool_postgres::PoolError::Closed,
                 ..
             } => StoreError::Closed,
-            e if e.is_unreachable() => StoreError::Unavailable(e.to_string()),
+            e if e.is_unreachable() || e.ran_out_of_time() => {
+                StoreError::Unavailable(e.to_string())
+            }
             e => StoreError::Database(Box::new(e)),
         }
     }
