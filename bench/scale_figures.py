@@ -39,6 +39,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 
 import harness
@@ -89,10 +90,10 @@ COUNTRIES = [(0.85, "US"), (0.05, "CA"), (0.04, "MX"), (0.01, "GB"), (0.01, "DE"
              (0.01, "PH"), (0.02, None)]
 
 MIX_TEXT = (
-    f"{BOT_SHARE:.0%} link previews and scanners (iMessage 40 %, WhatsApp 20 %, okhttp 15 %, "
-    "Telegram 10 %, Googlebot 10 %, curl 5 % of them); people on iOS 52 %, Android 42 %, desktop 5 %, "
-    "KaiOS 1 %, 92 % with no Referer and the rest from 5 hosts; country (CF-IPCountry) "
-    "US 85 %, CA 5 %, MX 4 %, GB, DE, IN, PH 1 % each, none 2 %"
+    f"{BOT_SHARE:.0%} link previews and scanners (iMessage 40%, WhatsApp 20%, okhttp 15%, "
+    "Telegram 10%, Googlebot 10%, curl 5% of them); people on iOS 52%, Android 42%, desktop 5%, "
+    "KaiOS 1%, 92% with no Referer and the rest from 5 hosts; country (CF-IPCountry) "
+    "US 85%, CA 5%, MX 4%, GB, DE, IN, PH 1% each, none 2%"
 )
 
 
@@ -380,19 +381,43 @@ def commit():
     return r.stdout.strip() or "unknown"
 
 
+def bullet(text):
+    """A Markdown list item, wrapped."""
+    return textwrap.fill(" ".join(text.split()), 76, initial_indent="* ", subsequent_indent="  ",
+                         break_on_hyphens=False)
+
+
 def markdown(doc):
     """The "Sizes on PostgreSQL" section of BENCHMARKS.md."""
     s, m, c = doc["short"], doc["campaign"], doc["clicks"]
-
-    def indexes(fig):
-        return ", ".join(f"`{i}` {b:g}" for i, b in fig["links_indexes_bytes_per_link"].items())
-
-    def others(fig):
-        return f"{fig['other_tables_bytes'] / 1024:,.0f} KiB"
-
+    indexes = ", ".join(f"`{i}` {b:g}" for i, b in m["links_indexes_bytes_per_link"].items() if b)
     rows = "\n".join(
         f"| {g['clicks_per_link']:,} | {g['link_hours']:,} | {g['clicks_per_link_hour']:,g} | "
         f"{g['rows_per_link_hour']:g} | {g['rows_per_click']:.3f} |" for g in c["groups"])
+    links_notes = "\n".join([
+        bullet(f"""Tables with a row per link: {", ".join(f"`{t}`" for t in m["per_link_tables"])} (a create
+               without an alias writes no change-log row). The other tables grew by
+               {m['other_tables_bytes'] / 1024:,.0f} KiB in all (the API key's last use, id ranges),
+               not per link."""),
+        bullet(f"""The `links` indexes, bytes per link (campaign URLs): {indexes}. Every
+               link keeps its URL's 32-byte dedupe hash, indexed, so a later create
+               with `dedupe` finds it."""),
+        bullet(f"""Clicks: {c['clicks_sent']:,} requests through nginx (the module, two
+               workers, `shortlink_country $http_cf_ipcountry`) to the campaign links,
+               all redirected and all counted once ({c['clicks_counted']:,.0f}), each
+               link's clicks within one hour ({c['seconds']:g} s of sending). The
+               visitors: {c['mix']}. A `clicks` row is one link, hour, device class,
+               bot flag, referrer host and country."""),
+    ])
+    clicks_notes = "\n".join([
+        bullet(f"""A `clicks` row takes {c['bytes_per_click_row']:g} bytes ({c['heap_bytes_per_click_row']:g} heap,
+               {c['index_bytes_per_click_row']:g} in its two indexes) over {c['click_rows']:,} rows as the
+               table stands after `VACUUM` (each fold's upsert leaves a dead version
+               whose space is reused, not returned), {c['packed_bytes_per_click_row']:g} bytes
+               ({c['packed_heap_bytes_per_click_row']:g} heap) after `VACUUM FULL`."""),
+        bullet(f"""The batches: {c['click_batches']['rows']:,} `click_batches` rows (one per worker
+               batch, kept `batch_retention_days`) for {c['clicks_sent']:,} clicks."""),
+    ])
     return f"""## Sizes on PostgreSQL
 
 Produced by `{doc['command']}` at commit `{doc['commit']}` on {doc['date']}
@@ -405,28 +430,13 @@ Produced by `{doc['command']}` at commit `{doc['commit']}` on {doc['date']}
 | {s['links']:,} of 29 bytes (`https://example.com/p/0000001`) | {s['stored_url_bytes_mean']:g} | {s['bytes_per_link']:g} | {s['links_heap_bytes_per_link']:g} | {s['links_index_bytes_per_link']:g} |
 | {m['links']:,} SMS-campaign URLs with utm parameters | {m['stored_url_bytes_mean']:g} ({m['url_bytes_min']}–{m['url_bytes_max']}) | {m['bytes_per_link']:g} | {m['links_heap_bytes_per_link']:g} | {m['links_index_bytes_per_link']:g} |
 
-* Tables with a row per link: {", ".join(f"`{t}`" for t in m["per_link_tables"])} (a create
-  without an alias writes no change-log row). The other tables grew by
-  {others(m)} in all (the API key's last use, id ranges), not per link.
-* The `links` indexes, bytes per link (campaign URLs): {indexes(m)}.
-* Clicks: {c['clicks_sent']:,} requests through nginx (the module, two
-  workers, `shortlink_country $http_cf_ipcountry`) to the campaign links,
-  all redirected and all counted once ({c['clicks_counted']:,.0f}), each
-  link's clicks within one hour ({c['seconds']:g} s of sending). The
-  visitors: {c['mix']}. A `clicks` row is one link, hour, device class,
-  bot flag, referrer host and country.
+{links_notes}
 
 | clicks per link in the hour | link-hours | clicks per link-hour | `clicks` rows per link-hour | rows per click |
 |---:|---:|---:|---:|---:|
 {rows}
 
-* A `clicks` row takes {c['bytes_per_click_row']:g} bytes ({c['heap_bytes_per_click_row']:g} heap,
-  {c['index_bytes_per_click_row']:g} in its two indexes) over {c['click_rows']:,} rows as the table
-  stands after `VACUUM` (each fold's upsert leaves a dead version whose
-  space is reused, not returned), {c['packed_bytes_per_click_row']:g} bytes
-  ({c['packed_heap_bytes_per_click_row']:g} heap) after `VACUUM FULL`.
-* The batches: {c['click_batches']['rows']:,} `click_batches` rows (one per worker batch, pruned
-  after the retention window) for {c['clicks_sent']:,} clicks.
+{clicks_notes}
 """
 
 
