@@ -424,6 +424,8 @@ Produced by `{doc['command']}` at commit `{doc['commit']}` on {doc['date']}
 (raw figures: `bench/results-scale.json`). A private PostgreSQL 15 (testpg's
 `pg-cluster`) and the real daemon; sizes are `pg_total_relation_size`
 (heap, indexes, TOAST) after `VACUUM (ANALYZE)`, less the empty tables'.
+`make bench` writes this file anew without this section: run `make
+scale-figures` after it.
 
 | links created through `POST /api/v1/links/batch` | URL bytes: mean (range) | bytes per link | heap | indexes |
 |---|---:|---:|---:|---:|
