@@ -2,7 +2,7 @@
 PORT ?= 8080
 export PORT
 
-.PHONY: deps build test unit api-contract e2e lint demo demo-cluster pg-cluster stop clean module module-debian e2e-debian deb deb-test bench bench-smoke fuzz fuzz-smoke screenshots
+.PHONY: deps build test unit api-contract e2e lint demo demo-cluster pg-cluster stop clean module module-debian e2e-debian deb deb-test bench bench-smoke scale-figures fuzz fuzz-smoke screenshots
 
 ## Check the Rust toolchain and install the Debian packages the build, the
 ## demo and the tests need (idempotent). Targets that need less install
@@ -103,6 +103,13 @@ bench-smoke: deps build pg-cluster
 	python3 bench/bench.py --smoke
 	cargo run --release -q --example sqlite_floor -- 2000 1 500
 	cargo run --release -q --example click_floor -- 2000 20000 1
+
+## What a link and a click cost in PostgreSQL (bytes per link, click rows
+## per link-hour, bytes per row), measured through the real daemon and
+## nginx on a private PostgreSQL: bench/results-scale.json and BENCHMARKS.md's
+## "Sizes on PostgreSQL", the figures docs/SCALE.md starts from (2 minutes).
+scale-figures: deps build pg-cluster
+	python3 bench/scale_figures.py --write
 
 ## Start the product on 127.0.0.1:$(PORT) in the background; `make stop` stops it.
 demo: build
