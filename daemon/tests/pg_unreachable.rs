@@ -27,7 +27,7 @@ async fn node(cluster: &PgCluster, url: &str) -> Daemon {
 async fn answer(d: &Daemon, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
     tokio::time::timeout(ANSWER, d.req(method, path, body))
         .await
-        .unwrap_or_else(|_| panic!("{method} {path} hung for {ANSWER:?}"))
+        .unwrap_or_else(|_| panic!("{method} {path} hung for {ANSWER:?}:\n{}", d.log()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,4 +324,27 @@ async fn a_request_on_a_server_that_hangs_mid_request_is_given_up() {
         assert!(tokio::time::Instant::now() < deadline, "{s} {v}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_listing_a_hung_server_first_reaches_the_live_one() {
+    let hung = PgCluster::start("hungfirst");
+    let live = PgCluster::start("livesecond");
+    live.create_db("links");
+    hung.freeze();
+    // The hung server takes the TCP connection and never greets: its
+    // attempt is bounded as a whole (--database-timeout 2), then the next
+    // server is tried.
+    let url = format!(
+        "postgres://{}@127.0.0.1:{},127.0.0.1:{}/links?target_session_attrs=read-write",
+        testpg::USER,
+        hung.port,
+        live.port
+    );
+    let d = node(&live, &url).await;
+    let made = d.create(json!({"url": "https://e.com/past-the-hung"})).await;
+    let code = made["code"].as_str().expect("a code");
+    let (s, v) = answer(&d, "GET", &format!("/api/v1/links/{code}"), None).await;
+    assert_eq!((s, v["url"].as_str()), (200, Some("https://e.com/past-the-hung")));
+    hung.thaw();
 }

@@ -304,3 +304,45 @@ impl AsyncWrite for Transport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_waiting_on_a_server_that_hangs_fails_after_the_bound() {
+        let pg = testpg::PgCluster::start("watched-lock");
+        let url = pg.create_db("w");
+        pg.psql("w", "CREATE TABLE t (v int); INSERT INTO t VALUES (1)");
+        let mut pc: Config = url.parse().unwrap();
+        pc.password(testpg::PASSWORD)
+            .connect_timeout(Duration::from_secs(2));
+        let tls = super::super::tls::connector(crate::config::SslMode::Prefer, None).unwrap();
+        let connector = Connector::new(tls, Duration::from_secs(3));
+        let (mut holder, conn) = connector.session(&pc).await.unwrap();
+        tokio::spawn(conn);
+        let (mut waiter, conn) = connector.session(&pc).await.unwrap();
+        let driven = tokio::spawn(conn);
+        let hold = holder.transaction().await.unwrap();
+        hold.batch_execute("SELECT * FROM t FOR UPDATE").await.unwrap();
+        let tx = waiter.transaction().await.unwrap();
+        let st = tx.prepare("SELECT * FROM t WHERE v = $1 FOR UPDATE").await.unwrap();
+        let waiting = tx.query(&st, &[&1i32]);
+        let freeze = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            pg.freeze();
+        };
+        let started = std::time::Instant::now();
+        let (got, ()) = tokio::join!(
+            tokio::time::timeout(Duration::from_secs(30), waiting),
+            freeze
+        );
+        pg.thaw();
+        let got = got.expect("the statement hung past the bound");
+        assert!(got.is_err(), "{got:?}");
+        assert!(started.elapsed() >= Duration::from_secs(3));
+        drop(tx);
+        let _ = driven.await;
+        drop(hold);
+    }
+}

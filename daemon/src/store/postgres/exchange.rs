@@ -154,7 +154,9 @@ impl Exchange {
                     asked += 1;
                 }
             } else if code == SSL_REQUEST {
+                // Answered by one untyped byte.
                 ssl = true;
+                asked += 1;
             } else {
                 // The start-up message: typed messages follow, and the
                 // first ReadyForQuery answers it.
@@ -176,6 +178,7 @@ impl Exchange {
                 return;
             };
             self.ssl_answer_due = false;
+            self.answered += 1;
             if answer == b'S' {
                 // TLS from here on: nothing more can be read off.
                 self.counting = false;
@@ -279,12 +282,15 @@ mod tests {
         let ssl = [8u32.to_be_bytes(), SSL_REQUEST.to_be_bytes()].concat();
         let mut tls = Exchange::default();
         tls.wrote(&ssl);
+        assert!(tls.owed(), "the server's byte is due");
         tls.read(b"S");
         assert!(!tls.counting());
         let mut plain = Exchange::default();
         plain.wrote(&ssl);
+        assert!(plain.owed());
         plain.read(b"N");
         assert!(plain.counting());
+        assert!(!plain.owed());
         plain.wrote(&startup());
         assert!(plain.owed());
         plain.read(&typed(b'Z', b"I"));

@@ -139,7 +139,12 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
             this.exchange.wrote(&data[..n]);
             let owed = !this.exchange.counting() || this.exchange.owed();
             if n > 0 && owed && this.waiting_since.is_none() {
-                this.waiting_since = Some(Instant::now());
+                let now = Instant::now();
+                this.waiting_since = Some(now);
+                // The driver may read before it writes and not read again
+                // until the socket is readable: the timer must wake it.
+                this.timer.as_mut().reset(now + this.bound.get());
+                let _ = this.timer.as_mut().poll(cx);
             }
         }
         r
@@ -173,6 +178,62 @@ mod tests {
         let e = w.read(&mut buf).await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
         assert_eq!(started.elapsed(), Duration::from_secs(10));
+    }
+
+    /// The driver's order within one poll: read (nothing yet), then
+    /// write the request, then wait to be woken.
+    struct ReadThenWrite<'a> {
+        w: &'a mut Watched<tokio::io::DuplexStream>,
+        wrote: bool,
+    }
+
+    impl Future for ReadThenWrite<'_> {
+        type Output = io::Result<()>;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            let mut buf = [0u8; 8];
+            let mut rb = ReadBuf::new(&mut buf);
+            if let Poll::Ready(r) = Pin::new(&mut *self.w).poll_read(cx, &mut rb) {
+                return Poll::Ready(r);
+            }
+            if !self.wrote {
+                let hello = startup();
+                match Pin::new(&mut *self.w).poll_write(cx, &hello) {
+                    Poll::Ready(Ok(n)) => assert_eq!(n, hello.len()),
+                    other => panic!("{other:?}"),
+                }
+                self.wrote = true;
+            }
+            Poll::Pending
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_written_after_the_last_read_still_wakes_the_driver() {
+        let (near, _far) = tokio::io::duplex(256);
+        let mut w = Watched::new(near, Bound::new(Duration::from_secs(10)));
+        let started = Instant::now();
+        let driven = ReadThenWrite {
+            w: &mut w,
+            wrote: false,
+        };
+        let got = tokio::time::timeout(Duration::from_secs(60), driven)
+            .await
+            .expect("the driver was never woken");
+        assert_eq!(got.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_never_answers_the_ssl_request_is_given_up() {
+        // What a hung server does to a new connection: the kernel
+        // accepted it, nobody greets.
+        let (near, _far) = tokio::io::duplex(256);
+        let mut w = Watched::new(near, Bound::new(Duration::from_secs(1)));
+        w.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).await.unwrap();
+        let mut buf = [0u8; 1];
+        let e = w.read(&mut buf).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
     }
 
     #[tokio::test(start_paused = true)]
