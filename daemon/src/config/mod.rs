@@ -63,7 +63,7 @@ pub enum ConfigError {
     /// can read it.
     #[error(
         "config file {path} holds a password in its `database` URL but other users can read \
-         it (mode {mode:o}): chmod 600 {path}, or put the password in a file named by \
+         it (mode {mode:o}): chmod 640 {path} (or 600), or put the password in a file named by \
          database_password_file and take it out of the URL"
     )]
     PasswordReadable {
@@ -329,7 +329,7 @@ impl Config {
                 .permissions()
                 .mode()
                 & 0o777;
-            if mode & 0o044 != 0 {
+            if open_to_others(mode) {
                 return Err(ConfigError::PasswordReadable {
                     path: path.display().to_string(),
                     mode,
@@ -490,6 +490,14 @@ fn is_origin(text: &str) -> bool {
     })
 }
 
+/// Whether a file holding a secret (a config file with a database
+/// password, the password file) is open to users outside its owner and
+/// group: the one rule for both. The group may read it (`root:shortlinkd
+/// 0640`, the daemon reading through its group, is the usual layout).
+pub fn open_to_others(mode: u32) -> bool {
+    mode & 0o007 != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,12 +613,15 @@ mod tests {
             .to_string();
         assert!(
             err.contains(&path.display().to_string())
-                && err.contains("chmod 600")
+                && err.contains("chmod 640")
                 && err.contains("database_password_file")
                 && !err.contains("filepw"),
             "{err}"
         );
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // Its group may read it (root:shortlinkd 0640), nobody else.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o604)).unwrap();
+        assert!(Config::load(Some(&path), &given(&[])).is_err());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
         let config = Config::load(Some(&path), &given(&[])).unwrap();
         let db = config.database.unwrap();
         assert_eq!(

@@ -485,7 +485,7 @@ fn read_password(path: &Path) -> Result<String, PgError> {
         .permissions()
         .mode()
         & 0o777;
-    if mode & 0o007 != 0 {
+    if crate::config::open_to_others(mode) {
         return Err(PgError::PasswordFileOpen {
             path: path.to_path_buf(),
             mode,
