@@ -276,7 +276,9 @@ fn a_killed_daemon_on_one_node_goes_unnoticed_by_the_other() {
         Some(&json!({"url": "https://example.com/edited-on-b"})),
     );
     assert_eq!(r.status, 200, "{}", r.body_text());
-    std::thread::sleep(Duration::from_secs(1));
+    // Down long enough that a worker backing off (doubling from 100 ms)
+    // would leave seconds between its tries by now.
+    std::thread::sleep(Duration::from_secs(4));
     a.daemon.restart();
     // The restart returns once the daemon is ready (health 200, its IPC
     // socket there). A's nginx kept its zone; it links up again and its
