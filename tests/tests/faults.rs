@@ -4,7 +4,8 @@
 //! full. Each scenario prints its figures and asserts them exactly: what
 //! the clients were answered with, and that every redirect they got is
 //! counted once ("sent" = redirects received, "counted" = the daemon's
-//! clicks).
+//! clicks). Two more (issue 40) time the edge's return to a daemon that
+//! was away, and count how often it asks one that refuses it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -572,4 +573,100 @@ fn creates_acknowledged_then_daemon_sigkill() {
     );
     assert!(at_kill > 0, "no create was acknowledged");
     assert_eq!(present, acked.len(), "acknowledged links lost");
+}
+
+#[test]
+fn a_daemon_back_after_a_long_outage_answers_misses_within_a_second() {
+    let mut s = Stack::start("fault-daemon-return", 1);
+    let code = s
+        .daemon
+        .create(json!({"url": "https://example.com/return"}));
+    s.daemon.kill();
+    // Longer than a doubling backoff from 100 ms takes to reach 5 s: a
+    // worker still backing off would not try again for seconds.
+    std::thread::sleep(Duration::from_secs(7));
+    assert_eq!(s.get(&code, &[]).status, 503, "a miss, the daemon away");
+    s.daemon.restart();
+    // The restart returns once the daemon is ready (health 200, its IPC
+    // socket there).
+    let ready = Instant::now();
+    let (mut linked, mut answered) = (None, None);
+    while linked.is_none() || answered.is_none() {
+        if linked.is_none() && s.figures().gauge("shortlink_daemon_links_up") == 1 {
+            linked = Some(ready.elapsed());
+        }
+        if answered.is_none() && s.get(&code, &[]).status == 302 {
+            answered = Some(ready.elapsed());
+        }
+        assert!(
+            ready.elapsed() < Duration::from_secs(30),
+            "30 s after the daemon was ready: linked after {linked:?}, miss answered after {answered:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (linked, answered) = (linked.unwrap_or_default(), answered.unwrap_or_default());
+    let log = s.nginx.error_log();
+    report(
+        "daemon SIGKILLed for 7 s, then back",
+        &[
+            (
+                "daemon ready -> edge linked (polled 10 ms)",
+                format!("{linked:?}"),
+            ),
+            (
+                "daemon ready -> uncached code answers 302",
+                format!("{answered:?}"),
+            ),
+        ],
+    );
+    assert!(
+        answered < Duration::from_secs(1),
+        "an uncached code answered {answered:?} after the daemon was ready"
+    );
+    // The outage is logged once and the return once.
+    assert_eq!(log.matches("daemon link down").count(), 1, "{log}");
+    assert_eq!(
+        log.matches("shortlink: daemon link to ").count(),
+        1,
+        "{log}"
+    );
+    s.nginx.assert_clean_log();
+}
+
+#[test]
+fn a_daemon_refusing_the_handshake_is_asked_less_and_less_often() {
+    let scratch = Scratch::new("fault-refused");
+    let (key, _) = scratch.key();
+    let daemon = Daemon::start(&scratch, &key);
+    // nginx on another deployment key: the daemon refuses its hello.
+    let other = Scratch::new("fault-refused-nginx");
+    let other_key = other.path("key");
+    shortlink_core::DeploymentKey::generate()
+        .unwrap()
+        .write_new(&other_key)
+        .unwrap();
+    let nginx = Nginx::start(&other, 1, &http_conf(&other_key, &daemon, "300ms"));
+    let watched = Duration::from_secs(4);
+    std::thread::sleep(watched);
+    let refusals = daemon.log().matches("refusing IPC client").count();
+    let log = nginx.error_log();
+    report(
+        "nginx on another key than the daemon's",
+        &[(
+            "handshakes refused in 4 s (every 100 ms: 40)",
+            format!("{refusals}"),
+        )],
+    );
+    assert!(
+        log.contains("refused the handshake"),
+        "the worker never reached the daemon:\n{log}"
+    );
+    // Backing off from 100 ms, doubling: attempts at 0, 0.1, 0.3, 0.7,
+    // 1.5 and 3.1 s. Every 100 ms would be 40.
+    assert!(
+        (1..=8).contains(&refusals),
+        "{refusals} refusals in {watched:?}:\n{}",
+        daemon.log()
+    );
+    nginx.assert_clean_log();
 }

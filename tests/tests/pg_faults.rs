@@ -3,7 +3,9 @@
 //! (`SHORTLINK_PG_OUTAGE_SECS`, default 60), and one node's daemon
 //! SIGKILLed. Each scenario prints its figures and asserts: cached
 //! redirects never fail, misses are refused fast, creates get a JSON 503,
-//! and every redirect a client received is counted once, on both nodes.
+//! every redirect a client received is counted once, on both nodes, and
+//! an edit made while a node's daemon was down reaches that node's edge
+//! within a second of the daemon's return (issue 40).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use shortlink_e2e::load::{Conn, Load, Tally};
 use shortlink_e2e::tally::{add, by_status, links, settle};
-use shortlink_e2e::{Cluster, Node};
+use shortlink_e2e::{Cluster, Figures, Node};
 
 /// Requests each code once on `node` (into its zone); those clicks.
 fn warm(node: &Node, codes: &[String], sent: &mut HashMap<String, u64>) {
@@ -33,6 +35,13 @@ fn healthy(c: &Cluster, within: Duration) -> Duration {
         std::thread::sleep(Duration::from_millis(100));
     }
     started.elapsed()
+}
+
+/// Whether `node`'s nginx has its link to the daemon (`shortlink_status`).
+fn link_up(node: &Node) -> bool {
+    let r = node.nginx.get(b"/status");
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    Figures::parse(&r.body_text()).gauge("shortlink_daemon_links_up") > 0
 }
 
 fn report(name: &str, lines: &[(&str, String)]) {
@@ -267,25 +276,36 @@ fn a_killed_daemon_on_one_node_goes_unnoticed_by_the_other() {
         Some(&json!({"url": "https://example.com/edited-on-b"})),
     );
     assert_eq!(r.status, 200, "{}", r.body_text());
-    std::thread::sleep(Duration::from_secs(1));
+    // Down long enough that a worker backing off (doubling from 100 ms)
+    // would leave seconds between its tries by now.
+    std::thread::sleep(Duration::from_secs(4));
     a.daemon.restart();
-    // A's nginx kept its zone; its daemon replays what B changed meanwhile.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let r = a.get(edited);
-        // Each answer is a click too.
-        if r.status == 302 {
-            *sent.entry(edited.clone()).or_default() += 1;
+    // The restart returns once the daemon is ready (health 200, its IPC
+    // socket there). A's nginx kept its zone; it links up again and its
+    // daemon replays what B changed meanwhile.
+    let ready = Instant::now();
+    let (mut linked, mut edit_seen) = (None, None);
+    while linked.is_none() || edit_seen.is_none() {
+        if linked.is_none() && link_up(a) {
+            linked = Some(ready.elapsed());
         }
-        if r.header("Location") == Some("https://example.com/edited-on-b") {
-            break;
+        if edit_seen.is_none() {
+            let r = a.get(edited);
+            // Each answer is a click too.
+            if r.status == 302 {
+                *sent.entry(edited.clone()).or_default() += 1;
+            }
+            if r.header("Location") == Some("https://example.com/edited-on-b") {
+                edit_seen = Some(ready.elapsed());
+            }
         }
         assert!(
-            Instant::now() < deadline,
-            "A still serves the old target of {edited}"
+            ready.elapsed() < Duration::from_secs(30),
+            "30 s after A's daemon was ready: link up after {linked:?}, edit seen after {edit_seen:?}"
         );
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(10));
     }
+    let (linked, edit_seen) = (linked.unwrap_or_default(), edit_seen.unwrap_or_default());
     assert_eq!(a.get(&made_on_b).status, 302);
     std::thread::sleep(Duration::from_millis(500));
     let tb = load_b.stop();
@@ -296,6 +316,14 @@ fn a_killed_daemon_on_one_node_goes_unnoticed_by_the_other() {
     report(
         "one node's daemon SIGKILLed under load",
         &[
+            (
+                "node A: daemon ready -> edge linked (polled 10 ms)",
+                format!("{linked:?}"),
+            ),
+            (
+                "node A: daemon ready -> edit made on B served",
+                format!("{edit_seen:?}"),
+            ),
             (
                 "node B: redirects / others / failed",
                 format!(
@@ -335,4 +363,8 @@ fn a_killed_daemon_on_one_node_goes_unnoticed_by_the_other() {
         by_status(&ta)
     );
     assert_eq!(counted, total, "clicks sent = counted");
+    assert!(
+        edit_seen < Duration::from_secs(1),
+        "the edit made while A's daemon was down reached A's edge {edit_seen:?} after the daemon was ready"
+    );
 }

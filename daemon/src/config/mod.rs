@@ -126,6 +126,13 @@ pub struct Config {
     /// before cancelling it (migrations excepted).
     #[arg(long, env = "SHORTLINKD_DATABASE_STATEMENT_TIMEOUT")]
     pub database_statement_timeout: u64,
+    /// Milliseconds the database may take over what an nginx worker asks
+    /// (a lookup miss, a password check's link, a visit lease) before the
+    /// worker is told the link is unavailable (503); keep it below nginx's
+    /// `shortlink_timeout` (default 500 ms), so a slow database fails the
+    /// request, not the worker's link to a healthy daemon.
+    #[arg(long, env = "SHORTLINKD_EDGE_TIMEOUT_MS")]
+    pub edge_timeout_ms: u64,
     /// Deployment key file shared with nginx (default <data_dir>/key).
     #[arg(long, env = "SHORTLINKD_KEY_FILE")]
     pub key_file: Option<PathBuf>,
@@ -243,6 +250,7 @@ impl Default for Config {
             database_notify: true,
             database_timeout: 5,
             database_statement_timeout: 30,
+            edge_timeout_ms: 400,
             key_file: None,
             ipc_socket: None,
             api_socket: None,
@@ -404,6 +412,15 @@ impl Config {
                 format!(
                     "{} is outside 1..=86400 seconds",
                     self.database_statement_timeout
+                ),
+            );
+        }
+        if !(10..=60_000).contains(&self.edge_timeout_ms) {
+            return invalid(
+                "edge_timeout_ms",
+                format!(
+                    "{} is outside 10..=60000 milliseconds",
+                    self.edge_timeout_ms
                 ),
             );
         }
@@ -717,5 +734,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("segment_size"), "{err}");
+    }
+
+    #[test]
+    fn edge_timeout_defaults_below_nginx_and_is_range_checked() {
+        let config = Config::load(None, &given(&[])).unwrap();
+        assert_eq!(config.edge_timeout_ms, 400, "below shortlink_timeout 500ms");
+        let config = Config::load(None, &given(&["--edge-timeout-ms", "250"])).unwrap();
+        assert_eq!(config.edge_timeout_ms, 250);
+        for bad in ["0", "9", "60001"] {
+            let err = Config::load(None, &given(&["--edge-timeout-ms", bad]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("edge_timeout_ms") && err.contains(bad),
+                "{err}"
+            );
+        }
     }
 }

@@ -13,8 +13,12 @@
 //! * `subscription.rs`: the alias snapshot and live events.
 //! * `password.rs`: password checks of protected links, bounded and
 //!   throttled.
+//! * `visits.rs`: visit leases of limited links.
+//! * `deadline.rs`: `edge_timeout_ms` on every store call a worker waits
+//!   for, so a slow database fails requests, never the worker's link.
 
 mod clicks;
+mod deadline;
 mod handshake;
 mod password;
 mod subscription;
@@ -33,6 +37,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::{App, SharedApp};
 use crate::events::{Outgoing, WriterWatch};
+pub use deadline::EdgeDeadline;
 use handshake::{Handshake, Peer, Step};
 
 /// Requests one connection may have in flight before reading pauses.
@@ -91,6 +96,9 @@ pub async fn serve(
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
+    let deadline = Arc::new(EdgeDeadline::new(Duration::from_millis(
+        app.config.edge_timeout_ms,
+    )));
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -98,7 +106,8 @@ pub async fn serve(
                 Ok(stream) => {
                     let app = Arc::clone(&app);
                     let shutdown = shutdown.clone();
-                    tracker.spawn(connection(app, stream, shutdown));
+                    let deadline = Arc::clone(&deadline);
+                    tracker.spawn(connection(app, deadline, stream, shutdown));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "IPC accept failed");
@@ -118,7 +127,12 @@ impl Drop for ConnectionGauge<'_> {
     }
 }
 
-async fn connection(app: SharedApp, stream: Stream, shutdown: CancellationToken) {
+async fn connection(
+    app: SharedApp,
+    deadline: Arc<EdgeDeadline>,
+    stream: Stream,
+    shutdown: CancellationToken,
+) {
     app.metrics.ipc_connections.inc();
     let _gauge = ConnectionGauge(&app);
     let stream = Arc::new(stream);
@@ -133,6 +147,7 @@ async fn connection(app: SharedApp, stream: Stream, shutdown: CancellationToken)
     ));
     let mut conn = Conn {
         app: Arc::clone(&app),
+        deadline,
         out: out_tx,
         closed: closed.clone(),
         writer: watch,
@@ -159,6 +174,8 @@ async fn connection(app: SharedApp, stream: Stream, shutdown: CancellationToken)
 
 struct Conn {
     app: SharedApp,
+    /// Bounds the store calls this connection's worker waits for.
+    deadline: Arc<EdgeDeadline>,
     out: mpsc::Sender<Outgoing>,
     /// Fired when the connection is going away (either side).
     closed: CancellationToken,
@@ -288,9 +305,9 @@ impl Conn {
             }
             Request::Clicks { id, batch } => {
                 let pid = self.pid;
-                self.answer_in_task(
-                    move |app| async move { clicks::take(&app, id, batch, pid).await },
-                )
+                self.answer_in_task(move |app, _| async move {
+                    clicks::take(&app, id, batch, pid).await
+                })
                 .await;
             }
             Request::Auth { .. } => return Err(ConnError::SecondAuth),
@@ -300,20 +317,20 @@ impl Conn {
                 password,
                 client,
             } => {
-                self.answer_in_task(move |app| async move {
-                    password::check(&app, id, code, password, client).await
+                self.answer_in_task(move |app, deadline| async move {
+                    password::check(&app, &deadline, id, code, password, client).await
                 })
                 .await;
             }
             Request::LeaseVisits { id, link_id, want } => {
-                self.answer_in_task(move |app| async move {
-                    visits::lease(&app, id, link_id, want).await
+                self.answer_in_task(move |app, deadline| async move {
+                    visits::lease(&app, &deadline, id, link_id, want).await
                 })
                 .await;
             }
             Request::ReturnVisits { id, link_id, count } => {
-                self.answer_in_task(move |app| async move {
-                    visits::give_back(&app, id, link_id, count).await
+                self.answer_in_task(move |app, deadline| async move {
+                    visits::give_back(&app, &deadline, id, link_id, count).await
                 })
                 .await;
             }
@@ -326,7 +343,7 @@ impl Conn {
     /// cannot start unbounded work).
     async fn answer_in_task<F, Fut>(&self, answer: F)
     where
-        F: FnOnce(Arc<App>) -> Fut + Send + 'static,
+        F: FnOnce(Arc<App>, Arc<EdgeDeadline>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Reply> + Send + 'static,
     {
         let permit = Arc::clone(&self.in_flight)
@@ -334,9 +351,10 @@ impl Conn {
             .await
             .expect("semaphore open");
         let app = Arc::clone(&self.app);
+        let deadline = Arc::clone(&self.deadline);
         let out = self.out.clone();
         tokio::spawn(async move {
-            let reply = answer(app).await;
+            let reply = answer(app, deadline).await;
             send(&out, &reply).await;
             drop(permit);
         });
@@ -387,12 +405,13 @@ impl Conn {
             .await
             .expect("semaphore open");
         let app = Arc::clone(&self.app);
+        let deadline = Arc::clone(&self.deadline);
         let out = self.out.clone();
         tokio::spawn(async move {
             let mut frames = Vec::with_capacity(misses.len() * LOOKUP_REPLY_BYTES);
             let mut stored = 0;
             misses
-                .resolve(&app.store, |id, code, result| {
+                .resolve(&app.store, &deadline, |id, code, result| {
                     stored += 1;
                     encode_lookup(&app, &mut frames, id, code, result)
                 })

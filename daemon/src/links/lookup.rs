@@ -7,7 +7,9 @@
 //! and gives the edge's answer. A single lookup
 //! ([`Links::edge_lookup`]) and the IPC server's bursts
 //! ([`Links::edge_lookup_cached`] then [`EdgeMisses::resolve`]) differ only
-//! in how many codes they carry.
+//! in how many codes they carry, and in the bursts' deadline: a worker
+//! waits for them, so their read is bounded by `edge_timeout_ms`
+//! ([`EdgeDeadline`]), and one past it is dropped, nothing of it cached.
 
 use std::sync::atomic::Ordering;
 
@@ -17,6 +19,7 @@ use shortlink_core::{Codec, RedirectStatus};
 
 use super::ops::Links;
 use crate::codes;
+use crate::ipc::EdgeDeadline;
 use crate::store::{CodeRef, Link, LinkCache, LinkState, Store, StoreError, StoreResult};
 use crate::timestamp::unix_now;
 
@@ -146,17 +149,22 @@ impl<T> EdgeMisses<T> {
     }
 
     /// Reads every missed link in one job on one reader thread, inside one
-    /// read transaction, caches what it found and calls `answer` once per
-    /// item.
+    /// read transaction, within `deadline`, caches what it found and calls
+    /// `answer` once per item (with `StoreError::Unavailable` for each when
+    /// the read missed the deadline: nothing of it is cached).
     pub async fn resolve(
         mut self,
         store: &Store,
+        deadline: &EdgeDeadline,
         mut answer: impl FnMut(T, &str, Result<LookupResult, &StoreError>),
     ) {
         if self.items.is_empty() {
             return;
         }
-        match read(store, std::mem::take(&mut self.refs)).await {
+        match deadline
+            .read(read(store, std::mem::take(&mut self.refs)))
+            .await
+        {
             Ok(found) => self.found(store.cache(), found, answer),
             Err(e) => {
                 for (tag, code) in self.items {
@@ -287,8 +295,11 @@ mod tests {
         let misses = links.edge_lookup_cached(items, |i, _, r| answered.push((i, r.unwrap())));
         assert_eq!(answered, vec![(3, LookupResult::NotFound)]);
         assert_eq!(misses.len(), 3);
+        let deadline = EdgeDeadline::new(std::time::Duration::from_secs(60));
         misses
-            .resolve(&parts.store, |i, _, r| answered.push((i, r.unwrap())))
+            .resolve(&parts.store, &deadline, |i, _, r| {
+                answered.push((i, r.unwrap()))
+            })
             .await;
         assert_eq!(answered.len(), 4);
         assert!(found(&answered[1].1) && found(&answered[2].1));

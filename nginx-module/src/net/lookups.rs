@@ -8,6 +8,7 @@ use nginx_sys::{ngx_event_t, ngx_http_request_t, ngx_msec_t};
 use shortlink_core::ipc::{LookupRequest, LookupResult};
 use smallvec::SmallVec;
 
+use super::failures::RUN_NOTE;
 use super::{event, now, on_event, Answer, DaemonLink, Inflight, LinkDown, Started, State};
 use crate::log::error;
 
@@ -112,44 +113,72 @@ impl DaemonLink {
         let Some(Inflight::Lookup(code, purges)) = self.inflight.remove(&id) else {
             return;
         };
+        self.answered_again();
         let answer = self.admit(&code, result, purges);
         if let Some(mut wait) = self.lookups.remove(&code) {
             self.finish(&mut wait, answer);
         }
     }
 
-    /// The daemon could not do request `id`.
+    /// The daemon could not do request `id` (its database down or slow,
+    /// say): the request fails, and the first failure of a run is logged.
     pub(super) fn daemon_error(&mut self, id: u32, message: &str) {
-        let code = match self.inflight.remove(&id) {
+        let inflight = self.inflight.remove(&id);
+        if let Some(Inflight::Clicks(key, batch_id)) = inflight {
+            // Held and sent again, logged once by the click path.
+            return self.clicks_failed(key, batch_id, message);
+        }
+        let log = self.failure_starts_run();
+        let code = match inflight {
             Some(Inflight::Lookup(code, _)) => code,
-            Some(Inflight::Clicks(key, batch_id)) => {
-                return self.clicks_failed(key, batch_id, message)
-            }
             Some(Inflight::Password) => {
-                error!(
-                    self.log,
-                    "shortlink: daemon error while checking a link password: {}", message
-                );
+                if log {
+                    error!(
+                        self.log,
+                        "shortlink: daemon error while checking a link password: {}, socket: {}; {}",
+                        message,
+                        self.peer(),
+                        RUN_NOTE
+                    );
+                }
                 return self.password_failed(id);
             }
             Some(Inflight::Visits(link, _)) => {
-                error!(
-                    self.log,
-                    "shortlink: daemon error while leasing visits of link {}: {}", link, message
-                );
+                if log {
+                    error!(
+                        self.log,
+                        "shortlink: daemon error while leasing visits of link {}: {}, socket: {}; {}",
+                        link,
+                        message,
+                        self.peer(),
+                        RUN_NOTE
+                    );
+                }
                 return self.visits_failed(link);
             }
             _ => {
-                error!(self.log, "shortlink: daemon error: {}", message);
+                if log {
+                    error!(
+                        self.log,
+                        "shortlink: daemon error: {}, socket: {}; {}",
+                        message,
+                        self.peer(),
+                        RUN_NOTE
+                    );
+                }
                 return;
             }
         };
-        error!(
-            self.log,
-            "shortlink: daemon error while resolving code \"{}\": {}",
-            String::from_utf8_lossy(&code),
-            message
-        );
+        if log {
+            error!(
+                self.log,
+                "shortlink: daemon error while resolving code \"{}\": {}, socket: {}; {}",
+                String::from_utf8_lossy(&code),
+                message,
+                self.peer(),
+                RUN_NOTE
+            );
+        }
         if let Some(mut wait) = self.lookups.remove(&code) {
             self.finish(&mut wait, Answer::Unavailable);
         }
@@ -184,13 +213,16 @@ impl DaemonLink {
         let Some(mut wait) = self.lookups.remove(&code) else {
             return;
         };
-        error!(
-            self.log,
-            "shortlink: daemon lookup timed out after {} ms while resolving code \"{}\", socket: {}",
-            self.conf.timeout,
-            String::from_utf8_lossy(&code),
-            self.peer()
-        );
+        if self.failure_starts_run() {
+            error!(
+                self.log,
+                "shortlink: daemon lookup timed out after {} ms while resolving code \"{}\", socket: {}; {}",
+                self.conf.timeout,
+                String::from_utf8_lossy(&code),
+                self.peer(),
+                RUN_NOTE
+            );
+        }
         // Nothing came back since the lookup went out (or the handshake
         // never finished).
         let silent = wait

@@ -11,6 +11,7 @@
 //!   what each reply means.
 //! * `lookups.rs`: lookups for one code share one request to the daemon
 //!   (single flight), each bounded by its timer.
+//! * `failures.rs`: failed answers, logged once per run of them.
 //! * `sync.rs`: answers and pushed events into the shared zone.
 //! * `flush.rs`: click batches to the daemon, or to the spool.
 //! * `password.rs`: password checks of protected links, one per request.
@@ -25,8 +26,10 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 
 use nginx_sys::{ngx_connection_t, ngx_event_t, ngx_http_request_t, ngx_log_t, ngx_msec_t};
+use shortlink_core::failure_run::FailureRun;
 use shortlink_core::handshake::{LinkAuth, Nonce};
 use shortlink_core::ipc::{BatchId, EdgeLink, FrameError, LookupResult};
+use shortlink_core::reconnect::{Failure, Reconnect};
 use shortlink_core::spool::SpoolSeal;
 use shortlink_core::Fingerprint;
 
@@ -36,6 +39,7 @@ use crate::conf::MainConf;
 use crate::guard::guard;
 use crate::log::{error, info, warning};
 
+mod failures;
 mod flush;
 mod lookups;
 mod password;
@@ -218,6 +222,24 @@ pub enum LinkDown {
     Silent { peer: String, ms: ngx_msec_t },
 }
 
+impl LinkDown {
+    /// How long to wait before trying again depends on this: nobody
+    /// listening is retried at once, anything else backs off.
+    fn failure(&self) -> Failure {
+        match self {
+            LinkDown::Connect { err, .. }
+                if matches!(
+                    err.raw_os_error(),
+                    Some(libc::ENOENT) | Some(libc::ECONNREFUSED)
+                ) =>
+            {
+                Failure::NoListener
+            }
+            _ => Failure::Other,
+        }
+    }
+}
+
 /// A frame could not be sent: the link went down doing so (and has
 /// already failed what waited on it).
 #[derive(Debug)]
@@ -270,7 +292,12 @@ pub struct DaemonLink {
     /// The daemon's and our nonce of the handshake under way.
     nonces: Option<(Nonce, Nonce)>,
     outage_logged: bool,
-    backoff: ngx_msec_t,
+    /// When to try the socket again after the link went down.
+    reconnect: Reconnect,
+    /// Lookups, password checks and visit leases the daemon failed or did
+    /// not answer in time: the first of a run is logged, the rest counted
+    /// until one is answered again.
+    failures: FailureRun,
     retry: ngx_event_t,
     flush: ngx_event_t,
     /// Sends again the batches the daemon failed to store.
@@ -311,9 +338,6 @@ pub struct DaemonLink {
     alias_generation: u64,
 }
 
-const MIN_BACKOFF: ngx_msec_t = 100;
-const MAX_BACKOFF: ngx_msec_t = 5000;
-
 fn now() -> ngx_msec_t {
     // SAFETY: nginx updates ngx_current_msec on its event loop; we run there.
     unsafe { nginx_sys::ngx_current_msec }
@@ -334,7 +358,8 @@ impl DaemonLink {
             state: State::Down,
             nonces: None,
             outage_logged: false,
-            backoff: MIN_BACKOFF,
+            reconnect: Reconnect::new(),
+            failures: FailureRun::new(),
             retry: event(),
             flush: event(),
             click_retry: event(),

@@ -7,6 +7,7 @@
 use nginx_sys::{ngx_event_t, ngx_http_request_t};
 use shortlink_core::ipc::{PasswordResult, Request};
 
+use super::failures::RUN_NOTE;
 use super::{event, on_event, Answer, DaemonLink, Inflight, Started, State};
 use crate::log::error;
 
@@ -60,6 +61,7 @@ impl DaemonLink {
     /// The daemon answered check `id`.
     pub(super) fn password_answered(&mut self, id: u32, result: PasswordResult) {
         self.inflight.remove(&id);
+        self.answered_again();
         let answer = match result {
             PasswordResult::Granted(link) => Answer::Granted(std::rc::Rc::new(*link)),
             PasswordResult::Wrong => Answer::WrongPassword,
@@ -110,12 +112,15 @@ impl DaemonLink {
         // SAFETY: the timer's data is its boxed wait, still in the map
         // (removal deletes the timer first).
         let id = unsafe { (*wait).id };
-        error!(
-            self.log,
-            "shortlink: daemon password check timed out after {} ms, socket: {}",
-            self.conf.timeout,
-            self.peer()
-        );
+        if self.failure_starts_run() {
+            error!(
+                self.log,
+                "shortlink: daemon password check timed out after {} ms, socket: {}; {}",
+                self.conf.timeout,
+                self.peer(),
+                RUN_NOTE
+            );
+        }
         self.inflight.remove(&id);
         self.finish_password(id, Answer::TimedOut);
     }

@@ -1,6 +1,8 @@
 //! The link's life: connect and handshake, what each reply means, and
 //! outages: while the daemon is unreachable lookups fail at once, the link
-//! retries with backoff, and logs the outage once and the recovery once.
+//! retries (every 100 ms while nobody listens on the socket, with a
+//! growing backoff after anything else: `shortlink_core::reconnect`), and
+//! logs the outage once and the recovery once.
 //!
 //! The handshake is mutual: the worker answers the daemon's challenge with
 //! a proof of the deployment key, and trusts nothing on the connection
@@ -10,12 +12,11 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 
-use nginx_sys::ngx_event_t;
+use nginx_sys::{ngx_event_t, ngx_msec_t};
 use shortlink_core::handshake::{self, Nonce, Proof};
 use shortlink_core::ipc::{Hello, Reply, Request, PROTOCOL_VERSION};
 
 use super::{on_event, socket, Answer, DaemonLink, Inflight, LinkDown, State};
-use super::{MAX_BACKOFF, MIN_BACKOFF};
 use crate::log::{error, info, warning};
 
 impl DaemonLink {
@@ -59,11 +60,11 @@ impl DaemonLink {
             }
             self.snapshot = None;
         }
+        let wait = self.reconnect.after(why.failure()) as ngx_msec_t;
         if self.retry.timer_set() == 0 {
             // SAFETY: the retry event lives in the boxed link.
-            unsafe { nginx_sys::ngx_add_timer(&mut self.retry, self.backoff) };
+            unsafe { nginx_sys::ngx_add_timer(&mut self.retry, wait) };
         }
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
 
     /// What a reply from the daemon means.
@@ -167,7 +168,7 @@ impl DaemonLink {
             return;
         }
         self.state = State::Ready;
-        self.backoff = MIN_BACKOFF;
+        self.reconnect.connected();
         let back = self.outage_logged;
         self.figures(|row| {
             row.link_up.store(1, Relaxed);

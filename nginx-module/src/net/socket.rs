@@ -176,10 +176,10 @@ impl DaemonLink {
             self.fail(LinkDown::HandshakeTimeout);
             return;
         }
-        if let Err(down) = self.read_available(c) {
-            self.fail(down);
-            return;
-        }
+        // The frames read before the socket closed or failed are handled
+        // first: a daemon refusing the handshake sends its reason and
+        // closes at once, and the reason is what the operator needs.
+        let read = self.read_available(c);
         let mut at = 0;
         loop {
             match read_frame::<Reply>(&self.inb[at..]) {
@@ -198,6 +198,10 @@ impl DaemonLink {
             }
         }
         self.inb.drain(..at);
+        if let Err(down) = read {
+            self.fail(down);
+            return;
+        }
         // SAFETY: our live connection's read event.
         unsafe { ngx_handle_read_event((*c).read, 0) };
     }

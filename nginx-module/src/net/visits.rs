@@ -12,6 +12,7 @@ use shortlink_core::ipc::Request;
 use shortlink_core::visit_slots::Returned;
 use smallvec::SmallVec;
 
+use super::failures::RUN_NOTE;
 use super::{event, on_event, Answer, DaemonLink, Inflight, Started, State};
 use crate::log::error;
 
@@ -87,6 +88,7 @@ impl DaemonLink {
         let Some(Inflight::Visits(link, limit)) = self.inflight.remove(&id) else {
             return;
         };
+        self.answered_again();
         let Some(mut wait) = self.visit_waits.remove(&link) else {
             // Its waiters timed out or left: the zone keeps the visits.
             self.keep_visits(link, limit, granted);
@@ -202,14 +204,17 @@ impl DaemonLink {
         let Some(mut wait) = self.visit_waits.remove(&link) else {
             return;
         };
-        error!(
-            self.log,
-            "shortlink: daemon visit lease timed out after {} ms for link {} (limit {}), socket: {}",
-            self.conf.timeout,
-            link,
-            wait.limit,
-            self.peer()
-        );
+        if self.failure_starts_run() {
+            error!(
+                self.log,
+                "shortlink: daemon visit lease timed out after {} ms for link {} (limit {}), socket: {}; {}",
+                self.conf.timeout,
+                link,
+                wait.limit,
+                self.peer(),
+                RUN_NOTE
+            );
+        }
         self.finish_visits(&mut wait, Answer::TimedOut);
     }
 }
