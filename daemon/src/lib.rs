@@ -24,6 +24,7 @@ pub mod codes;
 pub mod config;
 pub mod credentials;
 pub mod edge;
+pub mod edge_deadline;
 pub mod events;
 pub mod ids;
 pub mod ipc;

@@ -214,14 +214,40 @@ async fn a_refused_login_at_start_is_an_error_naming_the_database() {
     );
 }
 
-/// A session of the test's own on `db` (to hold locks the daemon meets).
-async fn session(cluster: &PgCluster, db: &str) -> tokio_postgres::Client {
-    let (client, connection) =
-        tokio_postgres::connect(&cluster.url_with_password(db), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-    tokio::spawn(connection);
-    client
+/// Every row of `links` locked in a transaction of the test's own.
+struct LinksLocked {
+    release: tokio::sync::oneshot::Sender<()>,
+    holder: tokio::task::JoinHandle<()>,
+}
+
+impl LinksLocked {
+    /// Locks them; returns once the lock is held.
+    async fn hold(cluster: &PgCluster, db: &str) -> Self {
+        let (mut client, connection) =
+            tokio_postgres::connect(&cluster.url_with_password(db), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        tokio::spawn(connection);
+        let (held_tx, held) = tokio::sync::oneshot::channel();
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let holder = tokio::spawn(async move {
+            let tx = client.transaction().await.unwrap();
+            tx.batch_execute("SELECT 1 FROM links FOR UPDATE")
+                .await
+                .unwrap();
+            let _ = held_tx.send(());
+            let _ = released.await;
+            tx.rollback().await.unwrap();
+        });
+        held.await.expect("the lock is held");
+        Self { release, holder }
+    }
+
+    /// Rolls the transaction back; returns once it is.
+    async fn release(self) {
+        let _ = self.release.send(());
+        self.holder.await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,11 +257,7 @@ async fn a_lock_held_past_the_lock_timeout_is_a_503_not_a_500() {
     let d = node(&cluster, &url).await;
     let made = d.create(json!({"url": "https://e.com/locked"})).await;
     let code = made["code"].as_str().expect("a code").to_string();
-    let mut holder = session(&cluster, "links").await;
-    let tx = holder.transaction().await.unwrap();
-    tx.batch_execute("SELECT 1 FROM links FOR UPDATE")
-        .await
-        .unwrap();
+    let lock = LinksLocked::hold(&cluster, "links").await;
     // The edit waits for the row lock until lock_timeout (the
     // --database-timeout of 2 s) ends it.
     let (s, v) = answer(
@@ -250,7 +272,7 @@ async fn a_lock_held_past_the_lock_timeout_is_a_503_not_a_500() {
         (503, Some("database_unavailable")),
         "{v}"
     );
-    tx.rollback().await.unwrap();
+    lock.release().await;
     let (s, v) = answer(
         &d,
         "PATCH",
@@ -278,11 +300,7 @@ async fn a_request_on_a_server_that_hangs_mid_request_is_given_up() {
     .await;
     let made = d.create(json!({"url": "https://e.com/midhang"})).await;
     let code = made["code"].as_str().expect("a code").to_string();
-    let mut holder = session(&cluster, "links").await;
-    let tx = holder.transaction().await.unwrap();
-    tx.batch_execute("SELECT 1 FROM links FOR UPDATE")
-        .await
-        .unwrap();
+    let lock = LinksLocked::hold(&cluster, "links").await;
     // The edit reaches the server and waits for the lock; then the server
     // stops, so its lock_timeout never fires and nothing ever answers. The
     // daemon gives the request up (statement timeout + database timeout)
@@ -311,8 +329,7 @@ async fn a_request_on_a_server_that_hangs_mid_request_is_given_up() {
         "{v}"
     );
     cluster.thaw();
-    drop(tx);
-    drop(holder);
+    lock.release().await;
     // The daemon works on once the server is back.
     let deadline = tokio::time::Instant::now() + ANSWER;
     loop {
@@ -342,9 +359,14 @@ async fn a_url_listing_a_hung_server_first_reaches_the_live_one() {
         live.port
     );
     let d = node(&live, &url).await;
-    let made = d.create(json!({"url": "https://e.com/past-the-hung"})).await;
+    let made = d
+        .create(json!({"url": "https://e.com/past-the-hung"}))
+        .await;
     let code = made["code"].as_str().expect("a code");
     let (s, v) = answer(&d, "GET", &format!("/api/v1/links/{code}"), None).await;
-    assert_eq!((s, v["url"].as_str()), (200, Some("https://e.com/past-the-hung")));
+    assert_eq!(
+        (s, v["url"].as_str()),
+        (200, Some("https://e.com/past-the-hung"))
+    );
     hung.thaw();
 }

@@ -3,11 +3,14 @@
 //! `shortlinkd` on the shared database and its own nginx with the module,
 //! every node on the same deployment key.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use shortlink_core::Codec;
 use testpg::PgCluster;
 
+use crate::load::{Conn, Load};
 use crate::{http_conf, Daemon, Nginx, Response, Scratch};
 
 /// One node: nginx and the daemon it talks to.
@@ -22,6 +25,15 @@ impl Node {
     pub fn get(&self, code: &str) -> Response {
         self.nginx.get(format!("/{code}").as_bytes())
     }
+
+    /// Requests each of `codes` once (into this node's zone), adding those
+    /// clicks to `sent`.
+    pub fn warm(&self, codes: &[String], sent: &mut HashMap<String, u64>) {
+        for c in codes {
+            assert_eq!(self.get(c).status, 302, "warming {c}");
+            *sent.entry(c.clone()).or_default() += 1;
+        }
+    }
 }
 
 /// Fields drop in order: the nodes, then PostgreSQL.
@@ -34,6 +46,33 @@ pub struct Cluster {
     pub standby: Option<PgCluster>,
     /// The shared database's URL (no password: nodes read it from a file).
     pub url: String,
+}
+
+impl Cluster {
+    /// Warms `codes` on every node ([`Node::warm`]), then sends them to
+    /// every node without end (a keep-alive and a plain connection each,
+    /// `pause` between requests) until the loads are stopped.
+    pub fn hot_load(
+        &self,
+        codes: &[String],
+        sent: &mut HashMap<String, u64>,
+        pause: Duration,
+    ) -> Vec<Load> {
+        for n in &self.nodes {
+            n.warm(codes, sent);
+        }
+        self.nodes
+            .iter()
+            .map(|n| {
+                Load::start(
+                    n.nginx.port,
+                    codes,
+                    &[(Conn::KeepAlive, 1), (Conn::Plain, 1)],
+                    pause,
+                )
+            })
+            .collect()
+    }
 }
 
 /// The standby's name on its primary (`application_name`).
@@ -102,13 +141,19 @@ impl Cluster {
     }
 }
 
+/// The edge deadline of every node's daemon: below the nodes' nginx
+/// `shortlink_timeout` ([`crate::stack::TIMEOUT`], 300 ms), as the
+/// configuration reference asks of every deployment.
+pub const EDGE_TIMEOUT_MS: u32 = 200;
+
 /// The daemon's config file naming the shared database.
 fn node_config(scratch: &Scratch, url: &str, pg: &PgCluster, settings: &str) -> PathBuf {
     let path = scratch.path("shortlinkd.toml");
     std::fs::write(
         &path,
         format!(
-            "database = \"{url}\"\ndatabase_password_file = \"{}\"\n{settings}",
+            "database = \"{url}\"\ndatabase_password_file = \"{}\"\n\
+             edge_timeout_ms = {EDGE_TIMEOUT_MS}\n{settings}",
             pg.password_file().display()
         ),
     )

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shortlink_e2e::load::{Conn, Load, Tally};
+use shortlink_e2e::load::{Load, Tally};
 use shortlink_e2e::tally::{add, by_status, links, settle};
 use shortlink_e2e::{Cluster, Node};
 
@@ -99,24 +99,7 @@ fn failover(name: &str, fault: Fault) {
     let standby = c.standby.as_ref().expect("a standby");
     let cached = links(&a.daemon, 10, "cached");
     let mut sent: HashMap<String, u64> = HashMap::new();
-    for n in &c.nodes {
-        for code in &cached {
-            assert_eq!(n.get(code).status, 302, "warming {code}");
-            *sent.entry(code.clone()).or_default() += 1;
-        }
-    }
-    let hot: Vec<Load> = c
-        .nodes
-        .iter()
-        .map(|n| {
-            Load::start(
-                n.nginx.port,
-                &cached,
-                &[(Conn::KeepAlive, 1), (Conn::Plain, 1)],
-                Duration::from_millis(2),
-            )
-        })
-        .collect();
+    let hot = c.hot_load(&cached, &mut sent, Duration::from_millis(2));
 
     let stop = AtomicBool::new(false);
     let (attempts, faulted, promoted) = std::thread::scope(|s| {

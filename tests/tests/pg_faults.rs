@@ -15,14 +15,6 @@ use shortlink_e2e::load::{Conn, Load, Tally};
 use shortlink_e2e::tally::{add, by_status, links, settle};
 use shortlink_e2e::{Cluster, Figures, Node};
 
-/// Requests each code once on `node` (into its zone); those clicks.
-fn warm(node: &Node, codes: &[String], sent: &mut HashMap<String, u64>) {
-    for c in codes {
-        assert_eq!(node.get(c).status, 302, "warming {c}");
-        *sent.entry(c.clone()).or_default() += 1;
-    }
-}
-
 /// Waits until every node's daemon answers health 200 again.
 fn healthy(c: &Cluster, within: Duration) -> Duration {
     let started = Instant::now();
@@ -61,21 +53,7 @@ fn postgres_restart_and_outage_under_load_on_two_nodes() {
     let cached = links(&a.daemon, 10, "cached");
     let uncached = links(&a.daemon, 2000, "uncached");
     let mut sent = HashMap::new();
-    for n in &c.nodes {
-        warm(n, &cached, &mut sent);
-    }
-    let hot: Vec<Load> = c
-        .nodes
-        .iter()
-        .map(|n| {
-            Load::start(
-                n.nginx.port,
-                &cached,
-                &[(Conn::KeepAlive, 1), (Conn::Plain, 1)],
-                Duration::from_millis(1),
-            )
-        })
-        .collect();
+    let hot = c.hot_load(&cached, &mut sent, Duration::from_millis(1));
 
     // A restart: down and straight back up.
     std::thread::sleep(Duration::from_secs(1));
@@ -246,7 +224,7 @@ fn a_killed_daemon_on_one_node_goes_unnoticed_by_the_other() {
     let cached = links(&c.nodes[0].daemon, 10, "cached");
     let mut sent = HashMap::new();
     for n in &c.nodes {
-        warm(n, &cached, &mut sent);
+        n.warm(&cached, &mut sent);
     }
     let load_b = Load::start(
         c.nodes[1].nginx.port,

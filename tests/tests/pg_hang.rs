@@ -17,11 +17,6 @@ use shortlink_e2e::load::{Conn, Load};
 use shortlink_e2e::tally::{by_status, links};
 use shortlink_e2e::{read_response, send_request, Cluster, Daemon};
 
-/// The edge deadline the daemons get here: below the cluster's
-/// `shortlink_timeout` (300 ms, `stack::TIMEOUT`), as the configuration
-/// reference asks of every deployment.
-const EDGE_TIMEOUT_MS: &str = "200";
-
 /// Generous for any machine: the wait for what must happen after the thaw.
 const RECOVERY: Duration = Duration::from_secs(60);
 /// How long an API call made during the freeze is waited for: past the
@@ -82,8 +77,6 @@ fn a_hung_postgres_never_drops_the_edge_link_and_is_logged_once() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(20),
     );
-    // Read by every daemon this test starts (the cluster's included).
-    std::env::set_var("SHORTLINKD_EDGE_TIMEOUT_MS", EDGE_TIMEOUT_MS);
     let c = Cluster::start("pg-hang", 1);
     let node = &c.nodes[0];
     let cached = links(&node.daemon, 10, "cached");

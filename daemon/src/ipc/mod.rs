@@ -14,11 +14,12 @@
 //! * `password.rs`: password checks of protected links, bounded and
 //!   throttled.
 //! * `visits.rs`: visit leases of limited links.
-//! * `deadline.rs`: `edge_timeout_ms` on every store call a worker waits
-//!   for, so a slow database fails requests, never the worker's link.
+//! * [`crate::edge_deadline`]: `edge_timeout_ms` on every store call a
+//!   worker waits for, so a slow database fails requests, never the
+//!   worker's link (a module of its own: the edge lookup in `links` uses
+//!   it too).
 
 mod clicks;
-mod deadline;
 mod handshake;
 mod password;
 mod subscription;
@@ -36,8 +37,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::app::{App, SharedApp};
+pub use crate::edge_deadline::EdgeDeadline;
 use crate::events::{Outgoing, WriterWatch};
-pub use deadline::EdgeDeadline;
 use handshake::{Handshake, Peer, Step};
 
 /// Requests one connection may have in flight before reading pauses.

@@ -19,7 +19,7 @@ use shortlink_core::{Codec, RedirectStatus};
 
 use super::ops::Links;
 use crate::codes;
-use crate::ipc::EdgeDeadline;
+use crate::edge_deadline::EdgeDeadline;
 use crate::store::{CodeRef, Link, LinkCache, LinkState, Store, StoreError, StoreResult};
 use crate::timestamp::unix_now;
 

@@ -324,9 +324,14 @@ mod tests {
         let (mut waiter, conn) = connector.session(&pc).await.unwrap();
         let driven = tokio::spawn(conn);
         let hold = holder.transaction().await.unwrap();
-        hold.batch_execute("SELECT * FROM t FOR UPDATE").await.unwrap();
+        hold.batch_execute("SELECT * FROM t FOR UPDATE")
+            .await
+            .unwrap();
         let tx = waiter.transaction().await.unwrap();
-        let st = tx.prepare("SELECT * FROM t WHERE v = $1 FOR UPDATE").await.unwrap();
+        let st = tx
+            .prepare("SELECT * FROM t WHERE v = $1 FOR UPDATE")
+            .await
+            .unwrap();
         let waiting = tx.query(&st, &[&1i32]);
         let freeze = async {
             tokio::time::sleep(Duration::from_millis(300)).await;
