@@ -258,28 +258,25 @@ async fn a_lock_held_past_the_lock_timeout_is_a_503_not_a_500() {
     let made = d.create(json!({"url": "https://e.com/locked"})).await;
     let code = made["code"].as_str().expect("a code").to_string();
     let lock = LinksLocked::hold(&cluster, "links").await;
+    let path = format!("/api/v1/links/{code}");
+    let edit = || {
+        answer(
+            &d,
+            "PATCH",
+            &path,
+            Some(json!({"url": "https://e.com/edited"})),
+        )
+    };
     // The edit waits for the row lock until lock_timeout (the
     // --database-timeout of 2 s) ends it.
-    let (s, v) = answer(
-        &d,
-        "PATCH",
-        &format!("/api/v1/links/{code}"),
-        Some(json!({"url": "https://e.com/edited"})),
-    )
-    .await;
+    let (s, v) = edit().await;
     assert_eq!(
         (s, v["error"]["code"].as_str()),
         (503, Some("database_unavailable")),
         "{v}"
     );
     lock.release().await;
-    let (s, v) = answer(
-        &d,
-        "PATCH",
-        &format!("/api/v1/links/{code}"),
-        Some(json!({"url": "https://e.com/edited"})),
-    )
-    .await;
+    let (s, v) = edit().await;
     assert_eq!(s, 200, "{v}");
 }
 

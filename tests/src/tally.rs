@@ -73,3 +73,27 @@ pub fn report(suite: &str, name: &str, lines: &[(&str, String)]) {
         println!("  {k:<48} {v}");
     }
 }
+
+/// Redirects / others / failed of each load, for a report line.
+pub fn per_load(loads: &[Tally]) -> String {
+    format!(
+        "{:?}",
+        loads
+            .iter()
+            .map(|t| (t.total_redirects(), t.total_others(), t.failed))
+            .collect::<Vec<_>>()
+    )
+}
+
+/// Asserts every request of every load in `loads` of cached codes was
+/// answered with a redirect.
+pub fn assert_only_redirects(loads: &[Tally]) {
+    for t in loads {
+        assert_eq!(
+            (t.total_others(), t.failed),
+            (0, 0),
+            "cached codes answered something else: {:?}",
+            by_status(t)
+        );
+    }
+}

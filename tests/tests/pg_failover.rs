@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use shortlink_e2e::load::{Load, Tally};
-use shortlink_e2e::tally::{add, by_status, links, settle};
+use shortlink_e2e::tally::{add, assert_only_redirects, links, per_load, settle};
 use shortlink_e2e::{Cluster, Node};
 
 /// The daemons' bounds here: 1 s per server to connect and for the pool,
@@ -224,12 +224,7 @@ fn failover(name: &str, fault: Fault) {
             ),
             (
                 "cached codes, per node: redirects / others / failed",
-                format!(
-                    "{:?}",
-                    hot.iter()
-                        .map(|t| (t.total_redirects(), t.total_others(), t.failed))
-                        .collect::<Vec<_>>()
-                ),
+                per_load(&hot),
             ),
             (
                 "clicks sent / counted on A / on B",
@@ -238,14 +233,7 @@ fn failover(name: &str, fault: Fault) {
         ],
     );
 
-    for t in &hot {
-        assert_eq!(
-            (t.total_others(), t.failed),
-            (0, 0),
-            "cached codes answered something else: {:?}",
-            by_status(t)
-        );
-    }
+    assert_only_redirects(&hot);
     assert!(
         !refused.is_empty(),
         "no create was refused: the fault tested nothing"
