@@ -24,6 +24,7 @@
 //! database fails every miss the same way.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,9 @@ pub struct EdgeDeadline {
     /// Calls past the deadline since the last one in time (a lock held
     /// for a counter's update, never across an await).
     late: Mutex<FailureRun>,
+    /// Whether a run of late calls is under way: a call in time outside
+    /// one (nearly every call) takes no lock.
+    in_run: AtomicBool,
 }
 
 impl EdgeDeadline {
@@ -49,6 +53,7 @@ impl EdgeDeadline {
             limit,
             epoch: Instant::now(),
             late: Mutex::new(FailureRun::new()),
+            in_run: AtomicBool::new(false),
         }
     }
 
@@ -113,11 +118,10 @@ impl EdgeDeadline {
     /// warning if it starts a run.
     fn missed(&self) -> StoreError {
         let ms = self.limit.as_millis();
-        let starts = self
-            .late
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .failed(self.now_ms());
+        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        let starts = late.failed(self.now_ms());
+        self.in_run.store(true, Ordering::Relaxed);
+        drop(late);
         if starts {
             tracing::warn!(
                 edge_timeout_ms = ms as u64,
@@ -132,11 +136,14 @@ impl EdgeDeadline {
 
     /// A call finished in time: ends a run of late ones, saying so once.
     fn in_time(&self) {
-        let ended = self
-            .late
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .answered(self.now_ms());
+        if !self.in_run.load(Ordering::Relaxed) {
+            return;
+        }
+        let ended = {
+            let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+            self.in_run.store(false, Ordering::Relaxed);
+            late.answered(self.now_ms())
+        };
         if let Some(ended) = ended {
             tracing::info!(
                 late = ended.failures,
